@@ -1,0 +1,320 @@
+package budget
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeClock is an injected clock the tests advance by hand.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// clockStart is a bucket-aligned moment well inside a UTC day.
+var clockStart = time.Date(2025, 3, 4, 12, 0, 0, 0, time.UTC)
+
+func newClock() *fakeClock { return &fakeClock{t: clockStart} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// replicasFunc returns two budgets sharing state (for the memory budget, the
+// same one twice) built from cfg.
+type replicasFunc func(t *testing.T, cfg Config) (Budget, Budget)
+
+// exercise is the conformance suite every Budget implementation must pass.
+func exercise(t *testing.T, newReplicas replicasFunc, hammerPhases int) {
+	ctx := context.Background()
+
+	mustReserve := func(t *testing.T, b Budget, key string, tokens int) Reservation {
+		t.Helper()
+		r, err := b.Reserve(ctx, key, tokens)
+		if err != nil {
+			t.Fatalf("Reserve(%q, %d): %v", key, tokens, err)
+		}
+		return r
+	}
+	wantGranted := func(t *testing.T, b Budget, key string, tokens int) {
+		t.Helper()
+		if r := mustReserve(t, b, key, tokens); !r.Granted {
+			t.Fatalf("Reserve(%q, %d) refused (RetryAfter %s); want granted", key, tokens, r.RetryAfter)
+		}
+	}
+	wantRefused := func(t *testing.T, b Budget, key string, tokens int) time.Duration {
+		t.Helper()
+		r := mustReserve(t, b, key, tokens)
+		if r.Granted {
+			t.Fatalf("Reserve(%q, %d) granted; want refused", key, tokens)
+		}
+		if r.RetryAfter <= 0 {
+			t.Fatalf("Reserve(%q, %d) refused with RetryAfter %s; want > 0", key, tokens, r.RetryAfter)
+		}
+		return r.RetryAfter
+	}
+
+	t.Run("NeverExceedsLimitUnderConcurrency", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		const limit, window = 20, time.Second
+		a, b := newReplicas(t, Config{Limit: limit, Window: window, DailyLimit: -1, Now: clock.Now})
+		replicas := []Budget{a, b}
+		type phase struct {
+			at      time.Time
+			granted int
+		}
+		var phases []phase
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range hammerPhases {
+			// 20 goroutines hammer at one clock reading; the clock moves between
+			// phases by a random, unaligned step, so every grant's time is known.
+			var (
+				mu      sync.Mutex
+				granted int
+				wg      sync.WaitGroup
+				errs    = make(chan error, 20)
+			)
+			for g := range 20 {
+				seed := rng.Uint64()
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(seed, uint64(g)))
+					for range 2 {
+						tokens := 1 + r.IntN(5)
+						res, err := replicas[g%2].Reserve(ctx, "hammer", tokens)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if res.Granted {
+							mu.Lock()
+							granted += tokens
+							mu.Unlock()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			phases = append(phases, phase{clock.Now(), granted})
+			clock.Advance(time.Duration(rng.Int64N(int64(250 * time.Millisecond))))
+		}
+		total := 0
+		for i, p := range phases {
+			total += p.granted
+			inWindow := 0 // granted in (p.at-window, p.at]
+			for _, q := range phases[:i+1] {
+				if q.at.After(p.at.Add(-window)) {
+					inWindow += q.granted
+				}
+			}
+			if inWindow > limit {
+				t.Fatalf("granted %d tokens in the window ending %s; limit %d", inWindow, p.at.Sub(clockStart), limit)
+			}
+		}
+		// A budget that refuses everything must fail too: demand always exceeds
+		// the limit, so at least half of it per elapsed window must be granted.
+		elapsed := phases[len(phases)-1].at.Sub(clockStart)
+		if floor := int(float64(limit) * (elapsed.Seconds() / window.Seconds()) / 2); total < floor {
+			t.Fatalf("granted %d tokens over %s; want at least %d", total, elapsed, floor)
+		}
+		t.Logf("granted %d tokens over %s (%d phases)", total, elapsed, len(phases))
+	})
+
+	t.Run("RetryAfterUntilOldestLeaves", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		a, b := newReplicas(t, Config{Limit: 10, Window: 10 * time.Second, Now: clock.Now})
+		bucket := 10 * time.Second / bucketsPerWindow
+		wantGranted(t, a, "k", 4)
+		clock.Advance(3 * time.Second)
+		wantGranted(t, b, "k", 6)
+		wait := wantRefused(t, a, "k", 1)
+		// The 4 tokens granted at 0 leave the window at 10 s, 7 s from now.
+		if exact := 7 * time.Second; wait < exact || wait > exact+bucket {
+			t.Fatalf("RetryAfter = %s; want between %s and %s", wait, exact, exact+bucket)
+		}
+		clock.Advance(wait - time.Microsecond)
+		wantRefused(t, b, "k", 1)
+		clock.Advance(time.Microsecond)
+		wantRefused(t, a, "k", 5) // only the first 4 have left
+		wantGranted(t, b, "k", 4)
+		wantRefused(t, a, "k", 1)
+	})
+
+	t.Run("DailyLimit", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		a, b := newReplicas(t, Config{Limit: 10, Window: time.Second, DailyLimit: 25, Now: clock.Now})
+		wantGranted(t, a, "k", 10)
+		clock.Advance(2 * time.Second)
+		wantGranted(t, b, "k", 10)
+		clock.Advance(2 * time.Second)
+		wantGranted(t, a, "k", 4)
+		wait := wantRefused(t, b, "k", 2) // the window has room, the day has 1
+		midnight := time.Date(2025, 3, 5, 0, 0, 0, 0, time.UTC)
+		if want := midnight.Sub(clock.Now()); wait != want {
+			t.Fatalf("RetryAfter = %s; want %s (until midnight UTC)", wait, want)
+		}
+		wantGranted(t, b, "k", 1)
+		clock.Advance(wait)
+		wantGranted(t, a, "k", 10)
+	})
+
+	t.Run("RateLimitedPausesEveryReplica", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		window := 10 * time.Second
+		a, b := newReplicas(t, Config{Limit: 100, Window: window, Now: clock.Now})
+		if err := a.Observe(ctx, "k", Observation{RateLimited: true, Policy: PolicyTenSecondlyRolling}); err != nil {
+			t.Fatal(err)
+		}
+		wait := wantRefused(t, b, "k", 1)
+		if bucket := window / bucketsPerWindow; wait < window || wait > window+bucket {
+			t.Fatalf("RetryAfter after a 429 = %s; want the rest of the window (%s to %s)", wait, window, window+bucket)
+		}
+		clock.Advance(wait - time.Microsecond)
+		wantRefused(t, a, "k", 1)
+		clock.Advance(time.Microsecond)
+		wantGranted(t, b, "k", 100)
+
+		// A longer Retry-After wins over the window.
+		if err := b.Observe(ctx, "k", Observation{RateLimited: true, Policy: PolicyTenSecondlyRolling, RetryAfter: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if wait := wantRefused(t, a, "k", 1); wait != 30*time.Second {
+			t.Fatalf("RetryAfter = %s; want the 429's 30s", wait)
+		}
+		// Other keys are not paused.
+		wantGranted(t, a, "other", 100)
+	})
+
+	t.Run("RateLimitedDaily", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		a, b := newReplicas(t, Config{Now: clock.Now})
+		if err := a.Observe(ctx, "k", Observation{RateLimited: true, Policy: PolicyDaily}); err != nil {
+			t.Fatal(err)
+		}
+		wait := wantRefused(t, b, "k", 1)
+		if want := 12 * time.Hour; wait != want {
+			t.Fatalf("RetryAfter after a DAILY 429 = %s; want %s (until midnight UTC)", wait, want)
+		}
+		clock.Advance(wait)
+		wantGranted(t, b, "k", 100)
+	})
+
+	t.Run("RemainingShrinksTheWindow", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		a, b := newReplicas(t, Config{Limit: 100, Now: clock.Now})
+		wantGranted(t, a, "k", 10)
+		// A higher Remaining than the budget believes is ignored.
+		if err := a.Observe(ctx, "k", Observation{Max: 100, Remaining: 95, Interval: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Observe(ctx, "k", Observation{Remaining: 0}); err != nil { // no headers
+			t.Fatal(err)
+		}
+		clock.Advance(time.Second)
+		// HubSpot says 50 are left while the budget believes 90: 40 more are counted.
+		if err := b.Observe(ctx, "k", Observation{Max: 100, Remaining: 50, Interval: 10 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		wantRefused(t, a, "k", 51)
+		wantGranted(t, a, "k", 50)
+		// The first 10 leave at 10 s, the 40 counted at 1 s leave at 11 s.
+		clock.Advance(9*time.Second + 100*time.Millisecond)
+		wantRefused(t, b, "k", 11)
+		wantGranted(t, b, "k", 10)
+		clock.Advance(time.Second)
+		wantGranted(t, b, "k", 40)
+	})
+
+	t.Run("DailyRemainingShrinksTheDay", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		a, b := newReplicas(t, Config{Now: clock.Now})
+		if err := a.Observe(ctx, "k", Observation{Max: 100, Remaining: 100, DailyMax: 250000, DailyRemaining: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if wait := wantRefused(t, b, "k", 6); wait != 12*time.Hour {
+			t.Fatalf("RetryAfter = %s; want 12h (until midnight UTC)", wait)
+		}
+		wantGranted(t, b, "k", 5)
+	})
+
+	t.Run("ImpossibleRequestsAreErrors", func(t *testing.T) {
+		t.Parallel()
+		a, _ := newReplicas(t, Config{Limit: 10})
+		for _, c := range []struct {
+			key    string
+			tokens int
+			want   error
+		}{
+			{"k", 11, ErrTooManyTokens},
+			{"k", 0, ErrInvalidTokens},
+			{"k", -1, ErrInvalidTokens},
+			{SearchKey("k"), 6, ErrTooManyTokens},
+			{"", 1, ErrInvalidKey},
+		} {
+			if _, err := a.Reserve(ctx, c.key, c.tokens); !errors.Is(err, c.want) {
+				t.Errorf("Reserve(%q, %d) = %v; want %v", c.key, c.tokens, err, c.want)
+			}
+		}
+		if err := a.Observe(ctx, "", Observation{}); !errors.Is(err, ErrInvalidKey) {
+			t.Errorf("Observe(\"\") = %v; want ErrInvalidKey", err)
+		}
+	})
+
+	t.Run("SearchHasItsOwnBudget", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		a, b := newReplicas(t, Config{Limit: 10, Now: clock.Now})
+		key := SearchKey("portal:1:private-app:primary")
+		wantGranted(t, a, key, 3)
+		wantGranted(t, b, key, 2)
+		wait := wantRefused(t, a, key, 1)
+		if wait < time.Second || wait > time.Second+SearchWindow/bucketsPerWindow {
+			t.Fatalf("search RetryAfter = %s; want about 1s", wait)
+		}
+		wantGranted(t, b, "portal:1:private-app:primary", 10) // the normal budget is separate
+		clock.Advance(wait)
+		wantGranted(t, b, key, 5)
+	})
+}
+
+// checkWindows asserts that in every half-open window of length w ending at a
+// grant, the grants sum to at most limit. grants are (time µs, tokens).
+func checkWindows(t *testing.T, grants [][2]int64, w time.Duration, limit int64) {
+	t.Helper()
+	slices.SortFunc(grants, func(a, b [2]int64) int { return int(a[0] - b[0]) })
+	var sum int64
+	lo := 0
+	for _, g := range grants {
+		sum += g[1]
+		for grants[lo][0] <= g[0]-w.Microseconds() {
+			sum -= grants[lo][1]
+			lo++
+		}
+		if sum > limit {
+			t.Fatalf("granted %d tokens in the %s ending at %d µs; limit %d", sum, w, g[0], limit)
+		}
+	}
+}

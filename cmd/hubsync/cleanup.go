@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/hubsync/hubsync/server"
+)
+
+func init() {
+	register("cleanup", command{summary: "delete processed events past their retention", run: runCleanup})
+}
+
+func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("cleanup", stderr)
+	dbURL := databaseURLFlag(fs)
+	e := &envFlags{fs: fs}
+	var c server.CleanupConfig
+	e.duration(&c.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", server.OutboundRetentionDefault, "keep processed outbound events this long")
+	e.duration(&c.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", server.InboundRetentionDefault, "keep processed inbound events this long (audit)")
+	e.duration(&c.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", server.InternalRetentionDefault, "keep processed internal events this long")
+	fs.IntVar(&c.BatchSize, "batch-size", 1000, "rows deleted per statement")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: hubsync cleanup [flags]\n\nDeletes processed events older than each queue's retention; pending,\nprocessing and failed events are never touched.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if len(e.errs) > 0 {
+		return e.errs[0]
+	}
+	if c.BatchSize < 1 {
+		return fmt.Errorf("-batch-size %d: use a positive number", c.BatchSize)
+	}
+	db, err := openMigrated(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	res, err := server.Cleanup(ctx, db.Store, c)
+	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d\n", res.Inbound, res.Outbound, res.Internal)
+	return err
+}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hubsync/hubsync/server"
+	"github.com/hubsync/hubsync/store"
+)
+
+func init() {
+	register("dlq", command{summary: "list or re-queue dead letters (dlq list|retry)", run: runDLQ})
+}
+
+// idList is a repeatable, comma-separated -id flag.
+type idList []string
+
+func (l *idList) String() string { return strings.Join(*l, ",") }
+func (l *idList) Set(s string) error {
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			*l = append(*l, id)
+		}
+	}
+	return nil
+}
+
+func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	usage := func() {
+		fmt.Fprintln(stderr, "usage: hubsync dlq list  [-direction D] [-key K] [-limit N] [-after ID] [-json]\n       hubsync dlq retry [-direction D] (-id ID[,ID...] | -key K -all)")
+	}
+	if len(args) == 0 || (args[0] != "list" && args[0] != "retry") {
+		usage()
+		return errUsage
+	}
+	action := args[0]
+	fs := newFlagSet("dlq "+action, stderr)
+	dbURL := databaseURLFlag(fs)
+	direction := fs.String("direction", "outbound", "queue: inbound, outbound or internal")
+	key := fs.String("key", "", "exact source (inbound) or destination (outbound), e.g. hubspot")
+	var ids idList
+	limit, after, asJSON, all := new(int), new(string), new(bool), new(bool)
+	if action == "list" {
+		limit = fs.Int("limit", server.DeadLetterLimitDefault, "most dead letters to list")
+		after = fs.String("after", "", "list ids after this one (paging)")
+		asJSON = fs.Bool("json", false, "print JSON")
+	} else {
+		fs.Var(&ids, "id", "dead letter id to re-queue (repeatable, or comma-separated)")
+		all = fs.Bool("all", false, "re-queue every dead letter of -key")
+	}
+	fs.Usage = func() {
+		usage()
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	dir, err := server.ParseDirection(*direction)
+	if err != nil {
+		return fmt.Errorf("-direction: %w", err)
+	}
+	db, err := openMigrated(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+
+	if action == "retry" {
+		res, err := server.RetryDeadLetters(ctx, db.Store, server.RetryRequest{Direction: dir, IDs: ids, Key: *key, All: *all})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "re-queued %d %s dead letters\n", res.Requeued, dir)
+		return nil
+	}
+	dls, err := server.ListDeadLetters(ctx, db.Store, server.DeadLetterQuery{Direction: dir, Key: *key, Limit: *limit, After: *after})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(dls)
+	}
+	printDeadLetters(stdout, dir, dls)
+	return nil
+}
+
+func printDeadLetters(w io.Writer, dir store.Direction, dls []server.DeadLetter) {
+	if len(dls) == 0 {
+		fmt.Fprintf(w, "no %s dead letters\n", dir)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKEY\tOBJECT\tRECORD\tEVENT\tRETRIES\tFAILED AT\tERROR")
+	for _, d := range dls {
+		msg := strings.ReplaceAll(d.ErrorMessage, "\n", " ")
+		if len(msg) > 120 {
+			msg = msg[:117] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Key, d.ObjectType, d.RecordID, d.EventType, d.RetryCount, d.LastModifiedDate.Format(time.RFC3339), msg)
+	}
+	tw.Flush()
+	if len(dls) > 0 {
+		fmt.Fprintf(w, "\nre-queue with: hubsync dlq retry -direction %s -id %s   (or -key K -all)\n", dir, dls[0].ID)
+	}
+}

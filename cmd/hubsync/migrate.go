@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/migrate"
+	"github.com/hubsync/hubsync/store"
+)
+
+func init() {
+	register("migrate", command{summary: "apply schema migrations (migrate [up|status])", run: runMigrate})
+}
+
+// databaseURLDefault is the embedded default database.
+const databaseURLDefault = "sqlite:hubsync.db"
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", stderr)
+	dbURL := fs.String("database-url", envOr("HUBSYNC_DATABASE_URL", databaseURLDefault), "database URL (HUBSYNC_DATABASE_URL): sqlite:PATH, postgres://..., mysql://...")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: hubsync migrate [flags] [up|status]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	action := "up"
+	if fs.NArg() > 0 {
+		action = fs.Arg(0)
+	}
+	if action != "up" && action != "status" {
+		fs.Usage()
+		return fmt.Errorf("unknown action %q: %w", action, errUsage)
+	}
+
+	db, err := hubsync.Open(ctx, *dbURL, store.Config{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	m, err := migrate.New(db.SQL, db.Dialect)
+	if err != nil {
+		return err
+	}
+	if action == "up" {
+		applied, err := m.Up(ctx)
+		if err != nil {
+			return err
+		}
+		if len(applied) == 0 {
+			fmt.Fprintln(stdout, "schema is up to date")
+		}
+		for _, v := range applied {
+			fmt.Fprintf(stdout, "applied migration %03d\n", v)
+		}
+	}
+	st, err := m.Status(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s schema at version %d of %d", db.Dialect, st.Current, st.Latest)
+	switch {
+	case len(st.Unknown) > 0:
+		fmt.Fprintf(stdout, " (database is NEWER than this binary: upgrade hubsync)\n")
+	case len(st.Pending) > 0:
+		fmt.Fprintf(stdout, " (%d pending: run `hubsync migrate`)\n", len(st.Pending))
+	default:
+		fmt.Fprintln(stdout)
+	}
+	return nil
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hubsync/hubsync/server"
+)
+
+func init() {
+	register("serve", command{summary: "run the sync service (webhooks, workers, relay, cleanup, API, metrics)", run: runServe})
+}
+
+// envFlags binds flags whose defaults come from the environment, and remembers
+// environment values that did not parse so the error names the variable.
+type envFlags struct {
+	fs   *flag.FlagSet
+	errs []error
+}
+
+func (e *envFlags) string(p *string, name, env, def, usage string) {
+	e.fs.StringVar(p, name, envOr(env, def), usage+" ("+env+")")
+}
+
+func (e *envFlags) int(p *int, name, env string, def int, usage string) {
+	v := def
+	if s := os.Getenv(env); s != "" {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q is not a number; set it to an integer such as %d", env, s, def))
+		} else {
+			v = n
+		}
+	}
+	e.fs.IntVar(p, name, v, usage+" ("+env+")")
+}
+
+func (e *envFlags) duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	v := def
+	if s := os.Getenv(env); s != "" {
+		d, err := parseDuration(s)
+		if err != nil {
+			e.errs = append(e.errs, fmt.Errorf("%s=%q: %v", env, s, err))
+		} else {
+			v = d
+		}
+	}
+	*p = v
+	e.fs.Var((*durationValue)(p), name, usage+" ("+env+")")
+}
+
+// durationValue is a flag.Value accepting Go durations plus a "d" (days) suffix.
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) Set(s string) error {
+	v, err := parseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+// parseDuration parses a Go duration or a number of days such as "30d".
+func parseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return 0, fmt.Errorf("%q is not a duration; write e.g. 30d, 12h or 90m", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a duration; write e.g. 30d, 12h or 90m", s)
+	}
+	return d, nil
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stderr)
+	e := &envFlags{fs: fs}
+	var cfg server.Config
+	e.string(&cfg.DatabaseURL, "database-url", "HUBSYNC_DATABASE_URL", server.DatabaseURLDefault, "database: sqlite:PATH, postgres://... or mysql://...")
+	e.string(&cfg.Addr, "addr", "HUBSYNC_ADDR", server.AddrDefault, "listen address")
+	e.string(&cfg.PublicURL, "public-url", "HUBSYNC_PUBLIC_URL", "", "scheme and host HubSpot calls webhooks on, e.g. https://crm.example.com")
+	e.string(&cfg.HubSpotAPIBase, "hubspot-api-base", "HUBSPOT_API_BASE", "https://api.hubapi.com", "HubSpot API base URL")
+	e.string(&cfg.HubSpotAccessToken, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "", "private app access token (prefer the environment variable)")
+	e.string(&cfg.HubSpotClientSecret, "hubspot-client-secret", "HUBSPOT_CLIENT_SECRET", "", "app client secret that signs webhooks (prefer the environment variable)")
+	e.string(&cfg.HubSpotAppID, "hubspot-app-id", "HUBSPOT_APP_ID", "", "app id, to recognise webhooks caused by hubsync's own writes")
+	e.string(&cfg.AdminToken, "admin-token", "HUBSYNC_ADMIN_TOKEN", "", "bearer token of the admin API; empty turns it off (prefer the environment variable)")
+	e.int(&cfg.RateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas (100, 110, 190 or 250 by tier)")
+	e.int(&cfg.DailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
+	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", server.OutboundRetentionDefault, "keep processed outbound events this long")
+	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", server.InboundRetentionDefault, "keep processed inbound events this long (audit)")
+	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", server.InternalRetentionDefault, "keep processed internal events this long")
+	e.duration(&cfg.CleanupInterval, "cleanup-interval", "HUBSYNC_CLEANUP_INTERVAL", server.CleanupIntervalDefault, "how often the cleanup runs")
+	e.duration(&cfg.DrainTimeout, "drain-timeout", "HUBSYNC_DRAIN_TIMEOUT", server.DrainTimeoutDefault, "how long a graceful stop may take")
+	webhooks := fs.Bool("webhooks", true, "serve POST /webhooks/hubspot")
+	syncWorker := fs.Bool("sync-worker", true, "run the SyncWorker (inbound events → records)")
+	outboundWorker := fs.Bool("outbound-worker", true, "run the outbound worker (records → HubSpot)")
+	relay := fs.Bool("relay", true, "run the internal outbox relay")
+	cleanup := fs.Bool("cleanup", true, "run the cleanup schedule")
+	api := fs.Bool("api", true, "serve /api/records")
+	logLevel := fs.String("log-level", envOr("HUBSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (HUBSYNC_LOG_LEVEL)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: hubsync serve [flags]\n\nEvery flag also reads the environment variable named in its description;\na flag given on the command line wins.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	if len(e.errs) > 0 {
+		return errors.Join(e.errs...)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("HUBSYNC_LOG_LEVEL/-log-level %q: use debug, info, warn or error", *logLevel)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.DisableWebhooks, cfg.DisableSyncWorker, cfg.DisableOutboundWorker = !*webhooks, !*syncWorker, !*outboundWorker
+	cfg.DisableRelay, cfg.DisableCleanup, cfg.DisableAPI = !*relay, !*cleanup, !*api
+
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "hubsync serving on http://%s\n", srv.Addr())
+	return srv.Wait()
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/hubsync/hubsync/server"
+	"github.com/hubsync/hubsync/store"
+)
+
+func init() {
+	register("status", command{summary: "show queue depths, oldest pending ages, dead letters and budget use", run: runStatus})
+}
+
+// statusReport is what `hubsync status -json` prints.
+type statusReport struct {
+	server.Metrics
+	Budget []server.BudgetUsage `json:"budget"`
+}
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("status", stderr)
+	dbURL := databaseURLFlag(fs)
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: hubsync status [flags]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	db, err := openMigrated(ctx, *dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	m, err := server.LoadMetrics(ctx, db.Store)
+	if err != nil {
+		return err
+	}
+	bu, err := server.LoadBudgetUsage(ctx, db.Store)
+	if err != nil {
+		return err
+	}
+	rep := statusReport{Metrics: m, Budget: bu}
+	if rep.Queues == nil {
+		rep.Queues = []server.QueueMetrics{}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printStatus(stdout, rep)
+	return nil
+}
+
+func printStatus(w io.Writer, rep statusReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tKEY\tPENDING\tPROCESSING\tPROCESSED\tFAILED\tOLDEST PENDING")
+	if len(rep.Queues) == 0 {
+		fmt.Fprintln(tw, "(no events)\t\t\t\t\t\t")
+	}
+	for _, q := range rep.Queues {
+		key := q.Key
+		if key == "" {
+			key = "-"
+		}
+		age := "-"
+		if q.OldestPending != nil {
+			age = (time.Duration(q.OldestPendingAgeSeconds * float64(time.Second))).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", q.Direction, key,
+			q.Counts[store.StatusPending], q.Counts[store.StatusProcessing], q.Counts[store.StatusProcessed], q.Counts[store.StatusFailed], age)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\n%d pending, %d dead letters", rep.Pending, rep.DeadLetters)
+	if rep.DeadLetters > 0 {
+		fmt.Fprint(w, " (hubsync dlq list -direction inbound|outbound|internal)")
+	}
+	fmt.Fprintln(w)
+	if len(rep.Budget) > 0 {
+		fmt.Fprintln(w)
+		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "BUDGET KEY\tCALLS TODAY (UTC)\tPAUSED UNTIL")
+		for _, b := range rep.Budget {
+			paused := "-"
+			if b.PausedUntil != nil {
+				paused = b.PausedUntil.Format(time.RFC3339)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\n", b.Key, b.CallsToday, paused)
+		}
+		tw.Flush()
+	}
+}

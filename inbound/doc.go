@@ -1,0 +1,72 @@
+// Package inbound carries changes from HubSpot into the application's records:
+// External → CRM, section 4.1 of the Inbox/Outbox design.
+//
+// Two pieces, joined by the _System_IntegrationInbound queue (store.InboundRepository):
+//
+//   - Receiver, the http.Handler for POST /webhooks/hubspot. It verifies HubSpot's
+//     signature over the raw body and the public URI before parsing anything,
+//     validates the delivery, and stores every event of it in one transaction,
+//     answering 2xx only after the commit so HubSpot retries whatever was not kept.
+//     It only stores: no HubSpot call, no record write, so it stays far below
+//     HubSpot's 5 s delivery timeout.
+//   - SyncWorker, a service that claims inbound events by Source (exactly, never by
+//     prefix), fetches what creation events lack from HubSpot (batched, counted
+//     against the shared API budget) and applies each change through an Applier,
+//     with the context marked hubsync.WithSyncSource(ctx, "hubspot") so that the
+//     write is not pushed back to HubSpot (anti-loop, seed §4.3 and §8.2).
+//
+// # Stored events
+//
+// Each webhook event becomes one row: Source "hubspot", ExternalID the objectId,
+// ObjectType the local object type of the subscription (mapping.Set.ForWebhook;
+// the HubSpot name, e.g. "ticket", when unmapped), EventType from the
+// subscription type's suffix (creation→create, propertyChange→update,
+// deletion→delete, merge→merge, restore→restore, associationChange→association,
+// privacyDeletion→privacy_delete, anything else→EventOther), RawPayload the
+// event's JSON exactly as received, and Payload the canonical Event (see Event for
+// the JSON shape, version EventVersion).
+//
+// The IdempotencyKey ("hubspot:" + hex SHA-256) covers what identifies a change,
+// not a delivery: portalId, subscriptionType, objectId, eventId, occurredAt,
+// propertyName, propertyValue, changeSource, sourceId and the merge and
+// association fields. It leaves out attemptNumber, so HubSpot's retries and
+// duplicate deliveries map to the same key and are stored once.
+//
+// # Applying
+//
+// The store hands out at most one event per record at a time, in arrival order
+// (a record's retried event holds back its later ones); events of one record
+// that do come out together are applied in occurredAt order. Arrival order is
+// not occurrence order, since HubSpot delivers batches concurrently and retries
+// them, so correctness rests on the Applier's monotonic guard per record and
+// field (in the spirit of seed 002's applied_sequence): a change not newer than
+// what was already applied is skipped and reported stale, so out-of-order and
+// duplicate deliveries converge on the latest state.
+//
+// Per event type:
+//
+//   - create, restore: HubSpot's creation events carry no properties, so the
+//     worker reads the objects (≤ 100 ids per BatchRead, one budget token per call)
+//     and applies every mapped property, with MatchField/MatchValue set to the
+//     object's IDProperty (contacts: email) so that a local record created here and
+//     pushed by us is linked, not duplicated. The fetched state is stamped with
+//     max(occurredAt, the object's updatedAt), since it reflects every change up
+//     to updatedAt. An object that no longer exists is completed as ignored (its
+//     deletion event follows).
+//   - update: the single mapped property; an unmapped one is completed as ignored.
+//   - merge: Kind merge, ExternalID the surviving id (newObjectId, else
+//     primaryObjectId), MergedIDs the others; the Applier re-points the record.
+//   - delete, privacy_delete: passed on as such; the Applier's documented policy
+//     decides between deleting and anonymising.
+//   - association and unknown types, unmapped object types: completed without
+//     applying, kept for audit.
+//   - echoes, events whose changeSource is INTEGRATION or API with sourceId equal
+//     to this app's id (our own writes coming back): completed without applying,
+//     kept for audit.
+//
+// Outcomes: success → Complete; an Applier error matching ErrPermanent, a value
+// that does not parse as the mapped field's type or an undecodable payload →
+// Fail (dead letter, with the message, re-queueable); anything else →
+// IncrementRetry with at least the wait HubSpot asked for; no API budget →
+// Release with the budget's RetryAfter, which counts no failure.
+package inbound

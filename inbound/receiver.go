@@ -1,0 +1,309 @@
+package inbound
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/store"
+)
+
+// Defaults of ReceiverConfig.
+const (
+	// MaxBodyBytesDefault bounds a delivery body. 100 HubSpot events take about
+	// 40 KiB; 1 MiB leaves room without letting a caller exhaust memory.
+	MaxBodyBytesDefault = 1 << 20
+	// MaxSkewDefault is how far a v3 request timestamp may lie from now.
+	MaxSkewDefault = hubspot.WebhookMaxSkewDefault
+	// WebhookPath is where the Receiver is usually mounted.
+	WebhookPath = "/webhooks/hubspot"
+)
+
+// Reject reasons passed to ReceiverHooks.OnReject.
+const (
+	RejectMethod           = "method"
+	RejectContentType      = "content_type"
+	RejectTooLarge         = "too_large"
+	RejectBodyRead         = "body_read"
+	RejectSignatureMissing = "signature_missing"
+	RejectSignatureInvalid = "signature_invalid"
+	RejectTimestampStale   = "timestamp_stale"
+	RejectMalformed        = "malformed"
+	RejectTooManyEvents    = "too_many_events"
+	RejectStore            = "store_error"
+)
+
+// ReceiverHooks are optional callbacks for metrics. They run on the request's
+// goroutine and must be quick and safe for concurrent use.
+type ReceiverHooks struct {
+	// OnReject is called for every request not answered 200, with one of the
+	// Reject* reasons and the HTTP status sent.
+	OnReject func(reason string, status int)
+	// OnAccept is called after a delivery was committed: events received,
+	// rows inserted (the rest were duplicates), and the handling time.
+	OnAccept func(events, inserted int, elapsed time.Duration)
+}
+
+// ReceiverConfig configures a Receiver. Zero fields take their defaults.
+type ReceiverConfig struct {
+	// Store keeps the events (required).
+	Store store.InboundRepository
+	// ClientSecret is the HubSpot app's client secret that signs webhooks (required).
+	ClientSecret string
+	// PublicURL is the scheme and host HubSpot calls, optionally with a path
+	// prefix a proxy strips, e.g. "https://crm.example.com". The signed URI is
+	// PublicURL + the request's path + query. Behind a proxy or TLS terminator
+	// it must be set; when empty the URI is rebuilt from the request (Host
+	// header, and https when the connection is TLS), which only fits a
+	// receiver HubSpot reaches directly.
+	PublicURL string
+	// MaxBodyBytes bounds the body; default MaxBodyBytesDefault. Larger bodies get 413.
+	MaxBodyBytes int64
+	// MaxSkew is how old (or how far ahead) a v3 timestamp may be; default MaxSkewDefault.
+	MaxSkew time.Duration
+	// Now is the clock for the timestamp check; default time.Now.
+	Now func() time.Time
+	// AppID is this app's HubSpot id; events whose changeSource/sourceId show
+	// they came from this app are marked Echo in their payload. Empty marks none.
+	AppID string
+	// Mapping resolves local object types; default mapping.Default().
+	Mapping *mapping.Set
+	// Logger receives warnings about rejected requests; default discards.
+	Logger *slog.Logger
+	// Hooks are optional metrics callbacks.
+	Hooks ReceiverHooks
+	// MaxConcurrentStores bounds the deliveries written at once; the others
+	// wait their turn in arrival order. 0 means no bound. Set 1 on SQLite: it
+	// admits one writer, and its busy-wait lets an unlucky writer starve past
+	// HubSpot's 5 s timeout, while an in-process queue keeps waits fair.
+	MaxConcurrentStores int
+}
+
+func (c ReceiverConfig) withDefaults() ReceiverConfig {
+	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
+	c.MaxSkew = cmp.Or(c.MaxSkew, MaxSkewDefault)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Mapping == nil {
+		c.Mapping = mapping.Default()
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
+	return c
+}
+
+func (c ReceiverConfig) validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("ReceiverConfig.Store is nil; pass store.Store.Inbound()"))
+	}
+	if c.ClientSecret == "" {
+		errs = append(errs, errors.New("ReceiverConfig.ClientSecret is empty; set it to the HubSpot app's client secret (HUBSPOT_CLIENT_SECRET)"))
+	}
+	if c.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxBodyBytes is %d; use a positive size or 0 for %d", c.MaxBodyBytes, MaxBodyBytesDefault))
+	}
+	if c.MaxConcurrentStores < 0 {
+		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxConcurrentStores is %d; use a positive bound or 0 for none", c.MaxConcurrentStores))
+	}
+	if c.MaxSkew < 0 {
+		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxSkew is %s; use a positive duration or 0 for %s", c.MaxSkew, MaxSkewDefault))
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+			errs = append(errs, fmt.Errorf("ReceiverConfig.PublicURL %q is not an absolute http(s) base URL; use e.g. https://crm.example.com", c.PublicURL))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Receiver is the http.Handler for HubSpot webhook deliveries
+// (POST /webhooks/hubspot). See the package documentation for what it stores.
+//
+// Answers: 200 after the delivery's events were committed (a replay stores
+// nothing new and still gets 200); 401 for a missing, invalid or stale
+// signature; 405 for a method other than POST; 413 for a body over
+// MaxBodyBytes; 415 for a non-JSON content type; 400 for a body that is not a
+// JSON array of at most 100 valid events; 500 when the store fails, so HubSpot
+// retries. Error bodies are {"error":"<reason>","message":"..."}.
+type Receiver struct {
+	cfg ReceiverConfig
+	sem chan struct{} // nil when MaxConcurrentStores is 0
+}
+
+// NewReceiver validates cfg and returns a Receiver.
+func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("inbound: %w", err)
+	}
+	rc := &Receiver{cfg: cfg}
+	if cfg.MaxConcurrentStores > 0 {
+		rc.sem = make(chan struct{}, cfg.MaxConcurrentStores)
+	}
+	return rc, nil
+}
+
+type receiveResponse struct {
+	Received int `json:"received"`
+	Inserted int `json:"inserted"`
+}
+
+type errorResponse struct {
+	Error   string `json:"error"`
+	Message string `json:"message,omitempty"`
+}
+
+// ServeHTTP handles one delivery.
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		rc.reject(w, http.StatusMethodNotAllowed, RejectMethod, "use POST")
+		return
+	}
+	if !isJSON(r.Header.Get("Content-Type")) {
+		rc.reject(w, http.StatusUnsupportedMediaType, RejectContentType, "Content-Type must be application/json")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			rc.reject(w, http.StatusRequestEntityTooLarge, RejectTooLarge, fmt.Sprintf("body exceeds %d bytes", rc.cfg.MaxBodyBytes))
+			return
+		}
+		rc.reject(w, http.StatusBadRequest, RejectBodyRead, "could not read body")
+		return
+	}
+
+	// Verify before parsing: nothing from an unauthenticated body is looked at.
+	uri := rc.signedURI(r)
+	if err := hubspot.VerifyRequest(rc.cfg.ClientSecret, r.Method, uri, body, r.Header, rc.cfg.Now(), rc.cfg.MaxSkew); err != nil {
+		reason := RejectSignatureInvalid
+		switch {
+		case errors.Is(err, hubspot.ErrSignatureMissing):
+			reason = RejectSignatureMissing
+		case errors.Is(err, hubspot.ErrTimestampStale):
+			reason = RejectTimestampStale
+		}
+		rc.cfg.Logger.Warn("inbound: webhook rejected", "reason", reason, "uri", uri, "err", err)
+		rc.reject(w, http.StatusUnauthorized, reason, "signature verification failed")
+		return
+	}
+
+	parsed, err := ParseEvents(body)
+	if err != nil {
+		reason := RejectMalformed
+		if errors.Is(err, ErrTooManyEvents) {
+			reason = RejectTooManyEvents
+		}
+		rc.cfg.Logger.Warn("inbound: webhook rejected", "reason", reason, "err", err)
+		rc.reject(w, http.StatusBadRequest, reason, err.Error())
+		return
+	}
+
+	evs := make([]store.InboundEvent, 0, len(parsed))
+	seen := make(map[string]bool, len(parsed))
+	for _, p := range parsed {
+		if seen[p.IdempotencyKey] { // a duplicate inside one delivery
+			continue
+		}
+		seen[p.IdempotencyKey] = true
+		ev, err := p.Resolve(rc.cfg.Mapping, rc.cfg.AppID)
+		if err != nil {
+			rc.reject(w, http.StatusBadRequest, RejectMalformed, err.Error())
+			return
+		}
+		evs = append(evs, ev)
+	}
+	inserted := 0
+	if len(evs) > 0 {
+		res, err := rc.store(r.Context(), evs)
+		if err != nil {
+			rc.cfg.Logger.Error("inbound: store webhook events", "events", len(evs), "err", err)
+			rc.reject(w, http.StatusInternalServerError, RejectStore, "events not stored; retry")
+			return
+		}
+		for _, x := range res {
+			if x.Inserted {
+				inserted++
+			}
+		}
+	}
+	if h := rc.cfg.Hooks.OnAccept; h != nil {
+		h(len(parsed), inserted, time.Since(start))
+	}
+	writeJSON(w, http.StatusOK, receiveResponse{Received: len(parsed), Inserted: inserted})
+}
+
+// store writes one delivery, waiting for a turn when writes are bounded.
+func (rc *Receiver) store(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+	if rc.sem != nil {
+		select {
+		case rc.sem <- struct{}{}:
+			defer func() { <-rc.sem }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return rc.cfg.Store.EnqueueBatch(ctx, evs)
+}
+
+// signedURI is the URI HubSpot signed: the public base URL and the request's
+// path and query as sent.
+func (rc *Receiver) signedURI(r *http.Request) string {
+	reqURI := r.RequestURI
+	if reqURI == "" || !strings.HasPrefix(reqURI, "/") {
+		reqURI = r.URL.RequestURI()
+	}
+	base := rc.cfg.PublicURL
+	if base == "" {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		base = scheme + "://" + r.Host
+	}
+	return base + reqURI
+}
+
+func (rc *Receiver) reject(w http.ResponseWriter, status int, reason, msg string) {
+	if h := rc.cfg.Hooks.OnReject; h != nil {
+		h(reason, status)
+	}
+	writeJSON(w, status, errorResponse{Error: reason, Message: msg})
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return false
+	}
+	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encode"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,701 @@
+package inbound
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	hubsync "github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/store"
+)
+
+// Defaults of WorkerConfig.
+const (
+	// BatchSizeDefault is how many events one cycle claims.
+	BatchSizeDefault = 100
+	// PollIntervalDefault is how long an idle worker waits before claiming again
+	// (Notify wakes it earlier).
+	PollIntervalDefault = time.Second
+	// BudgetKeyDefault is the budget key HubSpot calls are counted against.
+	BudgetKeyDefault = "hubspot"
+	// cleanupTimeout bounds the releases and completions a cancelled cycle
+	// still makes, so that no lease waits for its expiry needlessly.
+	cleanupTimeout = 10 * time.Second
+)
+
+// Outcomes reported to WorkerHooks.OnOutcome, one per event.
+const (
+	OutcomeApplied   = "applied"    // the Applier applied it (its Result may list stale fields)
+	OutcomeStale     = "stale"      // the Applier skipped it all: a newer change was applied
+	OutcomeIgnored   = "ignored"    // completed without applying (unmapped, association, gone)
+	OutcomeEcho      = "echo"       // our own write coming back; completed without applying
+	OutcomeRetry     = "retry"      // failed, will be retried
+	OutcomeDead      = "dead"       // failed for good (dead letter)
+	OutcomeReleased  = "released"   // given back without a failure (no budget, stopping)
+	OutcomeLeaseLost = "lease_lost" // another worker took it over
+)
+
+// ObjectReader reads HubSpot objects in batches; *hubspot.Client satisfies it.
+type ObjectReader interface {
+	BatchRead(ctx context.Context, t hubspot.ObjectType, ids []string, properties []string, idProperty string) (*hubspot.BatchResult, error)
+}
+
+var _ ObjectReader = (*hubspot.Client)(nil)
+
+// WorkerHooks are optional metrics callbacks; they must be quick and safe for
+// concurrent use.
+type WorkerHooks struct {
+	// OnOutcome is called once per handled event with one of the Outcome* values.
+	OnOutcome func(outcome, eventType string)
+}
+
+// WorkerConfig configures a SyncWorker. Zero fields take their defaults.
+type WorkerConfig struct {
+	// Store is the inbound queue (required).
+	Store store.InboundRepository
+	// Applier writes changes to the application's records (required).
+	Applier Applier
+	// HubSpot reads the objects that creation and restore events name (required).
+	HubSpot ObjectReader
+	// Budget is the shared HubSpot call budget; nil means unlimited.
+	Budget budget.Budget
+	// BudgetKey is the key reads are counted against; default BudgetKeyDefault.
+	BudgetKey string
+	// Mapping maps HubSpot properties to local fields; default mapping.Default().
+	Mapping *mapping.Set
+	// Source is the inbound Source to claim, matched exactly; default "hubspot".
+	Source string
+	// AppID is this app's HubSpot id, to recognise echoes of our own writes.
+	AppID string
+	// BatchSize is how many events one cycle claims; default BatchSizeDefault.
+	BatchSize int
+	// LeaseDuration is how long a claim holds its events; default
+	// store.LeaseDurationDefault. It must cover a cycle: one BatchRead per object
+	// type and the applies.
+	LeaseDuration time.Duration
+	// PollInterval is the idle wait between claims; default PollIntervalDefault.
+	PollInterval time.Duration
+	// Owner names this worker in lease rows; default "host:pid:inbound".
+	Owner string
+	// Now is the clock used to turn a retry's NextAttemptDate into a delay; pass
+	// the store's clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives the worker's logs; default discards.
+	Logger *slog.Logger
+	// Hooks are optional metrics callbacks.
+	Hooks WorkerHooks
+}
+
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	c.BudgetKey = cmp.Or(c.BudgetKey, BudgetKeyDefault)
+	if c.Mapping == nil {
+		c.Mapping = mapping.Default()
+	}
+	c.Source = cmp.Or(c.Source, hubsync.SyncSourceHubSpot)
+	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, store.LeaseDurationDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = fmt.Sprintf("%s:%d:inbound", cmp.Or(host, "unknown"), os.Getpid())
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c WorkerConfig) validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("WorkerConfig.Store is nil; pass store.Store.Inbound()"))
+	}
+	if c.Applier == nil {
+		errs = append(errs, errors.New("WorkerConfig.Applier is nil; pass the records service or your own inbound.Applier"))
+	}
+	if c.HubSpot == nil {
+		errs = append(errs, errors.New("WorkerConfig.HubSpot is nil; pass a *hubspot.Client (creation events need a read)"))
+	}
+	if c.BatchSize < 0 || c.BatchSize > 1000 {
+		errs = append(errs, fmt.Errorf("WorkerConfig.BatchSize is %d; use 1..1000 or 0 for %d", c.BatchSize, BatchSizeDefault))
+	}
+	if c.LeaseDuration < 0 || (c.LeaseDuration > 0 && c.LeaseDuration < time.Second) {
+		errs = append(errs, fmt.Errorf("WorkerConfig.LeaseDuration is %s; use at least 1s or 0 for %s", c.LeaseDuration, store.LeaseDurationDefault))
+	}
+	if c.PollInterval < 0 {
+		errs = append(errs, fmt.Errorf("WorkerConfig.PollInterval is %s; use a positive duration or 0 for %s", c.PollInterval, PollIntervalDefault))
+	}
+	return errors.Join(errs...)
+}
+
+// SyncWorker applies inbound HubSpot events to the application's records. It
+// is a service: Start returns at once, Stop stops it gracefully. ProcessBatch
+// runs one cycle, for tests and for callers that drive it themselves.
+type SyncWorker struct {
+	cfg    WorkerConfig
+	notify chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	stopCh  chan struct{}
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewSyncWorker validates cfg and returns a SyncWorker.
+func NewSyncWorker(cfg WorkerConfig) (*SyncWorker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("inbound: %w", err)
+	}
+	return &SyncWorker{cfg: cfg, notify: make(chan struct{}, 1)}, nil
+}
+
+// ErrStopped is returned by Start after Stop: a SyncWorker runs once.
+var ErrStopped = errors.New("inbound: worker stopped")
+
+// Start launches the worker's loop and returns at once. Cancelling ctx stops
+// the loop hard (in-flight events are released); Stop stops it gracefully.
+// Starting a running worker does nothing.
+func (w *SyncWorker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return ErrStopped
+	}
+	if w.started {
+		return nil
+	}
+	w.started = true
+	workCtx, cancel := context.WithCancel(ctx)
+	w.cancel = cancel
+	w.stopCh = make(chan struct{})
+	w.done = make(chan struct{})
+	go w.run(workCtx)
+	return nil
+}
+
+// Stop asks the loop to stop after the cycle in flight and waits for it. If
+// ctx ends first, the cycle is cancelled (its unfinished events are released,
+// not failed) and Stop returns ctx's error once the loop has exited. Stop is
+// idempotent and safe before Start.
+func (w *SyncWorker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		w.stopped = true
+		w.mu.Unlock()
+		return nil
+	}
+	if !w.stopped {
+		w.stopped = true
+		close(w.stopCh)
+	}
+	done, cancel := w.done, w.cancel
+	w.mu.Unlock()
+	select {
+	case <-done:
+		cancel()
+		return nil
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Notify wakes the worker to claim at once (for example after the Receiver
+// stored a delivery). It never blocks.
+func (w *SyncWorker) Notify() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (w *SyncWorker) run(ctx context.Context) {
+	defer close(w.done)
+	log := w.cfg.Logger.With("worker", w.cfg.Owner, "source", w.cfg.Source)
+	log.Debug("inbound: sync worker started")
+	defer log.Debug("inbound: sync worker stopped")
+	for {
+		select {
+		case <-w.stopCh:
+			return
+		default:
+		}
+		n, err := w.ProcessBatch(ctx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("inbound: sync cycle", "err", err)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err == nil && n > 0 {
+			// More may be waiting: a claim hands out one event per record, so a
+			// record's next event becomes claimable only now.
+			continue
+		}
+		t := time.NewTimer(w.cfg.PollInterval)
+		select {
+		case <-w.stopCh:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-w.notify:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// task is one claimed event on its way through a cycle.
+type task struct {
+	ev     store.InboundEvent
+	canon  Event
+	obj    mapping.Object
+	change Change
+	done   bool // resolved: completed, failed, retried or released
+}
+
+// cycle is the state of one ProcessBatch.
+type cycle struct {
+	w         *SyncWorker
+	log       *slog.Logger
+	completes []*task
+	errs      []error
+}
+
+// ProcessBatch claims up to BatchSize events and handles them; it returns how
+// many it claimed. Errors of individual events are recorded on the events
+// (retry, dead letter); the returned error reports store failures. When ctx is
+// cancelled, events not yet handled are released for another worker.
+func (w *SyncWorker) ProcessBatch(ctx context.Context) (int, error) {
+	evs, err := w.cfg.Store.Claim(ctx, store.ClaimParams{
+		Key: w.cfg.Source, Limit: w.cfg.BatchSize, LeaseDuration: w.cfg.LeaseDuration, Owner: w.cfg.Owner,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("claim inbound: %w", err)
+	}
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	c := &cycle{w: w, log: w.cfg.Logger.With("worker", w.cfg.Owner)}
+	tasks := make([]*task, len(evs))
+	for i, ev := range evs {
+		tasks[i] = &task{ev: ev}
+	}
+
+	var fetch []*task
+	var ready []*task
+	for _, t := range tasks {
+		switch c.prepare(ctx, t) {
+		case needsFetch:
+			fetch = append(fetch, t)
+		case readyToApply:
+			ready = append(ready, t)
+		}
+	}
+	ready = append(ready, c.fetch(ctx, fetch)...)
+	c.apply(ctx, ready)
+	c.finish(ctx, tasks)
+	return len(evs), errors.Join(append([]error{ctx.Err()}, c.errs...)...)
+}
+
+type prepared int
+
+const (
+	resolved prepared = iota
+	needsFetch
+	readyToApply
+)
+
+// prepare decodes an event and decides what it needs.
+func (c *cycle) prepare(ctx context.Context, t *task) prepared {
+	if err := json.Unmarshal(t.ev.Payload, &t.canon); err != nil {
+		c.fail(ctx, t, fmt.Sprintf("undecodable payload: %v", err))
+		return resolved
+	}
+	if t.canon.Version != EventVersion {
+		c.fail(ctx, t, fmt.Sprintf("payload version %d, this worker reads %d", t.canon.Version, EventVersion))
+		return resolved
+	}
+	if t.canon.Echo || t.canon.IsEcho(c.w.cfg.AppID) {
+		c.complete(t, OutcomeEcho)
+		return resolved
+	}
+	obj, ok := c.w.cfg.Mapping.Lookup(t.ev.ObjectType)
+	if !ok {
+		c.complete(t, OutcomeIgnored)
+		return resolved
+	}
+	t.obj = obj
+	t.change = Change{
+		EventID:    t.ev.ID,
+		Source:     c.w.cfg.Source,
+		ObjectType: t.ev.ObjectType,
+		ExternalID: t.ev.ExternalID,
+		Kind:       t.ev.EventType,
+		OccurredAt: t.canon.OccurredTime(),
+	}
+	switch t.ev.EventType {
+	case store.EventCreate, store.EventRestore:
+		return needsFetch
+	case store.EventUpdate:
+		f, ok := obj.LocalField(t.canon.PropertyName)
+		if !ok || f.Direction == mapping.ToHubSpotOnly {
+			c.complete(t, OutcomeIgnored)
+			return resolved
+		}
+		fields, err := obj.FromHubSpot(map[string]string{t.canon.PropertyName: deref(t.canon.PropertyValue)})
+		if err != nil {
+			c.fail(ctx, t, err.Error())
+			return resolved
+		}
+		t.change.Fields = fields
+		return readyToApply
+	case store.EventMerge:
+		survivor := cmp.Or(t.canon.NewObjectID, t.canon.PrimaryObjectID, t.canon.ObjectID)
+		var merged []string
+		for _, id := range append(slices.Clone(t.canon.MergedObjectIDs), t.canon.PrimaryObjectID, t.canon.ObjectID) {
+			if id != "" && id != survivor && !slices.Contains(merged, id) {
+				merged = append(merged, id)
+			}
+		}
+		slices.Sort(merged)
+		t.change.ExternalID = survivor
+		t.change.MergedIDs = merged
+		return readyToApply
+	case store.EventDelete, store.EventPrivacyDelete:
+		return readyToApply
+	default: // association, other: audit only
+		c.complete(t, OutcomeIgnored)
+		return resolved
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// fetch reads the objects of creation and restore events from HubSpot, at
+// most hubspot.MaxBatchInputs ids per call and one budget token per call, and
+// returns the tasks ready to apply.
+func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
+	byType := map[string][]*task{}
+	var types []string
+	for _, t := range tasks {
+		if _, ok := byType[t.obj.ObjectType]; !ok {
+			types = append(types, t.obj.ObjectType)
+		}
+		byType[t.obj.ObjectType] = append(byType[t.obj.ObjectType], t)
+	}
+	var ready []*task
+	for _, typ := range types {
+		ts := byType[typ]
+		byID := map[string][]*task{}
+		var ids []string
+		for _, t := range ts {
+			if _, ok := byID[t.ev.ExternalID]; !ok {
+				ids = append(ids, t.ev.ExternalID)
+			}
+			byID[t.ev.ExternalID] = append(byID[t.ev.ExternalID], t)
+		}
+		for chunk := range slices.Chunk(ids, hubspot.MaxBatchInputs) {
+			if ctx.Err() != nil {
+				return ready // finish releases the rest
+			}
+			var chunkTasks []*task
+			for _, id := range chunk {
+				chunkTasks = append(chunkTasks, byID[id]...)
+			}
+			ready = append(ready, c.fetchChunk(ctx, ts[0].obj, chunk, byID, chunkTasks)...)
+		}
+	}
+	return ready
+}
+
+func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string, byID map[string][]*task, tasks []*task) []*task {
+	w := c.w
+	if w.cfg.Budget != nil {
+		res, err := w.cfg.Budget.Reserve(ctx, w.cfg.BudgetKey, 1)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("inbound: budget reserve failed; releasing creation events", "err", err)
+				c.release(ctx, w.cfg.PollInterval, tasks)
+			}
+			return nil
+		}
+		if !res.Granted {
+			c.log.Debug("inbound: no HubSpot budget; releasing creation events", "events", len(tasks), "retry_after", res.RetryAfter)
+			c.release(ctx, res.RetryAfter, tasks)
+			return nil
+		}
+	}
+	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, obj.HubSpotProperties(), "")
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.observeRateLimit(ctx, err)
+		if hubspot.KindOf(err) == hubspot.KindNotFound {
+			// Created and deleted since: the deletion event carries the rest.
+			for _, t := range tasks {
+				c.complete(t, OutcomeIgnored)
+			}
+			return nil
+		}
+		for _, t := range tasks {
+			c.retry(ctx, t, fmt.Sprintf("read %s from HubSpot: %v", obj.HubSpotType, err), hubspot.RetryAfterOf(err))
+		}
+		return nil
+	}
+	var ready []*task
+	for _, id := range ids {
+		o := result.ResultByID(id)
+		for _, t := range byID[id] {
+			if o == nil || o.Archived {
+				c.complete(t, OutcomeIgnored)
+				continue
+			}
+			fields, err := obj.FromHubSpot(o.Properties)
+			if err != nil {
+				c.fail(ctx, t, err.Error())
+				continue
+			}
+			t.change.Fields = fields
+			// The read reflects every change up to updatedAt, not just the creation.
+			if o.UpdatedAt.After(t.change.OccurredAt) {
+				t.change.OccurredAt = o.UpdatedAt.UTC()
+			}
+			if obj.IDProperty != "" {
+				if v := o.Properties[obj.IDProperty]; v != "" {
+					t.change.MatchField, t.change.MatchValue = obj.IDField, v
+				}
+			}
+			ready = append(ready, t)
+		}
+	}
+	return ready
+}
+
+// observeRateLimit tells the shared budget about a 429, so every replica pauses.
+func (c *cycle) observeRateLimit(ctx context.Context, err error) {
+	he, ok := errors.AsType[*hubspot.Error](err)
+	if !ok || he.Kind != hubspot.KindRateLimited || c.w.cfg.Budget == nil {
+		return
+	}
+	o := budget.Observation{
+		Max: he.RateLimit.Max, Remaining: he.RateLimit.Remaining,
+		Interval: time.Duration(he.RateLimit.IntervalMillis) * time.Millisecond,
+		DailyMax: he.RateLimit.DailyMax, DailyRemaining: he.RateLimit.DailyRemaining,
+		RateLimited: true, Policy: he.PolicyName, RetryAfter: he.RetryAfter,
+	}
+	if err := c.w.cfg.Budget.Observe(ctx, c.w.cfg.BudgetKey, o); err != nil {
+		c.log.Warn("inbound: budget observe failed", "err", err)
+	}
+}
+
+// kindRank orders events of one record that share an occurredAt.
+var kindRank = map[string]int{
+	store.EventCreate: 0, store.EventRestore: 1, store.EventUpdate: 2, store.EventMerge: 3,
+	store.EventDelete: 4, store.EventPrivacyDelete: 5,
+}
+
+// apply applies the ready tasks, record by record, each record's events in
+// occurredAt order.
+func (c *cycle) apply(ctx context.Context, tasks []*task) {
+	type key struct{ objectType, id string }
+	groups := map[key][]*task{}
+	var order []key
+	for _, t := range tasks {
+		k := key{t.ev.ObjectType, t.ev.ExternalID}
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], t)
+	}
+	sctx := hubsync.WithSyncSource(ctx, c.w.cfg.Source)
+	for _, k := range order {
+		g := groups[k]
+		slices.SortStableFunc(g, func(a, b *task) int {
+			return cmp.Or(
+				cmp.Compare(a.canon.OccurredAt, b.canon.OccurredAt),
+				cmp.Compare(kindRank[a.ev.EventType], kindRank[b.ev.EventType]),
+				compareNumeric(a.canon.EventID, b.canon.EventID),
+			)
+		})
+		for i, t := range g {
+			if ctx.Err() != nil {
+				return // finish releases the rest
+			}
+			res, err := c.w.cfg.Applier.Apply(sctx, t.change)
+			if err == nil {
+				outcome := OutcomeApplied
+				if res.Outcome == "stale" || (len(res.Applied) == 0 && len(res.Stale) > 0) {
+					outcome = OutcomeStale
+				}
+				c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
+					"external_id", t.change.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
+				c.complete(t, outcome)
+				continue
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, ErrPermanent) {
+				c.fail(ctx, t, err.Error())
+				continue
+			}
+			// Keep the record's order: the rest of its events wait with this one.
+			delay := c.retry(ctx, t, err.Error(), hubspot.RetryAfterOf(err))
+			c.release(ctx, delay, g[i+1:])
+			break
+		}
+	}
+}
+
+// compareNumeric orders decimal ids numerically, falling back to text.
+func compareNumeric(a, b string) int {
+	x, errA := strconv.ParseUint(a, 10, 64)
+	y, errB := strconv.ParseUint(b, 10, 64)
+	if errA == nil && errB == nil {
+		return cmp.Compare(x, y)
+	}
+	return cmp.Compare(a, b)
+}
+
+func (c *cycle) outcome(t *task, o string) {
+	if h := c.w.cfg.Hooks.OnOutcome; h != nil {
+		h(o, t.ev.EventType)
+	}
+}
+
+// complete queues t for the cycle's one Complete call.
+func (c *cycle) complete(t *task, outcome string) {
+	t.done = true
+	c.completes = append(c.completes, t)
+	c.outcome(t, outcome)
+}
+
+// opCtx is the context of a fenced state change: it survives the cycle's
+// cancellation, so that a stopping worker still records what it did.
+func opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+func (c *cycle) fail(ctx context.Context, t *task, msg string) {
+	t.done = true
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	c.log.Warn("inbound: event dead-lettered", "event", t.ev.ID, "kind", t.ev.EventType, "external_id", t.ev.ExternalID, "err", msg)
+	if err := c.w.cfg.Store.Fail(ctx, t.ev.Lease(), msg); err != nil {
+		c.storeErr(t, "fail", err)
+		return
+	}
+	c.outcome(t, OutcomeDead)
+}
+
+// retry records a failed attempt and returns how long until the event is
+// claimable again (0 when it became a dead letter or the store failed).
+func (c *cycle) retry(ctx context.Context, t *task, msg string, minDelay time.Duration) time.Duration {
+	t.done = true
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	res, err := c.w.cfg.Store.IncrementRetry(ctx, t.ev.Lease(), msg, minDelay)
+	if err != nil {
+		c.storeErr(t, "retry", err)
+		return 0
+	}
+	if res.Dead {
+		c.log.Warn("inbound: event dead-lettered after retries", "event", t.ev.ID, "kind", t.ev.EventType, "external_id", t.ev.ExternalID, "err", msg)
+		c.outcome(t, OutcomeDead)
+		return 0
+	}
+	c.log.Info("inbound: event will be retried", "event", t.ev.ID, "kind", t.ev.EventType, "next_attempt", res.NextAttemptDate, "err", msg)
+	c.outcome(t, OutcomeRetry)
+	return max(res.NextAttemptDate.Sub(c.w.cfg.Now()), 0)
+}
+
+func (c *cycle) release(ctx context.Context, delay time.Duration, tasks []*task) {
+	var leases []store.Lease
+	var released []*task
+	for _, t := range tasks {
+		if !t.done {
+			t.done = true
+			leases = append(leases, t.ev.Lease())
+			released = append(released, t)
+		}
+	}
+	if len(leases) == 0 {
+		return
+	}
+	ctx, cancel := opCtx(ctx)
+	defer cancel()
+	if err := c.w.cfg.Store.Release(ctx, delay, leases...); err != nil {
+		if errors.Is(err, store.ErrLeaseLost) {
+			c.log.Warn("inbound: lease lost on release", "err", err)
+			return
+		}
+		c.errs = append(c.errs, fmt.Errorf("release %d inbound events: %w", len(leases), err))
+		return
+	}
+	for _, t := range released {
+		c.outcome(t, OutcomeReleased)
+	}
+}
+
+func (c *cycle) storeErr(t *task, op string, err error) {
+	if errors.Is(err, store.ErrLeaseLost) {
+		c.log.Warn("inbound: lease lost", "event", t.ev.ID, "op", op)
+		c.outcome(t, OutcomeLeaseLost)
+		return
+	}
+	c.errs = append(c.errs, fmt.Errorf("%s inbound event %s: %w", op, t.ev.ID, err))
+}
+
+// finish completes what was handled and releases what was not (a cancelled
+// cycle), with a context that outlives the cycle's.
+func (c *cycle) finish(ctx context.Context, tasks []*task) {
+	cctx, cancel := opCtx(ctx)
+	defer cancel()
+	if len(c.completes) > 0 {
+		leases := make([]store.Lease, len(c.completes))
+		for i, t := range c.completes {
+			leases[i] = t.ev.Lease()
+		}
+		if err := c.w.cfg.Store.Complete(cctx, leases...); err != nil {
+			if errors.Is(err, store.ErrLeaseLost) {
+				c.log.Warn("inbound: leases lost before completion", "err", err)
+			} else {
+				c.errs = append(c.errs, fmt.Errorf("complete %d inbound events: %w", len(leases), err))
+			}
+		}
+	}
+	var rest []*task
+	for _, t := range tasks {
+		if !t.done {
+			rest = append(rest, t)
+		}
+	}
+	c.release(cctx, 0, rest)
+}

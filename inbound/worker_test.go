@@ -1,0 +1,451 @@
+package inbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/store"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+const t0 = int64(1_900_000_000_000) // an occurredAt in ms
+
+var nextEventID int64 = 1000
+
+func whEvent(typ string, objectID int64, at int64, mods ...func(*hubspot.WebhookEvent)) hubspot.WebhookEvent {
+	nextEventID++
+	ev := hubspot.WebhookEvent{EventID: nextEventID, PortalID: 62515, AppID: 1, SubscriptionType: typ, ObjectID: objectID, OccurredAt: at, ChangeSource: "CRM_UI"}
+	for _, m := range mods {
+		m(&ev)
+	}
+	return ev
+}
+
+func prop(name, value string) func(*hubspot.WebhookEvent) {
+	return func(ev *hubspot.WebhookEvent) { ev.PropertyName, ev.PropertyValue = name, value }
+}
+
+func contactObj(id, email, first string, updated time.Time) hubspot.Object {
+	return hubspot.Object{ID: id, UpdatedAt: updated, Properties: map[string]string{
+		"email": email, "firstname": first, "lastname": "", "phone": "", "company": "", "lifecyclestage": "",
+	}}
+}
+
+func TestWorkerAppliesEachKind(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{objects: map[string]hubspot.Object{
+		"1": contactObj("1", "ada@example.com", "Ada", time.UnixMilli(t0)),
+		"2": contactObj("2", "bob@example.com", "Bob", time.UnixMilli(t0)),
+		"3": contactObj("3", "cy@example.com", "Cy", time.UnixMilli(t0)),
+	}}
+	w := b.newWorker(t, reader, "w1")
+	b.deliverEvents(t,
+		whEvent("contact.creation", 1, t0),
+		whEvent("contact.creation", 2, t0),
+		whEvent("contact.creation", 3, t0),
+		whEvent("contact.propertyChange", 1, t0+10, prop("lastname", "Lovelace")),
+		whEvent("contact.propertyChange", 1, t0+11, prop("hs_unmapped_thing", "x")),
+		whEvent("contact.associationChange", 1, t0+12),
+		whEvent("ticket.creation", 1, t0+13),
+		whEvent("contact.deletion", 2, t0+20),
+		whEvent("contact.merge", 1, t0+30, func(ev *hubspot.WebhookEvent) {
+			ev.PrimaryObjectID, ev.MergedObjectIDs, ev.NewObjectID = 1, []int64{3}, 1
+		}),
+	)
+	drain(t, w)
+	if got := b.statusCounts(t); got["processed"] != 9 {
+		t.Fatalf("statuses %v, want 9 processed", got)
+	}
+	ada, ok := b.applier.record("contacts", "1")
+	if !ok || ada.Fields["first_name"] != "Ada" || ada.Fields["last_name"] != "Lovelace" || ada.Fields["email"] != "ada@example.com" {
+		t.Fatalf("contact 1 = %+v", ada)
+	}
+	if _, ok := ada.Fields["hs_unmapped_thing"]; ok {
+		t.Error("unmapped property applied")
+	}
+	if bob, _ := b.applier.record("contacts", "2"); !bob.Deleted {
+		t.Error("contact 2 not deleted")
+	}
+	if _, ok := b.applier.record("contacts", "3"); ok {
+		t.Error("merged-away contact 3 still resolves")
+	}
+	if reader.calls != 1 {
+		t.Errorf("%d BatchRead calls for three creations of one type, want 1", reader.calls)
+	}
+	// Applied: 3 creations, 1 update, 1 delete, 1 merge. Ignored ones never reach the Applier.
+	if n := b.applier.numCalls(); n != 6 {
+		t.Errorf("Applier called %d times, want 6", n)
+	}
+}
+
+func TestWorkerOutOfOrderAndDuplicateDeliveries(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	w := b.newWorker(t, &fakeReader{}, "w1")
+	late := whEvent("contact.propertyChange", 5, t0+200, prop("firstname", "Newest"))
+	early := whEvent("contact.propertyChange", 5, t0+100, prop("firstname", "Older"))
+	clear := whEvent("contact.propertyChange", 5, t0+150, prop("phone", ""))
+	phone := whEvent("contact.propertyChange", 5, t0+50, prop("phone", "555"))
+
+	// The newest change arrives first and is applied.
+	b.deliverEvents(t, late)
+	drain(t, w)
+	// Then an older one, a duplicate of the newest, and a phone set/clear pair
+	// delivered in reverse order.
+	b.deliverEvents(t, early, late, clear)
+	late.AttemptNumber = 3
+	b.deliverEvents(t, late, phone)
+	drain(t, w)
+
+	rec, ok := b.applier.record("contacts", "5")
+	if !ok || rec.Fields["first_name"] != "Newest" {
+		t.Fatalf("first_name = %v, want Newest (record %+v)", rec.Fields["first_name"], rec)
+	}
+	if _, ok := rec.Fields["phone"]; ok {
+		t.Fatalf("phone = %v; the clear at t+150 is newer than the set at t+50", rec.Fields["phone"])
+	}
+	if n := b.count(t); n != 4 {
+		t.Errorf("%d rows for 4 distinct changes", n)
+	}
+	if got := b.statusCounts(t); got["processed"] != 4 {
+		t.Errorf("statuses %v", got)
+	}
+}
+
+func TestWorkerSkipsEchoes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var outcomes []string
+	var mu sync.Mutex
+	w := b.newWorker(t, &fakeReader{}, "w1", func(c *WorkerConfig) {
+		c.Hooks.OnOutcome = func(o, _ string) { mu.Lock(); outcomes = append(outcomes, o); mu.Unlock() }
+	})
+	// A receiver that does not know the app id: the worker still recognises the echo.
+	plain, err := NewReceiver(ReceiverConfig{Store: b.store.Inbound(), ClientSecret: testSecret, PublicURL: testPublicURL, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.receiver = plain
+	echo := func(ev *hubspot.WebhookEvent) { ev.ChangeSource, ev.SourceID = "INTEGRATION", testAppID }
+	b.deliverEvents(t,
+		whEvent("contact.propertyChange", 8, t0, prop("firstname", "Ours"), echo),
+		whEvent("contact.creation", 9, t0, echo),
+	)
+	drain(t, w)
+	if n := b.applier.numCalls(); n != 0 {
+		t.Fatalf("echoes applied %d times", n)
+	}
+	if got := b.statusCounts(t); got["processed"] != 2 {
+		t.Fatalf("statuses %v; echoes must be completed and kept", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(outcomes, ",") != "echo,echo" {
+		t.Errorf("outcomes %v", outcomes)
+	}
+}
+
+func TestWorkerCreationLinksByEmail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	localID := b.applier.insertLocal(map[string]any{"email": "pushed@example.com", "first_name": "Local"})
+	reader := &fakeReader{objects: map[string]hubspot.Object{"77": contactObj("77", "pushed@example.com", "Remote", time.UnixMilli(t0))}}
+	w := b.newWorker(t, reader, "w1")
+	b.deliverEvents(t, whEvent("contact.creation", 77, t0))
+	drain(t, w)
+	rec, ok := b.applier.record("contacts", "77")
+	if !ok || rec.ID != localID {
+		t.Fatalf("creation made %+v, want the local record %s linked", rec, localID)
+	}
+	if n := b.applier.numRecords(); n != 1 {
+		t.Fatalf("%d records, want 1 (no duplicate)", n)
+	}
+	if rec.Fields["first_name"] != "Remote" {
+		t.Errorf("first_name %v", rec.Fields["first_name"])
+	}
+}
+
+func TestWorkerCreationOfVanishedObject(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{objects: map[string]hubspot.Object{}}
+	w := b.newWorker(t, reader, "w1")
+	b.deliverEvents(t, whEvent("contact.creation", 404, t0))
+	drain(t, w)
+	reader.err = &hubspot.Error{StatusCode: 404, Kind: hubspot.KindNotFound}
+	b.deliverEvents(t, whEvent("contact.restore", 405, t0))
+	drain(t, w)
+	if got := b.statusCounts(t); got["processed"] != 2 {
+		t.Fatalf("statuses %v, want both completed as ignored", got)
+	}
+	if n := b.applier.numCalls(); n != 0 {
+		t.Fatalf("Applier called %d times", n)
+	}
+}
+
+func TestWorkerBatchesReadsAndCountsBudget(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{objects: map[string]hubspot.Object{}}
+	var evs []hubspot.WebhookEvent
+	for i := range 150 {
+		id := strconv.Itoa(i + 1)
+		reader.objects[id] = contactObj(id, "c"+id+"@example.com", "C"+id, time.UnixMilli(t0))
+		evs = append(evs, whEvent("contact.creation", int64(i+1), t0))
+	}
+	b.deliverEvents(t, evs[:100]...)
+	b.deliverEvents(t, evs[100:]...)
+	bud := &fakeBudget{left: 1000}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud; c.BatchSize = 200 })
+	drain(t, w)
+	if reader.maxIDs > hubspot.MaxBatchInputs {
+		t.Errorf("a BatchRead carried %d ids", reader.maxIDs)
+	}
+	if reader.calls != 2 || bud.reserved != 2 {
+		t.Errorf("%d reads, %d tokens reserved; want 2 and 2", reader.calls, bud.reserved)
+	}
+	if n := b.applier.numRecords(); n != 150 {
+		t.Errorf("%d records, want 150", n)
+	}
+}
+
+func TestWorkerNoBudgetReleases(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{objects: map[string]hubspot.Object{"1": contactObj("1", "a@example.com", "A", time.UnixMilli(t0))}}
+	bud := &fakeBudget{left: 0, retryAfter: 30 * time.Second}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
+	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
+	if n, err := w.ProcessBatch(context.Background()); n != 1 || err != nil {
+		t.Fatalf("ProcessBatch = %d, %v", n, err)
+	}
+	ev := b.all(t)[0]
+	if ev.Status != store.StatusPending || ev.RetryCount != 0 || reader.calls != 0 {
+		t.Fatalf("after a refused reservation: status %s retries %d reads %d; want pending, 0, 0", ev.Status, ev.RetryCount, reader.calls)
+	}
+	if n, _ := w.ProcessBatch(context.Background()); n != 0 {
+		t.Fatal("released event claimable before the budget's RetryAfter")
+	}
+	b.clock.Advance(31 * time.Second)
+	bud.mu.Lock()
+	bud.left = 1
+	bud.mu.Unlock()
+	drain(t, w)
+	if _, ok := b.applier.record("contacts", "1"); !ok {
+		t.Fatal("contact not created once budget was available")
+	}
+}
+
+func TestWorkerHubSpotRateLimitRetriesAfter(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{err: &hubspot.Error{StatusCode: 429, Kind: hubspot.KindRateLimited, PolicyName: "TEN_SECONDLY_ROLLING", RetryAfter: 10 * time.Minute}}
+	bud := &fakeBudget{left: 10}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
+	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
+	drain(t, w)
+	ev := b.all(t)[0]
+	if ev.Status != store.StatusPending || ev.RetryCount != 1 {
+		t.Fatalf("status %s retries %d, want pending 1", ev.Status, ev.RetryCount)
+	}
+	if wait := ev.NextAttemptDate.Sub(b.clock.Now()); wait < 10*time.Minute {
+		t.Errorf("next attempt in %s, want at least HubSpot's 10m", wait)
+	}
+	if len(bud.observed) != 1 || !bud.observed[0].RateLimited {
+		t.Errorf("budget observations %+v, want the 429", bud.observed)
+	}
+}
+
+func TestWorkerRetryThenDeadLetter(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // MaxAttempts 3, no jitter
+	b.applier.fail = func(Change) error { return errors.New("database is on fire") }
+	w := b.newWorker(t, &fakeReader{}, "w1")
+	b.deliverEvents(t, whEvent("contact.propertyChange", 1, t0, prop("firstname", "X")))
+	for i := 1; i <= 3; i++ {
+		if n, err := w.ProcessBatch(context.Background()); n != 1 || err != nil {
+			t.Fatalf("attempt %d: ProcessBatch = %d, %v", i, n, err)
+		}
+		b.clock.Advance(time.Hour)
+	}
+	dead, err := b.store.Inbound().DeadLetters(context.Background(), store.DeadLetterFilter{Key: "hubspot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 1 || !strings.Contains(dead[0].ErrorMessage, "database is on fire") || dead[0].RetryCount != 3 {
+		t.Fatalf("dead letters %+v", dead)
+	}
+	// Re-queued once the cause is fixed, it goes through.
+	b.applier.fail = nil
+	if _, err := b.store.Inbound().Requeue(context.Background(), dead[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, w)
+	if rec, _ := b.applier.record("contacts", "1"); rec.Fields["first_name"] != "X" {
+		t.Fatalf("requeued event not applied: %+v", rec)
+	}
+}
+
+func TestWorkerPermanentErrorsDeadLetterAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.applier.fail = func(ch Change) error {
+		if ch.ExternalID == "1" {
+			return fmt.Errorf("email is not valid: %w", ErrPermanent)
+		}
+		return nil
+	}
+	w := b.newWorker(t, &fakeReader{}, "w1")
+	b.deliverEvents(t,
+		whEvent("contact.propertyChange", 1, t0, prop("email", "nope")),
+		whEvent("deal.propertyChange", 2, t0, prop("amount", "not-a-number")),
+		whEvent("deal.propertyChange", 3, t0, prop("amount", "12.5")),
+	)
+	drain(t, w)
+	dead, err := b.store.Inbound().DeadLetters(context.Background(), store.DeadLetterFilter{Key: "hubspot"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := map[string]string{}
+	for _, d := range dead {
+		msgs[d.ExternalID] = d.ErrorMessage
+	}
+	if len(dead) != 2 || !strings.Contains(msgs["1"], "email is not valid") || !strings.Contains(msgs["2"], "not a number") {
+		t.Fatalf("dead letters %v", msgs)
+	}
+	if rec, _ := b.applier.record("deals", "3"); rec.Fields["amount"] != 12.5 {
+		t.Fatalf("deal 3 amount %v", rec.Fields["amount"])
+	}
+}
+
+// TestWorkerKilledBetweenClaimAndComplete: a worker claims and dies; once its
+// lease expires on the store's clock another worker completes the event, and
+// the dead worker's late completion is fenced off.
+func TestWorkerKilledBetweenClaimAndComplete(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.deliverEvents(t, whEvent("contact.propertyChange", 1, t0, prop("firstname", "Survivor")))
+	ctx := context.Background()
+	claimed, err := b.store.Inbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Owner: "doomed", LeaseDuration: time.Minute})
+	if err != nil || len(claimed) != 1 {
+		t.Fatalf("claim: %v, %d", err, len(claimed))
+	}
+	// The doomed worker is gone. While its lease lives, nobody else gets the event.
+	w := b.newWorker(t, &fakeReader{}, "rescuer")
+	if n, err := w.ProcessBatch(ctx); n != 0 || err != nil {
+		t.Fatalf("event claimable under a live lease: %d, %v", n, err)
+	}
+	b.clock.Advance(time.Minute + time.Second)
+	if n, err := w.ProcessBatch(ctx); n != 1 || err != nil {
+		t.Fatalf("after the lease: ProcessBatch = %d, %v", n, err)
+	}
+	if rec, _ := b.applier.record("contacts", "1"); rec.Fields["first_name"] != "Survivor" {
+		t.Fatalf("record %+v", rec)
+	}
+	if err := b.store.Inbound().Complete(ctx, claimed[0].Lease()); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("doomed worker's completion: %v, want ErrLeaseLost", err)
+	}
+	if got := b.statusCounts(t); got["processed"] != 1 {
+		t.Fatalf("statuses %v", got)
+	}
+}
+
+// blockingApplier blocks every Apply until release is closed or its context ends.
+type blockingApplier struct {
+	inner   Applier
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (a *blockingApplier) Apply(ctx context.Context, ch Change) (Result, error) {
+	select {
+	case a.entered <- struct{}{}:
+	default:
+	}
+	select {
+	case <-a.release:
+		return a.inner.Apply(ctx, ch)
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+func TestWorkerServiceNotifyAndGracefulStop(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ba := &blockingApplier{inner: b.applier, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	w := b.newWorker(t, &fakeReader{}, "svc", func(c *WorkerConfig) { c.Applier = ba; c.PollInterval = time.Hour })
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	b.deliverEvents(t, whEvent("contact.propertyChange", 1, t0, prop("firstname", "Graceful")))
+	w.Notify() // the poll interval is an hour: only Notify can wake it
+	<-ba.entered
+	stopped := make(chan error, 1)
+	go func() { stopped <- w.Stop(context.Background()) }()
+	close(ba.release) // the in-flight event finishes
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+	if got := b.statusCounts(t); got["processed"] != 1 {
+		t.Fatalf("statuses %v; a graceful stop finishes the cycle in flight", got)
+	}
+	if err := w.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+	if err := w.Start(context.Background()); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after Stop: %v", err)
+	}
+}
+
+func TestWorkerHardStopReleases(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ba := &blockingApplier{inner: b.applier, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	w := b.newWorker(t, &fakeReader{}, "svc", func(c *WorkerConfig) { c.Applier = ba; c.PollInterval = time.Hour })
+	b.deliverEvents(t, whEvent("contact.propertyChange", 1, t0, prop("firstname", "Never")))
+	if err := w.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	<-ba.entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // no patience: a hard stop
+	if err := w.Stop(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stop = %v, want context.Canceled", err)
+	}
+	ev := b.all(t)[0]
+	if ev.Status != store.StatusPending || ev.RetryCount != 0 {
+		t.Fatalf("after a hard stop: status %s retries %d; want the lease released without a failure", ev.Status, ev.RetryCount)
+	}
+	// Another worker picks it up at once.
+	w2 := b.newWorker(t, &fakeReader{}, "next")
+	drain(t, w2)
+	if rec, _ := b.applier.record("contacts", "1"); rec.Fields["first_name"] != "Never" {
+		t.Fatalf("record %+v", rec)
+	}
+}
+
+func TestWorkerConfigValidation(t *testing.T) {
+	t.Parallel()
+	_, err := NewSyncWorker(WorkerConfig{})
+	if err == nil || !strings.Contains(err.Error(), "Store") || !strings.Contains(err.Error(), "Applier") || !strings.Contains(err.Error(), "HubSpot") {
+		t.Fatalf("err = %v", err)
+	}
+	_, err = NewReceiver(ReceiverConfig{PublicURL: "crm.example.com"})
+	if err == nil || !strings.Contains(err.Error(), "ClientSecret") || !strings.Contains(err.Error(), "PublicURL") {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,287 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/records"
+	"github.com/hubsync/hubsync/server"
+	"github.com/hubsync/hubsync/store"
+)
+
+// Report is the outcome of a demo run.
+type Report struct {
+	// Elapsed is the run's wall time.
+	Elapsed time.Duration
+	// Converged is true when both sides settled before the deadline.
+	Converged bool
+	// Problem says why the run could not complete ("" when it did).
+	Problem string
+	// Dir is the kept temporary directory ("" unless Config.Keep).
+	Dir string
+	// LogFile is the service's log (inside Dir).
+	LogFile string
+
+	// Steps counts the workload's steps by kind; SkippedHubSpot counts the
+	// HubSpot edits skipped because their record never reached HubSpot (its
+	// create is an expected dead letter).
+	Steps          map[OpKind]int
+	SkippedHubSpot int
+	// Conflicts counts 409s the local writer met (nothing else writes its records).
+	Conflicts int64
+
+	// Comparison is the record-by-record comparison of both sides.
+	Comparison Comparison
+
+	// Queues counts each queue's events by status and its failed attempts.
+	Queues map[store.Direction]QueueCount
+	// DeadLetters are every failed event, with its error message.
+	DeadLetters []server.DeadLetter
+	// ExpectedDeadLetters counts the dead letters provoked on purpose (the
+	// injected VALIDATION_ERROR); the others fail the run.
+	ExpectedDeadLetters int
+
+	// HubSpot is what the simulator counted: API calls, 429s by policy
+	// (the limit itself) and injected faults by kind, webhooks.
+	HubSpot hubspotsim.Counters
+	// EchoesReceived counts inbound events caused by hubsync's own writes.
+	EchoesReceived int64
+	// LoopsOutbound counts outbound events produced by a sync from their own
+	// destination: changes that would go back where they came from. Must be 0.
+	LoopsOutbound int64
+	// EchoWrites counts sync writes to records that only the local side edits:
+	// such a write can only come from an echo that was applied. Must be 0.
+	EchoWrites int64
+}
+
+// Limit429 sums the 429s caused by the rate limit itself (not injected).
+func (r *Report) Limit429() int64 {
+	var n int64
+	for _, v := range r.HubSpot.RateLimited429 {
+		n += v
+	}
+	return n
+}
+
+// UnexpectedDeadLetters counts the dead letters not provoked on purpose.
+func (r *Report) UnexpectedDeadLetters() int { return len(r.DeadLetters) - r.ExpectedDeadLetters }
+
+// OK reports whether both sides agree: converged, no difference, no loop, no
+// unexpected dead letter.
+func (r *Report) OK() bool {
+	return r.Problem == "" && r.Converged && r.Comparison.Consistent() &&
+		r.LoopsOutbound == 0 && r.EchoWrites == 0 && r.UnexpectedDeadLetters() == 0
+}
+
+type collectInput struct {
+	m        *mapping.Set
+	w        Workload
+	expected []Expected
+	d        *driver
+	q        *queries
+	sim      *hubspotsim.Server
+	st       store.Store
+	recs     *records.Service
+}
+
+// collect reads both sides and the queues and builds the report.
+func collect(ctx context.Context, in collectInput) (*Report, error) {
+	r := &Report{Steps: in.w.Counts(), Conflicts: in.d.conflicts.Load()}
+	lk := links.New(in.st)
+
+	state := State{HubSpot: map[string][]hubspotsim.Object{}, Explained: map[string]string{}}
+	for _, t := range in.m.ObjectTypes() {
+		obj, _ := in.m.Lookup(t)
+		state.HubSpot[t] = in.sim.Objects(obj.HubSpotType)
+		after := ""
+		for {
+			page, err := in.recs.List(ctx, t, records.ListOptions{Limit: records.ListLimitMax, After: after})
+			if err != nil {
+				return nil, fmt.Errorf("demo: read local %s: %w", t, err)
+			}
+			for _, rec := range page {
+				ext, _, err := lk.Lookup(ctx, hubsync.SyncSourceHubSpot, t, rec.ID)
+				if err != nil {
+					return nil, fmt.Errorf("demo: read links: %w", err)
+				}
+				state.Local = append(state.Local, LocalRecord{ObjectType: t, ID: rec.ID, Fields: rec.Fields, HubSpotID: ext})
+			}
+			if len(page) < records.ListLimitMax {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+	}
+
+	for _, dir := range []store.Direction{store.DirectionOutbound, store.DirectionInbound, store.DirectionInternal} {
+		dls, err := server.ListDeadLetters(ctx, in.st, server.DeadLetterQuery{Direction: dir, Limit: server.DeadLetterLimitMax})
+		if err != nil {
+			return nil, fmt.Errorf("demo: dead letters: %w", err)
+		}
+		for _, dl := range dls {
+			dl.Payload = nil
+			r.DeadLetters = append(r.DeadLetters, dl)
+			if dir == store.DirectionOutbound && strings.Contains(dl.ErrorMessage, explainedMarker) {
+				r.ExpectedDeadLetters++
+				state.Explained[dl.ObjectType+"/"+dl.RecordID] = "expected dead letter: " + dl.ErrorMessage
+			}
+		}
+	}
+
+	// Expectations of records whose HubSpot edits were skipped do not hold;
+	// their dead letter explains them.
+	targets := in.d.targets()
+	in.d.mu.Lock()
+	skipped := maps.Clone(in.d.skipped)
+	in.d.mu.Unlock()
+	var exp []Expected
+	var tgs []Target
+	for i, e := range in.expected {
+		if _, ok := skipped[i]; ok {
+			continue
+		}
+		exp = append(exp, e)
+		tgs = append(tgs, targets[i])
+	}
+	for _, op := range in.w.HubSpot {
+		if _, ok := skipped[op.Ref]; ok && op.Kind != HubSpotCreate {
+			r.SkippedHubSpot++
+		}
+	}
+	r.Comparison = Compare(in.m, state, exp, tgs)
+
+	var err error
+	if r.Queues, err = in.q.queueCounts(ctx); err != nil {
+		return nil, err
+	}
+	r.HubSpot = in.sim.Counters()
+	if r.EchoesReceived, err = in.q.count(ctx, "inbound_echoes", appID); err != nil {
+		return nil, err
+	}
+	if r.LoopsOutbound, err = in.q.count(ctx, "outbound_loops"); err != nil {
+		return nil, err
+	}
+	writes, err := in.q.syncedWrites(ctx, hubsync.SyncSourceHubSpot)
+	if err != nil {
+		return nil, err
+	}
+	for i, spec := range in.w.Records {
+		if spec.Partition == PartitionLocal && targets[i].LocalID != "" {
+			r.EchoWrites += int64(writes[spec.ObjectType+"/"+targets[i].LocalID])
+		}
+	}
+	return r, nil
+}
+
+// Write prints the report.
+func (r *Report) Write(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format+"\n", a...) }
+	p("")
+	p("== hubsync demo: consistency report ==")
+	p("run: %s, %d local changes (%d creates, %d updates, %d deletes), %d HubSpot user edits (%d creates, %d updates, %d deletes, %d merge)",
+		r.Elapsed.Round(100*time.Millisecond),
+		r.Steps[LocalCreate]+r.Steps[LocalUpdate]+r.Steps[LocalDelete], r.Steps[LocalCreate], r.Steps[LocalUpdate], r.Steps[LocalDelete],
+		r.Steps[HubSpotCreate]+r.Steps[HubSpotUpdate]+r.Steps[HubSpotDelete]+r.Steps[HubSpotMerge],
+		r.Steps[HubSpotCreate], r.Steps[HubSpotUpdate], r.Steps[HubSpotDelete], r.Steps[HubSpotMerge])
+	if r.SkippedHubSpot > 0 {
+		p("  %d HubSpot edits skipped: their record never reached HubSpot (expected dead letter)", r.SkippedHubSpot)
+	}
+	p("")
+	p("records (live, per side):")
+	for _, t := range r.Comparison.Types {
+		p("  %-10s local %5d   HubSpot %5d   equal on every mapped property %5d", t.ObjectType, t.Local, t.HubSpot, t.Equal)
+	}
+	p("")
+	p("events:")
+	for _, d := range []store.Direction{store.DirectionOutbound, store.DirectionInbound, store.DirectionInternal} {
+		q := r.Queues[d]
+		p("  %-9s %6d total: %d processed, %d dead, %d open; %d failed attempts retried",
+			d, q.Total(), q.ByStatus[store.StatusProcessed], q.ByStatus[store.StatusFailed], q.Open(), q.Retries)
+	}
+	c := r.HubSpot
+	writes := int64(0)
+	for path, n := range c.RequestsByPath {
+		if strings.Contains(path, "/batch/") && !strings.HasSuffix(path, "/batch/read") {
+			writes += n
+		}
+	}
+	ob := r.Queues[store.DirectionOutbound].ByStatus[store.StatusProcessed]
+	p("")
+	p("HubSpot API:")
+	p("  %d calls (%d batch writes for %d outbound events: coalesced and batched)", c.Requests, writes, ob)
+	for _, path := range slices.Sorted(maps.Keys(c.RequestsByPath)) {
+		p("    %5d %s", c.RequestsByPath[path], path)
+	}
+	p("  429s: %d from the rate limit itself (must be 0), %d injected", r.Limit429(), c.FaultsInjected["error429"])
+	if len(c.FaultsInjected) > 0 {
+		var fs []string
+		for _, k := range slices.Sorted(maps.Keys(c.FaultsInjected)) {
+			fs = append(fs, fmt.Sprintf("%s %d", k, c.FaultsInjected[k]))
+		}
+		p("  faults injected: %s", strings.Join(fs, ", "))
+	}
+	p("  webhooks: %d events delivered in %d requests (%d failed attempts retried, %d dropped); %d echoes of our own writes received and ignored",
+		c.WebhooksSent, c.WebhookDeliveries, c.WebhookFailures, c.WebhooksDropped, r.EchoesReceived)
+	p("")
+	p("loops: %d outbound events from HubSpot's own sync, %d echoes applied to records only edited locally (both must be 0)", r.LoopsOutbound, r.EchoWrites)
+	p("")
+	p("dead letters: %d (%d expected: injected VALIDATION_ERROR)", len(r.DeadLetters), r.ExpectedDeadLetters)
+	for _, dl := range r.DeadLetters {
+		p("  %s %s %s/%s %s after %d attempts: %s", dl.Direction, dl.Key, dl.ObjectType, dl.RecordID, dl.EventType, dl.Attempt, dl.ErrorMessage)
+	}
+	if n := len(r.Comparison.Explained); n > 0 {
+		p("")
+		p("expected differences (explained by a dead letter): %d", n)
+		for _, d := range r.Comparison.Explained {
+			p("  %s", d)
+		}
+	}
+	if r.Conflicts > 0 {
+		p("")
+		p("version conflicts met by the local writer: %d", r.Conflicts)
+	}
+	p("")
+	if r.Problem != "" {
+		p("PROBLEM: %s", r.Problem)
+	}
+	if n := len(r.Comparison.Differences); n > 0 {
+		p("DIFFERENCES: %d", n)
+		for i, d := range r.Comparison.Differences {
+			if i == 50 {
+				p("  … and %d more", n-50)
+				break
+			}
+			p("  %s", d)
+		}
+	}
+	if r.Dir != "" {
+		p("kept: %s (database hubsync.db, service log hubsync.log)", r.Dir)
+	}
+	if r.OK() {
+		p("RESULT: CONSISTENT — both sides agree on every record, loops 0")
+	} else {
+		var why []string
+		if !r.Converged {
+			why = append(why, "did not converge")
+		}
+		if n := len(r.Comparison.Differences); n > 0 {
+			why = append(why, fmt.Sprintf("%d differences", n))
+		}
+		if r.LoopsOutbound+r.EchoWrites > 0 {
+			why = append(why, fmt.Sprintf("%d loops", r.LoopsOutbound+r.EchoWrites))
+		}
+		if n := r.UnexpectedDeadLetters(); n > 0 {
+			why = append(why, fmt.Sprintf("%d unexpected dead letters", n))
+		}
+		p("RESULT: THE SIDES DIFFER — %s", strings.Join(why, ", "))
+	}
+}

@@ -1,0 +1,184 @@
+package sqlq
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// ClaimMode is how a dialect claims events.
+type ClaimMode int
+
+// The claim modes.
+const (
+	// ClaimReturning claims with one UPDATE … RETURNING statement (query Claim,
+	// ClaimIDs), and completes/releases with one UPDATE … RETURNING Id.
+	ClaimReturning ClaimMode = iota
+	// ClaimLockThenUpdate claims in one short transaction: lock candidates
+	// (ClaimLockPending + ClaimLockExpired, or ClaimLockIDs) with FOR UPDATE SKIP
+	// LOCKED, ClaimUpdate them and SelectIDs them. Batch lease changes lock the live leases (LockLeases) first.
+	// For databases without UPDATE … RETURNING (MySQL, MariaDB).
+	ClaimLockThenUpdate
+)
+
+// Dialect describes one database to the engine.
+type Dialect struct {
+	Name store.Dialect
+	// Queries is the text/template source of the named queries, rendered once per
+	// queue (see tableData).
+	Queries string
+	// Placeholders is the bind-parameter style.
+	Placeholders Placeholders
+	// TimeMicros stores timestamps as INTEGER unix microseconds instead of native
+	// timestamps.
+	TimeMicros bool
+	// Mode is the claim strategy.
+	Mode ClaimMode
+	// ClaimTx are the options of claim transactions in ClaimLockThenUpdate mode;
+	// read committed, so the checks of other events see the latest commits.
+	ClaimTx *sql.TxOptions
+	// Retryable reports errors (deadlock, serialization failure) after which the
+	// engine's own short transactions are retried; nil means none.
+	Retryable func(error) bool
+}
+
+// Store implements store.Store for a Dialect. Backends embed it.
+type Store struct {
+	db  *sql.DB
+	d   Dialect
+	cfg store.Config
+
+	inbound  *InboundRepo
+	outbound *OutboundRepo
+	internal *InternalRepo
+}
+
+// New returns a Store on db, which must be migrated to the current schema.
+func New(db *sql.DB, d Dialect, cfg store.Config) (*Store, error) {
+	if db == nil {
+		return nil, errors.New("sqlq: db is nil")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Retry.Validate(); err != nil {
+		return nil, fmt.Errorf("store config: %w", err)
+	}
+	s := &Store{db: db, d: d, cfg: cfg}
+	in, err := newQueue(s, inboundDef)
+	if err != nil {
+		return nil, err
+	}
+	out, err := newQueue(s, outboundDef)
+	if err != nil {
+		return nil, err
+	}
+	internal, err := newQueue(s, internalDef)
+	if err != nil {
+		return nil, err
+	}
+	s.inbound = &InboundRepo{in}
+	s.outbound = &OutboundRepo{out}
+	s.internal = &InternalRepo{internal}
+	return s, nil
+}
+
+// Dialect names the database.
+func (s *Store) Dialect() store.Dialect { return s.d.Name }
+
+// DB is the database the store writes to.
+func (s *Store) DB() *sql.DB { return s.db }
+
+// Inbound is the _System_IntegrationInbound queue.
+func (s *Store) Inbound() store.InboundRepository { return s.inbound }
+
+// Outbound is the _System_IntegrationOutbound queue.
+func (s *Store) Outbound() store.OutboundRepository { return s.outbound }
+
+// Internal is the _System_OutboxEvent queue.
+func (s *Store) Internal() store.InternalRepository { return s.internal }
+
+// InboundRepo returns the concrete inbound queue (for backend extensions).
+func (s *Store) InboundRepo() *InboundRepo { return s.inbound }
+
+// OutboundRepo returns the concrete outbound queue (for backend extensions).
+func (s *Store) OutboundRepo() *OutboundRepo { return s.outbound }
+
+// InternalRepo returns the concrete internal queue (for backend extensions).
+func (s *Store) InternalRepo() *InternalRepo { return s.internal }
+
+// Now is the store's clock.
+func (s *Store) Now() time.Time { return s.cfg.Now() }
+
+// now is the clock at microsecond precision in UTC, as stored.
+func (s *Store) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+// Stats counts events by queue, key and status.
+func (s *Store) Stats(ctx context.Context) (store.Stats, error) {
+	st := store.Stats{Now: s.Now()}
+	for _, f := range []func(context.Context) ([]store.StatsRow, error){s.inbound.stats, s.outbound.stats, s.internal.stats} {
+		rows, err := f(ctx)
+		if err != nil {
+			return store.Stats{}, fmt.Errorf("stats: %w", err)
+		}
+		st.Rows = append(st.Rows, rows...)
+	}
+	return st, nil
+}
+
+// Conn is what an enqueue writes through: a *sql.Tx via SQLConn, or a native
+// driver transaction (pgstore adapts pgx.Tx).
+type Conn interface {
+	// Exec runs a statement and returns the rows it affected.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// QueryRow runs a query and scans its first row; sql.ErrNoRows when none.
+	QueryRow(ctx context.Context, query string, args []any, dest ...any) error
+}
+
+// SQLConn adapts a database/sql transaction, connection or pool to Conn.
+type SQLConn struct{ store.DBTX }
+
+// Exec implements Conn.
+func (c SQLConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := c.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// QueryRow implements Conn.
+func (c SQLConn) QueryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	return c.QueryRowContext(ctx, query, args...).Scan(dest...)
+}
+
+// inTx runs f in a transaction of the store's database, retrying it when the
+// dialect says the failure was transient (deadlock).
+func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx) error) error {
+	const attempts = 5
+	var err error
+	for range attempts {
+		err = s.tryTx(ctx, opts, f)
+		if err == nil || s.d.Retryable == nil || !s.d.Retryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback() //nolint:errcheck // the error that matters is f's
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

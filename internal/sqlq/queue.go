@@ -1,0 +1,471 @@
+package sqlq
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// Queue is the engine's implementation of one queue's claim, lease, cleanup and
+// dead-letter operations; the repositories embed it.
+type Queue[E any] struct {
+	s   *Store
+	def queueDef[E]
+	q   map[string]query
+}
+
+func newQueue[E any](s *Store, def queueDef[E]) (*Queue[E], error) {
+	q, err := loadQueries(s.d.Queries, def.data, s.d.Placeholders)
+	if err != nil {
+		return nil, err
+	}
+	need := []string{"Insert", "Get", "Pending", "Complete", "Fail", "RetryCount", "Retry", "Release",
+		"Cleanup", "DeadLetters", "Requeue", "Stats"}
+	if def.data.Key != "" {
+		need = append(need, "RequeueAll")
+	}
+	if def.data.Dir == store.DirectionInbound {
+		need = append(need, "IDByIdempotencyKey")
+	}
+	switch s.d.Mode {
+	case ClaimReturning:
+		need = append(need, "Claim", "ClaimIDs")
+	case ClaimLockThenUpdate:
+		need = append(need, "ClaimLockPending", "ClaimLockExpired", "ClaimLockIDs", "ClaimUpdate", "SelectIDs", "LockLeases")
+	}
+	for _, n := range need {
+		if _, ok := q[n]; !ok {
+			return nil, fmt.Errorf("sqlq: %s queries lack %s for %s", s.d.Name, n, def.data.Table)
+		}
+	}
+	return &Queue[E]{s: s, def: def, q: q}, nil
+}
+
+func (qu *Queue[E]) op(what string, err error) error {
+	return fmt.Errorf("%s %s: %w", what, qu.def.data.Dir, err)
+}
+
+// querier is what the read helpers run on: *sql.DB or *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (qu *Queue[E]) exec(ctx context.Context, on querier, name string, p params) (int64, error) {
+	q := qu.q[name]
+	args, err := q.args(p)
+	if err != nil {
+		return 0, err
+	}
+	res, err := on.ExecContext(ctx, q.text, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (qu *Queue[E]) rows(ctx context.Context, on querier, name string, p params) (*sql.Rows, error) {
+	q := qu.q[name]
+	args, err := q.args(p)
+	if err != nil {
+		return nil, err
+	}
+	return on.QueryContext(ctx, q.text, args...)
+}
+
+// events runs a query that selects the queue's columns.
+func (qu *Queue[E]) events(ctx context.Context, on querier, name string, p params) ([]E, error) {
+	rows, err := qu.rows(ctx, on, name, p)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []E
+	for rows.Next() {
+		var e E
+		if err := rows.Scan(qu.def.targets(&e)...); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// strs runs a query that selects one text column.
+func (qu *Queue[E]) strs(ctx context.Context, on querier, name string, p params) ([]string, error) {
+	rows, err := qu.rows(ctx, on, name, p)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// sortEvents puts events in claim order: (CreatedDate, Id).
+func (qu *Queue[E]) sortEvents(evs []E) {
+	slices.SortFunc(evs, func(a, b E) int {
+		ia, sa := qu.def.state(&a)
+		ib, sb := qu.def.state(&b)
+		return cmp.Or(sa.CreatedDate.Compare(sb.CreatedDate), strings.Compare(ia, ib))
+	})
+}
+
+// Get reads one event; store.ErrNotFound when absent.
+func (qu *Queue[E]) Get(ctx context.Context, id string) (E, error) {
+	var zero E
+	evs, err := qu.events(ctx, qu.s.db, "Get", params{"id": id})
+	if err != nil {
+		return zero, qu.op("get", err)
+	}
+	if len(evs) == 0 {
+		return zero, fmt.Errorf("get %s %s: %w", qu.def.data.Dir, id, store.ErrNotFound)
+	}
+	return evs[0], nil
+}
+
+// GetPending lists claimable events of one key, oldest first, without claiming.
+func (qu *Queue[E]) GetPending(ctx context.Context, key string, limit int) ([]E, error) {
+	limit = cmp.Or(limit, store.ClaimLimitDefault)
+	evs, err := qu.events(ctx, qu.s.db, "Pending", params{"key": key, "now": qu.s.encodeTime(qu.s.now()), "limit": limit})
+	if err != nil {
+		return nil, qu.op("get pending", err)
+	}
+	qu.sortEvents(evs)
+	return evs, nil
+}
+
+// Claim leases up to p.Limit claimable events of key p.Key.
+func (qu *Queue[E]) Claim(ctx context.Context, p store.ClaimParams) ([]E, error) {
+	return qu.claim(ctx, p, nil)
+}
+
+// ClaimIDs leases the named events that are claimable.
+func (qu *Queue[E]) ClaimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]E, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return qu.claim(ctx, p, ids)
+}
+
+func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string) ([]E, error) {
+	p = p.WithDefaults()
+	if p.Limit < 0 || p.LeaseDuration < 0 {
+		return nil, fmt.Errorf("claim %s: Limit and LeaseDuration must not be negative", qu.def.data.Dir)
+	}
+	now := qu.s.now()
+	args := params{
+		"key": p.Key, "limit": p.Limit, "owner": p.Owner, "ids": idsJSON(ids),
+		"now": qu.s.encodeTime(now), "lease_expires": qu.s.encodeTime(now.Add(p.LeaseDuration)),
+	}
+	if ids != nil {
+		args["limit"] = len(ids)
+	}
+	var evs []E
+	var err error
+	switch qu.s.d.Mode {
+	case ClaimReturning:
+		name := "Claim"
+		if ids != nil {
+			name = "ClaimIDs"
+		}
+		evs, err = qu.events(ctx, qu.s.db, name, args)
+	case ClaimLockThenUpdate:
+		err = qu.s.inTx(ctx, qu.s.d.ClaimTx, func(tx *sql.Tx) error {
+			evs, err = qu.claimLocked(ctx, tx, args, ids != nil, p.Limit)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, qu.op("claim", err)
+	}
+	qu.sortEvents(evs)
+	return evs, nil
+}
+
+// claimLocked is ClaimLockThenUpdate: it runs inside the claim transaction.
+func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, byID bool, limit int) ([]E, error) {
+	var cands []candidate
+	var err error
+	if byID {
+		cands, err = qu.candidates(ctx, tx, "ClaimLockIDs", args)
+	} else {
+		var expired []candidate
+		if cands, err = qu.candidates(ctx, tx, "ClaimLockPending", args); err == nil {
+			expired, err = qu.candidates(ctx, tx, "ClaimLockExpired", args)
+			cands = append(cands, expired...)
+		}
+	}
+	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		return cmp.Or(a.created.Compare(b.created), strings.Compare(a.id, b.id))
+	})
+	if !byID && len(cands) > limit {
+		cands = cands[:limit]
+	}
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	args["ids"] = idsJSON(ids)
+	if _, err := qu.exec(ctx, tx, "ClaimUpdate", args); err != nil {
+		return nil, err
+	}
+	return qu.events(ctx, tx, "SelectIDs", args)
+}
+
+type candidate struct {
+	id      string
+	created time.Time
+}
+
+func (qu *Queue[E]) candidates(ctx context.Context, tx *sql.Tx, name string, args params) ([]candidate, error) {
+	rows, err := qu.rows(ctx, tx, name, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []candidate
+	for rows.Next() {
+		var c candidate
+		if err := rows.Scan(&c.id, timeCol{dst: &c.created}); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// applyLeases runs a batch lease change (Complete, Release) and reports the
+// leases it could not apply.
+func (qu *Queue[E]) applyLeases(ctx context.Context, name string, args params, leases []store.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	args["leases"] = leasesJSON(leases)
+	var applied []string
+	var err error
+	switch qu.s.d.Mode {
+	case ClaimReturning:
+		applied, err = qu.strs(ctx, qu.s.db, name, args)
+	case ClaimLockThenUpdate:
+		err = qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
+			live, err := qu.strs(ctx, tx, "LockLeases", args)
+			if err != nil || len(live) == 0 {
+				applied = nil
+				return err
+			}
+			args["ids"] = idsJSON(live)
+			if _, err := qu.exec(ctx, tx, name, args); err != nil {
+				return err
+			}
+			applied = live
+			return nil
+		})
+	}
+	if err != nil {
+		return err
+	}
+	if len(applied) == len(leases) {
+		return nil
+	}
+	lost := &store.LeaseLostError{}
+	for _, l := range leases {
+		if !slices.Contains(applied, l.ID) {
+			lost.Leases = append(lost.Leases, l)
+		}
+	}
+	if len(lost.Leases) == 0 {
+		return nil
+	}
+	return lost
+}
+
+// Complete marks the leased events processed.
+func (qu *Queue[E]) Complete(ctx context.Context, leases ...store.Lease) error {
+	now := qu.s.encodeTime(qu.s.now())
+	if err := qu.applyLeases(ctx, "Complete", params{"now": now}, leases); err != nil {
+		return qu.op("complete", err)
+	}
+	return nil
+}
+
+// Release returns the leased events to pending, claimable after delay.
+func (qu *Queue[E]) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
+	now := qu.s.now()
+	args := params{"now": qu.s.encodeTime(now), "next": qu.s.encodeTime(now.Add(max(delay, 0)))}
+	if err := qu.applyLeases(ctx, "Release", args, leases); err != nil {
+		return qu.op("release", err)
+	}
+	return nil
+}
+
+func leaseLost(l store.Lease) error { return &store.LeaseLostError{Leases: []store.Lease{l}} }
+
+// Fail marks the leased event failed (dead letter).
+func (qu *Queue[E]) Fail(ctx context.Context, lease store.Lease, errMsg string) error {
+	n, err := qu.exec(ctx, qu.s.db, "Fail", params{
+		"id": lease.ID, "attempt": lease.Attempt, "error": errMsg, "now": qu.s.encodeTime(qu.s.now()),
+	})
+	if err != nil {
+		return qu.op("fail", err)
+	}
+	if n == 0 {
+		return qu.op("fail", leaseLost(lease))
+	}
+	return nil
+}
+
+// IncrementRetry records a failed attempt and schedules the next one, or
+// dead-letters the event at the retry policy's MaxAttempts.
+func (qu *Queue[E]) IncrementRetry(ctx context.Context, lease store.Lease, errMsg string, minDelay time.Duration) (store.RetryResult, error) {
+	args := params{"id": lease.ID, "attempt": lease.Attempt}
+	var retries int
+	err := qu.s.db.QueryRowContext(ctx, qu.q["RetryCount"].text, mustArgs(qu.q["RetryCount"], args)...).Scan(&retries)
+	if errors.Is(err, sql.ErrNoRows) {
+		return store.RetryResult{}, qu.op("increment retry", leaseLost(lease))
+	}
+	if err != nil {
+		return store.RetryResult{}, qu.op("increment retry", err)
+	}
+	now := qu.s.now()
+	res := store.RetryResult{Dead: retries+1 >= qu.s.cfg.Retry.MaxAttempts}
+	status, next := store.StatusFailed, now
+	if !res.Dead {
+		status = store.StatusPending
+		next = now.Add(max(qu.s.cfg.Retry.Delay(retries+1), minDelay))
+		res.NextAttemptDate = next
+	}
+	args["retry_count"] = retries
+	args["status"] = string(status)
+	args["error"] = errMsg
+	args["next"] = qu.s.encodeTime(next)
+	args["now"] = qu.s.encodeTime(now)
+	n, err := qu.exec(ctx, qu.s.db, "Retry", args)
+	if err != nil {
+		return store.RetryResult{}, qu.op("increment retry", err)
+	}
+	if n == 0 {
+		return store.RetryResult{}, qu.op("increment retry", leaseLost(lease))
+	}
+	return res, nil
+}
+
+// mustArgs orders args for a query whose parameters the caller supplies in full.
+func mustArgs(q query, p params) []any {
+	a, err := q.args(p)
+	if err != nil {
+		panic(err) // a query file that disagrees with the engine is a programming error
+	}
+	return a
+}
+
+// Cleanup deletes processed events older than cutoff, batchSize rows per statement.
+func (qu *Queue[E]) Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error) {
+	batchSize = cmp.Or(batchSize, store.CleanupBatchDefault)
+	var total int64
+	for {
+		n, err := qu.exec(ctx, qu.s.db, "Cleanup", params{"cutoff": qu.s.encodeTime(cutoff), "batch": batchSize})
+		total += n
+		if err != nil {
+			return total, qu.op("cleanup", err)
+		}
+		if n < int64(batchSize) {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, qu.op("cleanup", err)
+		}
+	}
+}
+
+// DeadLetters lists failed events, by id.
+func (qu *Queue[E]) DeadLetters(ctx context.Context, f store.DeadLetterFilter) ([]E, error) {
+	evs, err := qu.events(ctx, qu.s.db, "DeadLetters", params{
+		"key": f.Key, "after": f.AfterID, "limit": cmp.Or(f.Limit, 100),
+	})
+	if err != nil {
+		return nil, qu.op("dead letters", err)
+	}
+	return evs, nil
+}
+
+// Requeue returns the named failed events to pending with RetryCount 0.
+func (qu *Queue[E]) Requeue(ctx context.Context, ids ...string) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	n, err := qu.exec(ctx, qu.s.db, "Requeue", params{"ids": idsJSON(ids), "now": qu.s.encodeTime(qu.s.now())})
+	if err != nil {
+		return 0, qu.op("requeue", err)
+	}
+	return n, nil
+}
+
+// RequeueAll returns every failed event of one key to pending.
+func (qu *Queue[E]) RequeueAll(ctx context.Context, key string) (int64, error) {
+	n, err := qu.exec(ctx, qu.s.db, "RequeueAll", params{"key": key, "now": qu.s.encodeTime(qu.s.now())})
+	if err != nil {
+		return 0, qu.op("requeue all", err)
+	}
+	return n, nil
+}
+
+func (qu *Queue[E]) stats(ctx context.Context) ([]store.StatsRow, error) {
+	rows, err := qu.rows(ctx, qu.s.db, "Stats", params{})
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []store.StatsRow
+	for rows.Next() {
+		r := store.StatsRow{Direction: qu.def.data.Dir}
+		if err := rows.Scan(&r.Key, (*string)(&r.Status), &r.Count, timeCol{dst: &r.OldestCreated}); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// insert writes one event through c. key is the idempotency key, "" for queues
+// without one.
+func (qu *Queue[E]) insert(ctx context.Context, c Conn, p params, idemKey string) (store.EnqueueResult, error) {
+	q := qu.q["Insert"]
+	args, err := q.args(p)
+	if err != nil {
+		return store.EnqueueResult{}, err
+	}
+	n, err := c.Exec(ctx, q.text, args...)
+	if err != nil {
+		return store.EnqueueResult{}, err
+	}
+	if n > 0 {
+		return store.EnqueueResult{ID: p["id"].(string), Inserted: true}, nil
+	}
+	if idemKey == "" {
+		return store.EnqueueResult{}, errors.New("insert affected no row")
+	}
+	lookup := qu.q["IDByIdempotencyKey"]
+	var id string
+	if err := c.QueryRow(ctx, lookup.text, mustArgs(lookup, params{"idempotency_key": idemKey}), &id); err != nil {
+		return store.EnqueueResult{}, fmt.Errorf("look up duplicate idempotency key %q: %w", idemKey, err)
+	}
+	return store.EnqueueResult{ID: id, Inserted: false}, nil
+}

@@ -1,0 +1,215 @@
+package sqlq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// InboundRepo is the _System_IntegrationInbound queue.
+type InboundRepo struct{ *Queue[store.InboundEvent] }
+
+// OutboundRepo is the _System_IntegrationOutbound queue.
+type OutboundRepo struct{ *Queue[store.OutboundEvent] }
+
+// InternalRepo is the _System_OutboxEvent queue.
+type InternalRepo struct{ *Queue[store.InternalEvent] }
+
+var (
+	_ store.InboundRepository  = (*InboundRepo)(nil)
+	_ store.OutboundRepository = (*OutboundRepo)(nil)
+	_ store.InternalRepository = (*InternalRepo)(nil)
+)
+
+// required reports the first empty field of an event about to be enqueued.
+func required(what string, fields ...string) error {
+	var missing []string
+	for i := 0; i+1 < len(fields); i += 2 {
+		if fields[i+1] == "" {
+			missing = append(missing, fields[i])
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("enqueue %s: %s must be set", what, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// identity fills the id and creation time an enqueue stamps.
+func (s *Store) identity(id string, created time.Time) (string, time.Time, error) {
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		id = u.String()
+	}
+	if created.IsZero() {
+		created = s.now()
+	}
+	return id, created.UTC().Truncate(time.Microsecond), nil
+}
+
+func validJSON(what string, payload json.RawMessage, optional ...json.RawMessage) error {
+	if len(payload) == 0 {
+		return fmt.Errorf("enqueue %s: Payload must be set (a JSON document)", what)
+	}
+	for _, m := range append(optional, payload) {
+		if len(m) > 0 && !json.Valid(m) {
+			return fmt.Errorf("enqueue %s: payload is not valid JSON", what)
+		}
+	}
+	return nil
+}
+
+func (r *InboundRepo) params(ev store.InboundEvent) (params, error) {
+	if err := required("inbound", "Source", ev.Source, "ExternalID", ev.ExternalID, "ObjectType", ev.ObjectType,
+		"EventType", ev.EventType, "IdempotencyKey", ev.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if err := validJSON("inbound", ev.Payload, ev.RawPayload); err != nil {
+		return nil, err
+	}
+	id, created, err := r.s.identity(ev.ID, ev.CreatedDate)
+	if err != nil {
+		return nil, err
+	}
+	return params{
+		"id": id, "source": ev.Source, "external_id": ev.ExternalID, "object_type": ev.ObjectType,
+		"event_type": ev.EventType, "payload": encodeJSON(ev.Payload), "raw_payload": encodeJSON(ev.RawPayload),
+		"idempotency_key": ev.IdempotencyKey, "created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()),
+	}, nil
+}
+
+// EnqueueConn is Enqueue through c, a caller's transaction of any driver.
+func (r *InboundRepo) EnqueueConn(ctx context.Context, c Conn, ev store.InboundEvent) (store.EnqueueResult, error) {
+	p, err := r.params(ev)
+	if err != nil {
+		return store.EnqueueResult{}, err
+	}
+	res, err := r.insert(ctx, c, p, ev.IdempotencyKey)
+	if err != nil {
+		return res, r.op("enqueue", err)
+	}
+	return res, nil
+}
+
+// Enqueue inserts an event; a duplicate IdempotencyKey reports Inserted false.
+func (r *InboundRepo) Enqueue(ctx context.Context, ev store.InboundEvent) (store.EnqueueResult, error) {
+	var res store.EnqueueResult
+	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) (err error) {
+		res, err = r.EnqueueConn(ctx, SQLConn{tx}, ev)
+		return err
+	})
+	return res, err
+}
+
+// EnqueueTx is Enqueue inside the caller's transaction.
+func (r *InboundRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.InboundEvent) (store.EnqueueResult, error) {
+	return r.EnqueueConn(ctx, SQLConn{tx}, ev)
+}
+
+// EnqueueBatch inserts events in one transaction.
+func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+	var out []store.EnqueueResult
+	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		out = make([]store.EnqueueResult, 0, len(evs))
+		for _, ev := range evs {
+			res, err := r.EnqueueConn(ctx, SQLConn{tx}, ev)
+			if err != nil {
+				return err
+			}
+			out = append(out, res)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (r *OutboundRepo) params(ev store.OutboundEvent) (params, error) {
+	if err := required("outbound", "Destination", ev.Destination, "ObjectType", ev.ObjectType,
+		"RecordID", ev.RecordID, "EventType", ev.EventType); err != nil {
+		return nil, err
+	}
+	if err := validJSON("outbound", ev.Payload, ev.OldPayload); err != nil {
+		return nil, err
+	}
+	id, created, err := r.s.identity(ev.ID, ev.CreatedDate)
+	if err != nil {
+		return nil, err
+	}
+	return params{
+		"id": id, "destination": ev.Destination, "object_type": ev.ObjectType, "record_id": ev.RecordID,
+		"event_type": ev.EventType, "payload": encodeJSON(ev.Payload), "old_payload": encodeJSON(ev.OldPayload),
+		"created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()),
+	}, nil
+}
+
+// EnqueueConn is EnqueueTx through c, a caller's transaction of any driver.
+func (r *OutboundRepo) EnqueueConn(ctx context.Context, c Conn, ev store.OutboundEvent) (store.EnqueueResult, error) {
+	p, err := r.params(ev)
+	if err != nil {
+		return store.EnqueueResult{}, err
+	}
+	res, err := r.insert(ctx, c, p, "")
+	if err != nil {
+		return res, r.op("enqueue", err)
+	}
+	return res, nil
+}
+
+// Enqueue inserts an event in its own transaction.
+func (r *OutboundRepo) Enqueue(ctx context.Context, ev store.OutboundEvent) (store.EnqueueResult, error) {
+	return r.EnqueueConn(ctx, SQLConn{r.s.db}, ev)
+}
+
+// EnqueueTx inserts an event inside the caller's transaction.
+func (r *OutboundRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.OutboundEvent) (store.EnqueueResult, error) {
+	return r.EnqueueConn(ctx, SQLConn{tx}, ev)
+}
+
+func (r *InternalRepo) params(ev store.InternalEvent) (params, error) {
+	if err := required("internal", "EventType", ev.EventType, "ObjectType", ev.ObjectType, "RecordID", ev.RecordID); err != nil {
+		return nil, err
+	}
+	if err := validJSON("internal", ev.Payload, ev.Metadata); err != nil {
+		return nil, err
+	}
+	id, created, err := r.s.identity(ev.ID, ev.CreatedDate)
+	if err != nil {
+		return nil, err
+	}
+	return params{
+		"id": id, "event_type": ev.EventType, "object_type": ev.ObjectType, "record_id": ev.RecordID,
+		"payload": encodeJSON(ev.Payload), "metadata": encodeJSON(ev.Metadata),
+		"created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()),
+	}, nil
+}
+
+// EnqueueConn is EnqueueTx through c, a caller's transaction of any driver.
+func (r *InternalRepo) EnqueueConn(ctx context.Context, c Conn, ev store.InternalEvent) (store.EnqueueResult, error) {
+	p, err := r.params(ev)
+	if err != nil {
+		return store.EnqueueResult{}, err
+	}
+	res, err := r.insert(ctx, c, p, "")
+	if err != nil {
+		return res, r.op("enqueue", err)
+	}
+	return res, nil
+}
+
+// EnqueueTx inserts an event inside the caller's transaction.
+func (r *InternalRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.InternalEvent) (store.EnqueueResult, error) {
+	return r.EnqueueConn(ctx, SQLConn{tx}, ev)
+}

@@ -1,0 +1,75 @@
+package sqlq
+
+import (
+	"github.com/hubsync/hubsync/store"
+)
+
+// tableData is what a query template is rendered with, once per queue.
+type tableData struct {
+	Table string
+	Dir   store.Direction
+	// Key is the column a claim filters on (Source, Destination), "" for internal.
+	Key string
+	// Record are the columns that make two events belong to one record.
+	Record []string
+	// Columns are selected and scanned in this order.
+	Columns []string
+	// Lock is the row-locking clause a template adds where it renders the data
+	// through the locked function (set only there).
+	Lock string
+}
+
+// queueDef binds a queue's table to its Go event type.
+type queueDef[E any] struct {
+	data tableData
+	// targets returns scan destinations for data.Columns.
+	targets func(e *E) []any
+	// state returns the event's id and bookkeeping.
+	state func(e *E) (string, *store.QueueState)
+}
+
+func withState(cols ...string) []string { return append(cols, stateColumns...) }
+
+var inboundDef = queueDef[store.InboundEvent]{
+	data: tableData{
+		Table:   "_System_IntegrationInbound",
+		Dir:     store.DirectionInbound,
+		Key:     "Source",
+		Record:  []string{"Source", "ExternalID"},
+		Columns: withState("Id", "Source", "ExternalID", "ObjectType", "EventType", "Payload", "RawPayload", "IdempotencyKey"),
+	},
+	targets: func(e *store.InboundEvent) []any {
+		return append([]any{&e.ID, &e.Source, &e.ExternalID, &e.ObjectType, &e.EventType,
+			jsonCol{&e.Payload}, jsonCol{&e.RawPayload}, &e.IdempotencyKey}, stateTargets(&e.QueueState)...)
+	},
+	state: func(e *store.InboundEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+}
+
+var outboundDef = queueDef[store.OutboundEvent]{
+	data: tableData{
+		Table:   "_System_IntegrationOutbound",
+		Dir:     store.DirectionOutbound,
+		Key:     "Destination",
+		Record:  []string{"Destination", "ObjectType", "RecordID"},
+		Columns: withState("Id", "Destination", "ObjectType", "RecordID", "EventType", "Payload", "OldPayload"),
+	},
+	targets: func(e *store.OutboundEvent) []any {
+		return append([]any{&e.ID, &e.Destination, &e.ObjectType, &e.RecordID, &e.EventType,
+			jsonCol{&e.Payload}, jsonCol{&e.OldPayload}}, stateTargets(&e.QueueState)...)
+	},
+	state: func(e *store.OutboundEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+}
+
+var internalDef = queueDef[store.InternalEvent]{
+	data: tableData{
+		Table:   "_System_OutboxEvent",
+		Dir:     store.DirectionInternal,
+		Record:  []string{"ObjectType", "RecordID"},
+		Columns: withState("Id", "EventType", "ObjectType", "RecordID", "Payload", "Metadata"),
+	},
+	targets: func(e *store.InternalEvent) []any {
+		return append([]any{&e.ID, &e.EventType, &e.ObjectType, &e.RecordID,
+			jsonCol{&e.Payload}, jsonCol{&e.Metadata}}, stateTargets(&e.QueueState)...)
+	},
+	state: func(e *store.InternalEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+}

@@ -1,0 +1,169 @@
+package links
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+
+	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/store"
+)
+
+//go:embed sql
+var sqlFS embed.FS
+
+// ErrConflict is returned by Link when the external id is already linked to
+// another local record of the same destination and object type. Unlink that
+// record first (a merge does).
+var ErrConflict = errors.New("links: external id is linked to another record")
+
+// ErrInvalid is returned for an empty destination, object type or id.
+var ErrInvalid = errors.New("links: invalid argument")
+
+// Links reads and writes the hubsync_link table of one store.
+type Links struct {
+	st      store.Store
+	db      *sql.DB
+	dialect store.Dialect
+	q       *dialectsql.Queries
+}
+
+// New returns the links of st's database. It panics if st has a dialect hubsync
+// does not know, which no backend has.
+func New(st store.Store) *Links {
+	q, err := dialectsql.Load(sqlFS, "sql", st.Dialect())
+	if err != nil {
+		panic(err)
+	}
+	return &Links{st: st, db: st.DB(), dialect: st.Dialect(), q: q}
+}
+
+// Lookup returns the external id of a local record on destination.
+func (l *Links) Lookup(ctx context.Context, destination, objectType, recordID string) (externalID string, ok bool, err error) {
+	return l.LookupTx(ctx, l.db, destination, objectType, recordID)
+}
+
+// LookupTx is Lookup inside the caller's transaction.
+func (l *Links) LookupTx(ctx context.Context, tx store.DBTX, destination, objectType, recordID string) (string, bool, error) {
+	return l.one(ctx, tx, "lookup", destination, objectType, recordID)
+}
+
+// LookupRecord returns the local record id linked to an external id on destination.
+func (l *Links) LookupRecord(ctx context.Context, destination, objectType, externalID string) (recordID string, ok bool, err error) {
+	return l.LookupRecordTx(ctx, l.db, destination, objectType, externalID)
+}
+
+// LookupRecordTx is LookupRecord inside the caller's transaction.
+func (l *Links) LookupRecordTx(ctx context.Context, tx store.DBTX, destination, objectType, externalID string) (string, bool, error) {
+	return l.one(ctx, tx, "lookup_record", destination, objectType, externalID)
+}
+
+func (l *Links) one(ctx context.Context, tx store.DBTX, query, destination, objectType, id string) (string, bool, error) {
+	if err := check(destination, objectType, id); err != nil {
+		return "", false, err
+	}
+	var out string
+	err := tx.QueryRowContext(ctx, l.q.Get(query), destination, objectType, id).Scan(&out)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("links: %s %s/%s/%s: %w", query, destination, objectType, id, err)
+	}
+	return out, true, nil
+}
+
+// Link records that local record recordID is externalID on destination. It is
+// idempotent, and re-links a record that had another external id. It returns
+// ErrConflict when externalID already belongs to another local record.
+func (l *Links) Link(ctx context.Context, destination, objectType, recordID, externalID string) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("links: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := l.LinkTx(ctx, tx, destination, objectType, recordID, externalID); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("links: commit: %w", err)
+	}
+	return nil
+}
+
+// LinkTx is Link inside the caller's transaction. Two concurrent links of one
+// external id to different records can both pass the conflict check; the unique
+// index then fails one of them with a database error.
+func (l *Links) LinkTx(ctx context.Context, tx store.DBTX, destination, objectType, recordID, externalID string) error {
+	if err := check(destination, objectType, recordID); err != nil {
+		return err
+	}
+	if externalID == "" {
+		return fmt.Errorf("%w: empty external id for %s/%s/%s", ErrInvalid, destination, objectType, recordID)
+	}
+	owner, ok, err := l.LookupRecordTx(ctx, tx, destination, objectType, externalID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if owner == recordID {
+			return nil
+		}
+		return fmt.Errorf("%w: %s %s %s is linked to record %s, not %s", ErrConflict, destination, objectType, externalID, owner, recordID)
+	}
+	now := dialectsql.Time(l.dialect, l.st.Now())
+	res, err := tx.ExecContext(ctx, l.q.Get("relink"), externalID, now, destination, objectType, recordID)
+	if err != nil {
+		return fmt.Errorf("links: relink %s/%s/%s: %w", destination, objectType, recordID, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("links: relink %s/%s/%s: %w", destination, objectType, recordID, err)
+	} else if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, l.q.Get("insert"), destination, objectType, recordID, externalID, now, now); err != nil {
+		return fmt.Errorf("links: link %s/%s/%s to %s: %w", destination, objectType, recordID, externalID, err)
+	}
+	return nil
+}
+
+// Unlink removes the link of a local record on destination; a missing link is
+// not an error.
+func (l *Links) Unlink(ctx context.Context, destination, objectType, recordID string) error {
+	return l.UnlinkTx(ctx, l.db, destination, objectType, recordID)
+}
+
+// UnlinkTx is Unlink inside the caller's transaction.
+func (l *Links) UnlinkTx(ctx context.Context, tx store.DBTX, destination, objectType, recordID string) error {
+	return l.exec(ctx, tx, "unlink", destination, objectType, recordID)
+}
+
+// UnlinkExternal removes the link of an external id on destination; a missing
+// link is not an error.
+func (l *Links) UnlinkExternal(ctx context.Context, destination, objectType, externalID string) error {
+	return l.UnlinkExternalTx(ctx, l.db, destination, objectType, externalID)
+}
+
+// UnlinkExternalTx is UnlinkExternal inside the caller's transaction.
+func (l *Links) UnlinkExternalTx(ctx context.Context, tx store.DBTX, destination, objectType, externalID string) error {
+	return l.exec(ctx, tx, "unlink_external", destination, objectType, externalID)
+}
+
+func (l *Links) exec(ctx context.Context, tx store.DBTX, query, destination, objectType, id string) error {
+	if err := check(destination, objectType, id); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, l.q.Get(query), destination, objectType, id); err != nil {
+		return fmt.Errorf("links: %s %s/%s/%s: %w", query, destination, objectType, id, err)
+	}
+	return nil
+}
+
+func check(destination, objectType, id string) error {
+	if destination == "" || objectType == "" || id == "" {
+		return fmt.Errorf("%w: destination %q, object type %q and id %q must all be set", ErrInvalid, destination, objectType, id)
+	}
+	return nil
+}

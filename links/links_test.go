@@ -1,0 +1,108 @@
+package links_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/store/mysqlstore"
+	"github.com/hubsync/hubsync/store/pgstore"
+	"github.com/hubsync/hubsync/store/sqlitestore"
+)
+
+func newStore(t *testing.T, d store.Dialect) store.Store {
+	t.Helper()
+	db := dbtest.Migrated(t, d)
+	var st store.Store
+	var err error
+	switch d {
+	case store.SQLite:
+		st, err = sqlitestore.New(db.DB, store.Config{})
+	case store.Postgres:
+		st, err = pgstore.New(db.DB, store.Config{})
+	case store.MySQL:
+		st, err = mysqlstore.New(db.DB, store.Config{})
+	default:
+		t.Fatalf("unknown dialect %s", d)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+func TestLinks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		st := newStore(t, d)
+		l := links.New(st)
+		ctx := context.Background()
+		if _, ok, err := l.Lookup(ctx, "hubspot", "contacts", "r1"); ok || err != nil {
+			t.Fatalf("lookup before link = %v, %v", ok, err)
+		}
+		for range 2 { // idempotent
+			if err := l.Link(ctx, "hubspot", "contacts", "r1", "101"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if ext, ok, err := l.Lookup(ctx, "hubspot", "contacts", "r1"); !ok || err != nil || ext != "101" {
+			t.Fatalf("lookup = %q %v %v", ext, ok, err)
+		}
+		if id, ok, err := l.LookupRecord(ctx, "hubspot", "contacts", "101"); !ok || err != nil || id != "r1" {
+			t.Fatalf("lookup record = %q %v %v", id, ok, err)
+		}
+		// One external id belongs to one record.
+		if err := l.Link(ctx, "hubspot", "contacts", "r2", "101"); !errors.Is(err, links.ErrConflict) {
+			t.Fatalf("second record on one external id: %v, want ErrConflict", err)
+		}
+		// The same ids in another destination or object type are separate.
+		if err := l.Link(ctx, "salesforce", "contacts", "r2", "101"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Link(ctx, "hubspot", "companies", "r2", "101"); err != nil {
+			t.Fatal(err)
+		}
+		// Re-link: a record moves to another external id.
+		if err := l.Link(ctx, "hubspot", "contacts", "r1", "102"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := l.LookupRecord(ctx, "hubspot", "contacts", "101"); ok {
+			t.Fatal("old external id still linked after re-link")
+		}
+		if ext, _, _ := l.Lookup(ctx, "hubspot", "contacts", "r1"); ext != "102" {
+			t.Fatalf("after re-link = %q", ext)
+		}
+		// The unique indexes hold even for writers that skip the checks.
+		ins := "INSERT INTO hubsync_link (Destination, ObjectType, RecordID, ExternalID, CreatedDate, LastModifiedDate) VALUES (?, ?, ?, ?, ?, ?)"
+		if d == store.Postgres {
+			ins = "INSERT INTO hubsync_link (Destination, ObjectType, RecordID, ExternalID, CreatedDate, LastModifiedDate) VALUES ($1, $2, $3, $4, $5, $6)"
+		}
+		var now any = st.Now()
+		if d == store.SQLite {
+			now = st.Now().UnixMicro()
+		}
+		if _, err := st.DB().Exec(ins, "hubspot", "contacts", "r3", "102", now, now); err == nil {
+			t.Fatal("duplicate (Destination, ObjectType, ExternalID) accepted")
+		}
+		if _, err := st.DB().Exec(ins, "hubspot", "contacts", "r1", "103", now, now); err == nil {
+			t.Fatal("duplicate (Destination, ObjectType, RecordID) accepted")
+		}
+		if err := l.Unlink(ctx, "hubspot", "contacts", "r1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.UnlinkExternal(ctx, "salesforce", "contacts", "101"); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, _ := l.Lookup(ctx, "hubspot", "contacts", "r1"); ok {
+			t.Fatal("still linked after Unlink")
+		}
+		if _, ok, _ := l.Lookup(ctx, "salesforce", "contacts", "r2"); ok {
+			t.Fatal("still linked after UnlinkExternal")
+		}
+		if err := l.Link(ctx, "", "contacts", "r1", "1"); !errors.Is(err, links.ErrInvalid) {
+			t.Fatalf("empty destination: %v", err)
+		}
+	})
+}

@@ -1,0 +1,2 @@
+INSERT INTO hubsync_link (Destination, ObjectType, RecordID, ExternalID, CreatedDate, LastModifiedDate)
+VALUES (?, ?, ?, ?, ?, ?)

@@ -1,0 +1,2 @@
+SELECT ExternalID FROM hubsync_link
+WHERE Destination = ? AND ObjectType = ? AND RecordID = ?

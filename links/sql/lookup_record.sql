@@ -1,0 +1,2 @@
+SELECT RecordID FROM hubsync_link
+WHERE Destination = ? AND ObjectType = ? AND ExternalID = ?

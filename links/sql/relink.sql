@@ -1,0 +1,2 @@
+UPDATE hubsync_link SET ExternalID = ?, LastModifiedDate = ?
+WHERE Destination = ? AND ObjectType = ? AND RecordID = ?

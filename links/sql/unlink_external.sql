@@ -1,0 +1,2 @@
+DELETE FROM hubsync_link
+WHERE Destination = ? AND ObjectType = ? AND ExternalID = ?

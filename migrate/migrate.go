@@ -1,0 +1,320 @@
+// Package migrate applies hubsync's embedded, versioned schema migrations. The
+// hubsync CLI (`hubsync migrate`) and the library share it.
+//
+// Migrations are files migrations/<dialect>/NNN_name.up.sql. Applied versions are
+// recorded in hubsync_migration. Applying twice is a no-op; a database that has a
+// version this binary does not know is refused with ErrDatabaseNewer. Concurrent
+// migrators (several replicas starting at once) serialise on a database lock.
+package migrate
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+//go:embed migrations
+var migrationsFS embed.FS
+
+var (
+	// ErrDatabaseNewer means the database has migrations this binary does not know:
+	// it was migrated by a newer hubsync. Upgrade this binary.
+	ErrDatabaseNewer = errors.New("migrate: database schema is newer than this hubsync binary; upgrade hubsync")
+	// ErrNotMigrated means migrations are pending.
+	ErrNotMigrated = errors.New("migrate: database schema is not up to date; run `hubsync migrate`")
+)
+
+// Migration is one embedded schema change.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Status reports where a database stands.
+type Status struct {
+	Current int         // highest applied version, 0 for none
+	Latest  int         // highest version this binary knows
+	Pending []Migration // known and not applied
+	Unknown []int       // applied but unknown to this binary
+}
+
+// Migrator applies migrations of one dialect to one database.
+type Migrator struct {
+	db         *sql.DB
+	dialect    store.Dialect
+	migrations []Migration
+}
+
+// New returns a Migrator for db.
+func New(db *sql.DB, dialect store.Dialect) (*Migrator, error) {
+	ms, err := Migrations(dialect)
+	if err != nil {
+		return nil, err
+	}
+	return &Migrator{db: db, dialect: dialect, migrations: ms}, nil
+}
+
+// Migrations lists the embedded migrations of a dialect in version order.
+func Migrations(dialect store.Dialect) ([]Migration, error) {
+	dir := path.Join("migrations", string(dialect))
+	entries, err := fs.ReadDir(migrationsFS, dir)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: unknown dialect %q", dialect)
+	}
+	var ms []Migration
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".up.sql")
+		if !ok {
+			continue
+		}
+		num, rest, ok := strings.Cut(name, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migrate: bad migration file name %s; want NNN_name.up.sql", e.Name())
+		}
+		b, err := migrationsFS.ReadFile(path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, Migration{Version: v, Name: rest, SQL: string(b)})
+	}
+	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrate: two %s migrations have version %d", dialect, ms[i].Version)
+		}
+	}
+	return ms, nil
+}
+
+// Status reads the applied versions without changing anything.
+func (m *Migrator) Status(ctx context.Context) (Status, error) {
+	applied, err := m.applied(ctx, m.db)
+	if err != nil {
+		return Status{}, err
+	}
+	return m.status(applied), nil
+}
+
+func (m *Migrator) status(applied []int) Status {
+	st := Status{}
+	if n := len(m.migrations); n > 0 {
+		st.Latest = m.migrations[n-1].Version
+	}
+	for _, v := range applied {
+		st.Current = max(st.Current, v)
+		if !slices.ContainsFunc(m.migrations, func(mg Migration) bool { return mg.Version == v }) {
+			st.Unknown = append(st.Unknown, v)
+		}
+	}
+	for _, mg := range m.migrations {
+		if !slices.Contains(applied, mg.Version) {
+			st.Pending = append(st.Pending, mg)
+		}
+	}
+	return st
+}
+
+// Check returns nil when the schema is exactly current, ErrNotMigrated when
+// migrations are pending, and ErrDatabaseNewer when the database is ahead.
+func (m *Migrator) Check(ctx context.Context) error {
+	st, err := m.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if len(st.Unknown) > 0 {
+		return fmt.Errorf("%w (database has version %d, this binary knows up to %d)", ErrDatabaseNewer, st.Current, st.Latest)
+	}
+	if len(st.Pending) > 0 {
+		return fmt.Errorf("%w (%d pending, database at version %d of %d)", ErrNotMigrated, len(st.Pending), st.Current, st.Latest)
+	}
+	return nil
+}
+
+// Up applies every pending migration and returns the versions it applied.
+func (m *Migrator) Up(ctx context.Context) ([]int, error) {
+	conn, err := m.db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: connect: %w", err)
+	}
+	defer conn.Close()
+	unlock, err := m.lock(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+
+	if _, err := conn.ExecContext(ctx, createVersionTable[m.dialect]); err != nil {
+		return nil, fmt.Errorf("migrate: create hubsync_migration: %w", err)
+	}
+	applied, err := m.applied(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	st := m.status(applied)
+	if len(st.Unknown) > 0 {
+		return nil, fmt.Errorf("%w (database has version %d, this binary knows up to %d)", ErrDatabaseNewer, st.Current, st.Latest)
+	}
+	var done []int
+	for _, mg := range st.Pending {
+		applied, err := m.apply(ctx, conn, mg)
+		if err != nil {
+			return done, err
+		}
+		if applied {
+			done = append(done, mg.Version)
+		}
+	}
+	return done, nil
+}
+
+// apply runs one migration and records it. It reports false when another
+// migrator applied the version first: SQLite has no lock outside a transaction,
+// so the pending list read before this transaction began may be stale.
+func (m *Migrator) apply(ctx context.Context, conn *sql.Conn, mg Migration) (bool, error) {
+	// MySQL commits DDL implicitly, so a transaction there only groups the version
+	// row; PostgreSQL and SQLite apply the whole migration atomically.
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate: begin %03d_%s: %w", mg.Version, mg.Name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	sel := "SELECT COUNT(*) FROM hubsync_migration WHERE version = ?"
+	if m.dialect == store.Postgres {
+		sel = "SELECT COUNT(*) FROM hubsync_migration WHERE version = $1"
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, sel, mg.Version).Scan(&n); err != nil {
+		return false, fmt.Errorf("migrate: read hubsync_migration: %w", err)
+	}
+	if n > 0 {
+		return false, nil
+	}
+	for _, stmt := range SplitStatements(mg.SQL) {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return false, fmt.Errorf("migrate: apply %s %03d_%s: %w\nstatement: %s", m.dialect, mg.Version, mg.Name, err, stmt)
+		}
+	}
+	ins := "INSERT INTO hubsync_migration (version, name, applied_at) VALUES (?, ?, ?)"
+	if m.dialect == store.Postgres {
+		ins = "INSERT INTO hubsync_migration (version, name, applied_at) VALUES ($1, $2, $3)"
+	}
+	if _, err := tx.ExecContext(ctx, ins, mg.Version, mg.Name, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return false, fmt.Errorf("migrate: record %03d_%s: %w", mg.Version, mg.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate: commit %03d_%s: %w", mg.Version, mg.Name, err)
+	}
+	return true, nil
+}
+
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (m *Migrator) applied(ctx context.Context, q querier) ([]int, error) {
+	rows, err := q.QueryContext(ctx, "SELECT version FROM hubsync_migration ORDER BY version")
+	if err != nil {
+		if isMissingTable(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("migrate: read hubsync_migration: %w", err)
+	}
+	defer rows.Close()
+	var vs []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		vs = append(vs, v)
+	}
+	return vs, rows.Err()
+}
+
+func isMissingTable(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "no such table") || // SQLite
+		strings.Contains(s, "does not exist") || // PostgreSQL 42P01
+		strings.Contains(s, "1146") // MySQL ER_NO_SUCH_TABLE
+}
+
+var createVersionTable = map[store.Dialect]string{
+	store.SQLite:   "CREATE TABLE IF NOT EXISTS hubsync_migration (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+	store.Postgres: "CREATE TABLE IF NOT EXISTS hubsync_migration (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)",
+	store.MySQL:    "CREATE TABLE IF NOT EXISTS hubsync_migration (version INT PRIMARY KEY, name VARCHAR(255) NOT NULL, applied_at VARCHAR(64) NOT NULL)",
+}
+
+// lock serialises migrators on one database.
+func (m *Migrator) lock(ctx context.Context, conn *sql.Conn) (func(), error) {
+	switch m.dialect {
+	case store.Postgres:
+		// The key is arbitrary but fixed: "hubsync" in ASCII.
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(7526474121599387)"); err != nil {
+			return nil, fmt.Errorf("migrate: lock: %w", err)
+		}
+		return func() { conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(7526474121599387)") }, nil //nolint:errcheck
+	case store.MySQL:
+		var got sql.NullInt64
+		if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK(CONCAT(DATABASE(), '.hubsync_migrate'), 60)").Scan(&got); err != nil {
+			return nil, fmt.Errorf("migrate: lock: %w", err)
+		}
+		if got.Int64 != 1 {
+			return nil, errors.New("migrate: another migrator held the lock for 60 s; retry when it has finished")
+		}
+		return func() {
+			conn.ExecContext(context.Background(), "SELECT RELEASE_LOCK(CONCAT(DATABASE(), '.hubsync_migrate'))") //nolint:errcheck
+		}, nil
+	default:
+		// SQLite: every migration runs in an immediate transaction (see the DSN from
+		// store.ParseDatabaseURL), which already admits one writer at a time.
+		return func() {}, nil
+	}
+}
+
+// SplitStatements splits a migration into statements at semicolons that end a
+// line, skipping comment-only and blank chunks. Migrations must not put two
+// statements on one line or end a line inside a string with a semicolon.
+func SplitStatements(sqlText string) []string {
+	var out []string
+	var cur strings.Builder
+	flush := func() {
+		s := strings.TrimSpace(cur.String())
+		cur.Reset()
+		if s == "" {
+			return
+		}
+		onlyComments := true
+		for _, line := range strings.Split(s, "\n") {
+			if t := strings.TrimSpace(line); t != "" && !strings.HasPrefix(t, "--") {
+				onlyComments = false
+			}
+		}
+		if !onlyComments {
+			out = append(out, s)
+		}
+	}
+	for _, line := range strings.Split(sqlText, "\n") {
+		trimmed := strings.TrimRight(line, " \t\r")
+		if strings.HasSuffix(trimmed, ";") {
+			cur.WriteString(strings.TrimSuffix(trimmed, ";"))
+			flush()
+			continue
+		}
+		cur.WriteString(line)
+		cur.WriteString("\n")
+	}
+	flush()
+	return out
+}

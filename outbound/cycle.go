@@ -1,0 +1,594 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/store"
+)
+
+// cycle is the work on one claimed set of events.
+type cycle struct {
+	w           *Worker
+	ctx         context.Context // the caller's; HubSpot calls use it
+	leaseExpiry time.Time
+	sum         Summary
+	errs        []error
+}
+
+// storeCtx is for bookkeeping after HubSpot calls: it survives the
+// cancellation of the cycle, so that what HubSpot accepted gets recorded.
+func (c *cycle) storeCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(c.ctx), storeOpTimeout)
+}
+
+func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summary, error) {
+	if len(evs) == 0 {
+		return Summary{}, nil
+	}
+	c := &cycle{w: w, ctx: ctx, leaseExpiry: w.cfg.Now().Add(w.cfg.LeaseDuration)}
+	c.sum.Claimed = len(evs)
+
+	links := map[RecordKey]string{}
+	seen := map[RecordKey]bool{}
+	for _, e := range evs {
+		k := RecordKey{e.ObjectType, e.RecordID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		id, ok, err := w.cfg.Links.Lookup(ctx, w.cfg.Destination, k.ObjectType, k.RecordID)
+		if err != nil {
+			c.releaseEvents(evs, 0)
+			return c.sum, fmt.Errorf("outbound: look up link of %s: %w", k, err)
+		}
+		if ok {
+			links[k] = id
+		}
+	}
+	plan, err := BuildPlan(evs, links, w.cfg.Mapping)
+	if err != nil {
+		c.releaseEvents(evs, 0)
+		return c.sum, err
+	}
+	c.sum.Records = len(plan.Records)
+	c.sum.Coalesced = plan.Coalesced()
+	w.cfg.Metrics.add(&w.cfg.Metrics.coalesced, int64(c.sum.Coalesced))
+
+	var none []*RecordPlan
+	for _, r := range plan.Records {
+		switch r.Op {
+		case OpNone:
+			none = append(none, r)
+		case OpFail:
+			c.fail(r, r.Reason)
+		}
+	}
+	if len(none) > 0 {
+		n := c.complete(none)
+		c.sum.Skipped += n
+		w.cfg.Metrics.add(&w.cfg.Metrics.skipped, int64(n))
+	}
+
+	if tokens := plan.EstimateCalls(); tokens > 0 {
+		var calls []*RecordPlan
+		for _, call := range plan.Calls {
+			calls = append(calls, call.Records...)
+		}
+		reserved := true
+		res, err := w.cfg.Budget.Reserve(ctx, w.cfg.BudgetKey, tokens)
+		switch {
+		case errors.Is(err, budget.ErrTooManyTokens):
+			reserved = false // more calls than one window holds: reserve call by call
+		case err != nil:
+			c.release(calls, 0)
+			return c.sum, fmt.Errorf("outbound: reserve %d calls: %w", tokens, err)
+		case !res.Granted:
+			c.denied(calls, res.RetryAfter)
+			return c.sum, nil
+		}
+		for i, call := range plan.Calls {
+			if ctx.Err() != nil {
+				for _, rest := range plan.Calls[i:] {
+					c.release(rest.Records, 0)
+				}
+				c.errs = append(c.errs, ctx.Err())
+				break
+			}
+			c.exec(call.Op, call.HubSpotType, call.IDProperty, call.Records, reserved)
+		}
+	}
+	return c.sum, errors.Join(c.errs...)
+}
+
+// reserve takes tokens from the budget for recs' calls; when refused (or the
+// budget fails) it releases recs and reports false.
+func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
+	cfg := c.w.cfg
+	res, err := cfg.Budget.Reserve(c.ctx, cfg.BudgetKey, tokens)
+	if err != nil {
+		c.release(recs, 0)
+		c.errs = append(c.errs, fmt.Errorf("outbound: reserve %d calls: %w", tokens, err))
+		return false
+	}
+	if !res.Granted {
+		c.denied(recs, res.RetryAfter)
+		return false
+	}
+	return true
+}
+
+// denied releases recs, without using an attempt, until the budget has room.
+func (c *cycle) denied(recs []*RecordPlan, retryAfter time.Duration) {
+	wait := max(retryAfter, time.Millisecond)
+	c.release(recs, wait)
+	c.sum.BudgetRetryAfter = max(c.sum.BudgetRetryAfter, wait)
+	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.budgetDenied, 1)
+}
+
+// exec makes one batch call for recs and settles every record. reserved says
+// whether the budget already covers it (split calls reserve their own).
+func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*RecordPlan, reserved bool) {
+	cfg := c.w.cfg
+	if !reserved {
+		tokens := 1
+		if op == OpResolveArchive {
+			tokens = 2
+		}
+		if !c.reserve(tokens, recs) {
+			return
+		}
+	}
+	if cfg.Now().Add(cfg.HTTPTimeout * time.Duration(callsOf(op))).After(c.leaseExpiry) {
+		// The answer could arrive after another worker re-claimed the events.
+		c.release(recs, 0)
+		return
+	}
+	hs := cfg.HubSpot
+	ctx := c.ctx
+	var res *hubspot.BatchResult
+	var err error
+	c.sum.Calls++
+	switch op {
+	case OpUpdate:
+		in := make([]hubspot.UpdateInput, len(recs))
+		for i, r := range recs {
+			in[i] = hubspot.UpdateInput{ID: r.HubSpotID, Properties: r.Properties, ObjectWriteTraceID: r.Key.RecordID}
+		}
+		res, err = hs.BatchUpdate(ctx, t, in)
+	case OpUpsert:
+		in := make([]hubspot.UpsertInput, len(recs))
+		for i, r := range recs {
+			in[i] = hubspot.UpsertInput{ID: r.IDValue, IDProperty: idProperty, Properties: r.Properties, ObjectWriteTraceID: r.Key.RecordID}
+		}
+		res, err = hs.BatchUpsert(ctx, t, in)
+	case OpCreate:
+		in := make([]hubspot.CreateInput, len(recs))
+		for i, r := range recs {
+			in[i] = hubspot.CreateInput{Properties: r.Properties, ObjectWriteTraceID: r.Key.RecordID}
+		}
+		res, err = hs.BatchCreate(ctx, t, in)
+	case OpArchive:
+		ids := make([]string, len(recs))
+		for i, r := range recs {
+			ids[i] = r.HubSpotID
+		}
+		err = hs.BatchArchive(ctx, t, ids)
+	case OpResolveArchive:
+		ids := make([]string, len(recs))
+		for i, r := range recs {
+			ids[i] = r.IDValue
+		}
+		res, err = hs.BatchRead(ctx, t, ids, []string{idProperty}, idProperty)
+	}
+	c.observe(res, err)
+	if err != nil {
+		cfg.Metrics.call(op, outcomeOf(ctx, err))
+		c.callFailed(op, t, idProperty, recs, err)
+		return
+	}
+	outcome := "ok"
+	if res != nil && res.Multi {
+		outcome = "partial"
+	}
+	cfg.Metrics.call(op, outcome)
+	switch op {
+	case OpArchive:
+		c.succeed(recs, nil)
+	case OpResolveArchive:
+		c.resolved(t, idProperty, recs, res)
+	default:
+		c.results(op, recs, res)
+	}
+}
+
+func callsOf(op Op) int {
+	if op == OpResolveArchive {
+		return 2
+	}
+	return 1
+}
+
+func outcomeOf(ctx context.Context, err error) string {
+	if ctx.Err() != nil && hubspot.KindOf(err) == hubspot.KindNone {
+		return "canceled"
+	}
+	return hubspot.KindOf(err).String()
+}
+
+// observe feeds the answer's rate-limit headers (and a 429) to the budget.
+func (c *cycle) observe(res *hubspot.BatchResult, err error) {
+	var o budget.Observation
+	var rl hubspot.RateLimit
+	var he *hubspot.Error
+	switch {
+	case res != nil:
+		rl = res.RateLimit
+	case errors.As(err, &he):
+		rl = he.RateLimit
+		if he.Kind == hubspot.KindRateLimited {
+			o.RateLimited, o.Policy, o.RetryAfter = true, he.PolicyName, he.RetryAfter
+			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.rateLimited, 1)
+		}
+	}
+	if !rl.Present && !o.RateLimited {
+		return
+	}
+	o.Max, o.Remaining, o.DailyMax, o.DailyRemaining = rl.Max, rl.Remaining, rl.DailyMax, rl.DailyRemaining
+	o.Interval = time.Duration(rl.IntervalMillis) * time.Millisecond
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	if err := c.w.cfg.Budget.Observe(ctx, c.w.cfg.BudgetKey, o); err != nil {
+		c.w.log.Warn("outbound: feed rate limit to budget", "err", err)
+	}
+}
+
+// callFailed settles recs after a call that failed as a whole.
+func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs []*RecordPlan, err error) {
+	kind := hubspot.KindOf(err)
+	switch {
+	case c.ctx.Err() != nil && kind == hubspot.KindNone:
+		// Our own cancellation (hard stop): the write may or may not have been
+		// applied; writes are idempotent upserts/updates, so give the events
+		// back without using an attempt.
+		c.release(recs, 0)
+		c.errs = append(c.errs, err)
+	case kind == hubspot.KindAuth:
+		c.w.log.Error("outbound: HubSpot refused the access token; check HUBSPOT_ACCESS_TOKEN and the app's scopes. Events are released, not failed",
+			"err", err, "records", len(recs), "retry_in", c.w.cfg.AuthRetryDelay)
+		c.release(recs, c.w.cfg.AuthRetryDelay)
+		c.errs = append(c.errs, fmt.Errorf("%w: %w", ErrAuth, err))
+	case (kind == hubspot.KindConflict || kind == hubspot.KindValidation || kind == hubspot.KindNotFound) && len(recs) > 1:
+		// HubSpot rejected the whole batch for one input's sake (and names only
+		// the first): halve it until the culprit stands alone, so one bad record
+		// never blocks the rest.
+		c.w.cfg.Metrics.add(&c.w.cfg.Metrics.splits, 1)
+		half := len(recs) / 2
+		c.exec(op, t, idProperty, recs[:half], false)
+		c.exec(op, t, idProperty, recs[half:], false)
+	case kind == hubspot.KindConflict || kind == hubspot.KindValidation || kind == hubspot.KindNotFound:
+		var he *hubspot.Error
+		errors.As(err, &he)
+		c.recordError(op, recs[0], kind, he.Message, he.ExistingID)
+	default:
+		// 429, 423, 5xx, timeouts, resets, and anything unexplained: retry with
+		// backoff, no sooner than HubSpot asked.
+		c.retry(recs, err.Error(), hubspot.RetryAfterOf(err))
+	}
+}
+
+// recordError settles one record that HubSpot refused.
+func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existingID string) {
+	cfg := c.w.cfg
+	switch kind {
+	case hubspot.KindConflict:
+		if existingID != "" && (op == OpCreate || op == OpUpsert) {
+			// The object exists already: adopt it, and let the next cycle update
+			// it by id instead of creating a duplicate. No attempt is used.
+			ctx, cancel := c.storeCtx()
+			err := cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, existingID)
+			cancel()
+			if err != nil {
+				c.errs = append(c.errs, fmt.Errorf("outbound: adopt %s as %s: %w", r.Key, existingID, err))
+				return
+			}
+			cfg.Metrics.add(&cfg.Metrics.adopted, 1)
+			c.w.log.Info("outbound: adopted existing HubSpot object", "record", r.Key.String(), "hubspot_id", existingID)
+			c.release([]*RecordPlan{r}, 0)
+			return
+		}
+		c.fail(r, "HubSpot conflict: "+msg)
+	case hubspot.KindNotFound:
+		if op == OpArchive {
+			c.succeed([]*RecordPlan{r}, nil) // already gone
+			return
+		}
+		if ul, ok := cfg.Links.(Unlinker); ok && op == OpUpdate {
+			// The linked object was deleted or merged away in HubSpot: forget the
+			// link; the retry creates (or upserts) the record afresh.
+			ctx, cancel := c.storeCtx()
+			err := ul.Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
+			cancel()
+			if err == nil {
+				c.retry([]*RecordPlan{r}, "HubSpot object "+r.HubSpotID+" not found; unlinked, will write afresh: "+msg, 0)
+				return
+			}
+			c.errs = append(c.errs, fmt.Errorf("outbound: unlink %s: %w", r.Key, err))
+		}
+		c.fail(r, "HubSpot object "+r.HubSpotID+" not found: "+msg)
+	case hubspot.KindValidation:
+		c.fail(r, "HubSpot rejected the record: "+msg)
+	case hubspot.KindRateLimited, hubspot.KindRetryable:
+		c.retry([]*RecordPlan{r}, msg, 0)
+	default:
+		c.fail(r, "HubSpot error: "+msg)
+	}
+}
+
+// results settles the records of a create, update or upsert answer.
+func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
+	byTrace := map[string]*RecordPlan{}
+	for _, r := range recs {
+		byTrace[r.Key.RecordID] = r
+	}
+	settled := map[*RecordPlan]bool{}
+	var unattributed []hubspot.BatchError
+	for _, be := range res.Errors {
+		r := byTrace[be.ObjectWriteTraceID]
+		if r == nil || settled[r] {
+			unattributed = append(unattributed, be)
+			continue
+		}
+		settled[r] = true
+		c.recordError(op, r, be.Kind(), be.Message, be.ExistingID)
+	}
+	ids := map[*RecordPlan]string{}
+	var ok []*RecordPlan
+	for _, obj := range res.Results {
+		r := matchResult(op, recs, obj, settled)
+		if r == nil {
+			continue
+		}
+		settled[r] = true
+		ids[r] = obj.ID
+		ok = append(ok, r)
+	}
+	c.succeed(ok, ids)
+	var unknown []*RecordPlan
+	for _, r := range recs {
+		if !settled[r] {
+			unknown = append(unknown, r)
+		}
+	}
+	if len(unknown) > 0 {
+		msg := "HubSpot's answer did not mention the record"
+		if len(unattributed) > 0 {
+			msg += "; unattributed error: " + unattributed[0].Message
+		}
+		c.retry(unknown, msg, 0)
+	}
+}
+
+// matchResult finds the record a result object answers. HubSpot does not
+// promise result order: updates match by id, upserts by IDProperty value,
+// creates by an echoed trace id or else by equal properties.
+func matchResult(op Op, recs []*RecordPlan, obj hubspot.Object, settled map[*RecordPlan]bool) *RecordPlan {
+	for _, r := range recs {
+		if settled[r] {
+			continue
+		}
+		switch op {
+		case OpUpdate:
+			if r.HubSpotID == obj.ID {
+				return r
+			}
+		case OpUpsert:
+			if strings.EqualFold(obj.Properties[r.IDProperty], r.IDValue) {
+				return r
+			}
+		case OpCreate:
+			if obj.ObjectWriteTraceID != "" && obj.ObjectWriteTraceID == r.Key.RecordID {
+				return r
+			}
+		}
+	}
+	if op != OpCreate || obj.ObjectWriteTraceID != "" {
+		return nil
+	}
+	for _, r := range recs {
+		if !settled[r] && sameProperties(r.Properties, obj.Properties) {
+			return r
+		}
+	}
+	return nil
+}
+
+func sameProperties(sent, got map[string]string) bool {
+	for k, v := range sent {
+		if !strings.EqualFold(strings.TrimSpace(got[k]), strings.TrimSpace(v)) {
+			return false
+		}
+	}
+	return true
+}
+
+// resolved archives the objects a read by IDProperty found, then completes
+// every record of the call (one that was not found is not in HubSpot).
+func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*RecordPlan, res *hubspot.BatchResult) {
+	found := map[string]string{} // lowercased IDProperty value → id
+	for _, obj := range res.Results {
+		found[strings.ToLower(obj.Properties[idProperty])] = obj.ID
+	}
+	var ids []string
+	var hit []*RecordPlan
+	for _, r := range recs {
+		if id, ok := found[strings.ToLower(r.IDValue)]; ok {
+			r.HubSpotID = id
+			ids = append(ids, id)
+			hit = append(hit, r)
+		}
+	}
+	if len(ids) > 0 {
+		c.sum.Calls++
+		err := c.w.cfg.HubSpot.BatchArchive(c.ctx, t, ids)
+		c.observe(nil, err)
+		if err != nil {
+			c.w.cfg.Metrics.call(OpArchive, outcomeOf(c.ctx, err))
+			c.callFailed(OpArchive, t, "", hit, err)
+			var rest []*RecordPlan
+			for _, r := range recs {
+				if r.HubSpotID == "" {
+					rest = append(rest, r)
+				}
+			}
+			c.succeed(rest, nil)
+			return
+		}
+		c.w.cfg.Metrics.call(OpArchive, "ok")
+	}
+	c.succeed(recs, nil)
+}
+
+// succeed links created/adopted ids (before completing: after a crash in
+// between, the retry updates by id instead of creating again), unlinks
+// archived records, and completes every event of recs.
+func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) {
+	if len(recs) == 0 {
+		return
+	}
+	cfg := c.w.cfg
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	var done []*RecordPlan
+	for _, r := range recs {
+		var err error
+		switch {
+		case r.Op == OpArchive || r.Op == OpResolveArchive:
+			if ul, ok := cfg.Links.(Unlinker); ok {
+				err = ul.Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
+			}
+		case ids[r] != "" && ids[r] != r.HubSpotID:
+			err = cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, ids[r])
+		}
+		if err != nil {
+			// Leave the events leased: they come back after the lease, and the
+			// write they carry is repeated (idempotently for updates and upserts).
+			c.errs = append(c.errs, fmt.Errorf("outbound: link %s: %w", r.Key, err))
+			continue
+		}
+		done = append(done, r)
+	}
+	c.complete(done)
+}
+
+// complete marks every event of recs processed; it returns how many were.
+func (c *cycle) complete(recs []*RecordPlan) int {
+	var leases []store.Lease
+	for _, r := range recs {
+		leases = append(leases, r.Leases()...)
+	}
+	if len(leases) == 0 {
+		return 0
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	err := c.w.cfg.Store.Complete(ctx, leases...)
+	n := len(leases)
+	var lost *store.LeaseLostError
+	switch {
+	case errors.As(err, &lost):
+		n -= len(lost.Leases)
+		c.w.cfg.Metrics.add(&c.w.cfg.Metrics.leaseLost, int64(len(lost.Leases)))
+		c.w.log.Warn("outbound: leases lost before completion; another worker owns those events now", "lost", len(lost.Leases))
+	case err != nil:
+		c.errs = append(c.errs, fmt.Errorf("outbound: complete: %w", err))
+		return 0
+	}
+	c.sum.Completed += n
+	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.completed, int64(n))
+	return n
+}
+
+// retry records a failed attempt for every event of recs, no sooner than minDelay.
+func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	for _, r := range recs {
+		for _, e := range r.Events {
+			res, err := c.w.cfg.Store.IncrementRetry(ctx, e.Lease(), msg, minDelay)
+			switch {
+			case errors.Is(err, store.ErrLeaseLost):
+				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.leaseLost, 1)
+			case err != nil:
+				c.errs = append(c.errs, fmt.Errorf("outbound: retry %s: %w", e.ID, err))
+			case res.Dead:
+				c.sum.Failed++
+				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.dead, 1)
+			default:
+				c.sum.Retried++
+				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.retried, 1)
+			}
+		}
+	}
+}
+
+// fail dead-letters every event of r at once.
+func (c *cycle) fail(r *RecordPlan, msg string) {
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	c.w.log.Warn("outbound: record failed", "record", r.Key.String(), "reason", msg)
+	for _, e := range r.Events {
+		err := c.w.cfg.Store.Fail(ctx, e.Lease(), msg)
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.leaseLost, 1)
+		case err != nil:
+			c.errs = append(c.errs, fmt.Errorf("outbound: fail %s: %w", e.ID, err))
+		default:
+			c.sum.Failed++
+			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.failed, 1)
+		}
+	}
+}
+
+// release gives the events of recs back without using an attempt.
+func (c *cycle) release(recs []*RecordPlan, delay time.Duration) {
+	var leases []store.Lease
+	for _, r := range recs {
+		leases = append(leases, r.Leases()...)
+	}
+	c.releaseLeases(leases, delay)
+}
+
+func (c *cycle) releaseEvents(evs []store.OutboundEvent, delay time.Duration) {
+	leases := make([]store.Lease, len(evs))
+	for i, e := range evs {
+		leases[i] = e.Lease()
+	}
+	c.releaseLeases(leases, delay)
+}
+
+func (c *cycle) releaseLeases(leases []store.Lease, delay time.Duration) {
+	if len(leases) == 0 {
+		return
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	err := c.w.cfg.Store.Release(ctx, delay, leases...)
+	n := len(leases)
+	var lost *store.LeaseLostError
+	switch {
+	case errors.As(err, &lost):
+		n -= len(lost.Leases)
+	case err != nil:
+		c.errs = append(c.errs, fmt.Errorf("outbound: release: %w", err))
+		return
+	}
+	c.sum.Released += n
+	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.released, int64(n))
+}

@@ -1,0 +1,75 @@
+// Package outbound pushes local record changes from the outbound queue
+// (_System_IntegrationOutbound) to HubSpot: the consumer side of the
+// Inbox/Outbox design (seed 000 §4.2, DB polling instead of an in-memory
+// accumulator) with the call budget of seed 002.
+//
+// # A cycle
+//
+// A Worker claims up to BatchSize events (RunOnce, or ProcessIDs for a push
+// dispatcher that names events), looks up the HubSpot id of each record,
+// builds a Plan, reserves Plan.EstimateCalls calls from the shared budget and
+// makes the calls. When the budget refuses, every event is released (no
+// attempt used) until it has room. Any number of workers in any number of
+// processes cooperate through the store's leases; a cycle makes no call that
+// could be answered after its lease expires (LeaseDuration must exceed
+// CallsPerLeaseMin × HTTPTimeout).
+//
+// # Coalescing (BuildPlan)
+//
+// All claimed events of one record become one write of its latest state and
+// complete together: create (+updates) → one upsert/create; updates → one
+// update of the properties whose final value differs from what HubSpot has;
+// anything + delete → archive; delete then create → the create (an update of
+// the same object when it is still linked). Sync-sourced events (anti-loop
+// layer 3) cost no call but keep their place in the order: a property last
+// written by one is not echoed back, a local change to another property is.
+// Coalescing needs a claim that hands out several events of a record together;
+// a store that hands out only a record's oldest unfinished event per claim
+// gets one write per change (still batched 100 records to a call).
+//
+// # Calls
+//
+// Known HubSpot id → batch update by id. Unknown id with an IDProperty value
+// (contacts: email) → batch upsert by it: idempotent, so a retry after a crash
+// never duplicates a contact; two records with the same value never share a
+// call. Unknown id and no IDProperty → batch create with the record id as
+// objectWriteTraceId. A deleted record → batch archive by id; with no link
+// but an IDProperty value, a batch read by that property finds the id first
+// (unless the record provably never reached HubSpot).
+//
+// Residual risk, honestly: a create (not an upsert) whose answer is lost —
+// a timeout or a dropped connection after HubSpot applied it, or a crash
+// between HubSpot's answer and the Link — is retried and creates a duplicate.
+// The worker links each created id immediately after the call and before it
+// completes anything, which narrows but cannot close that window; map a
+// unique IDProperty wherever the object type has one.
+//
+// # Results
+//
+// Per record: success → link the returned id, then complete every event of
+// the record. 409 with "Existing ID" → link that id and release the events;
+// the next cycle updates the object by id, so no duplicate is created. A
+// whole batch refused for one input's sake (409, 400/422, 404) is halved
+// until the culprit stands alone, each half reserving its own call, so one
+// bad record never blocks the rest. Validation errors fail (dead-letter) the
+// record at once with HubSpot's message. 429, 423, 5xx, timeouts and resets
+// → IncrementRetry with at least HubSpot's implied wait; after a 429 the
+// budget is told (Observe) so every replica pauses. 404 on an update by id
+// unlinks the record and retries, so the retry writes it afresh. 401/403 are
+// a configuration problem: the events are released for AuthRetryDelay (no
+// attempt used), the cycle returns ErrAuth and the worker logs at Error.
+// Unexplained failures (decode errors, unknown statuses) retry and end as
+// dead letters after the store's MaxAttempts. Every answer's rate-limit
+// headers go to Budget.Observe.
+//
+// Requeueing a dead letter replays that event's change as it was: if later
+// changes of the same record were pushed in the meantime, the replay can set
+// older values again. Requeue a record's dead letters before its later events
+// are pushed, or follow with a fresh local write.
+//
+// # Metrics
+//
+// Metrics holds plain counters (calls by operation and outcome, 429s, budget
+// refusals, events completed/skipped/retried/dead/failed/released, coalesced
+// events, adoptions, lost leases); read Snapshot to export them.
+package outbound

@@ -1,0 +1,388 @@
+package outbound
+
+import (
+	"fmt"
+	"strings"
+
+	hubsync "github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/store"
+)
+
+// Op is what one record's coalesced events turn into.
+type Op int
+
+// The operations of a plan.
+const (
+	// OpNone completes the record's events without a call: nothing mapped
+	// changed, the change came from HubSpot itself (anti-loop layer 3), or a
+	// record that never reached HubSpot was deleted.
+	OpNone Op = iota
+	// OpFail dead-letters the record's events at once (unparsable snapshot,
+	// unmapped object type): no retry can fix them.
+	OpFail
+	// OpUpdate updates a record whose HubSpot id is known, by id.
+	OpUpdate
+	// OpUpsert creates or updates by the mapping's IDProperty (contacts: email);
+	// idempotent, so a retry after a crash never duplicates the object.
+	OpUpsert
+	// OpCreate creates a record with neither a known id nor an IDProperty value.
+	OpCreate
+	// OpArchive archives a record by its known HubSpot id.
+	OpArchive
+	// OpResolveArchive archives a deleted record whose id is unknown but whose
+	// IDProperty value is: a batch read by that property finds the id first.
+	OpResolveArchive
+)
+
+var opNames = [...]string{"none", "fail", "update", "upsert", "create", "archive", "resolve_archive"}
+
+// String names the operation, e.g. "upsert"; also the metric label.
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return fmt.Sprintf("op(%d)", int(o))
+}
+
+// RecordKey identifies a local record.
+type RecordKey struct {
+	ObjectType string
+	RecordID   string
+}
+
+func (k RecordKey) String() string { return k.ObjectType + "/" + k.RecordID }
+
+// RecordPlan is what one record's claimed events become.
+type RecordPlan struct {
+	Key RecordKey
+	// Events are the record's claimed events in creation order; they complete,
+	// retry or fail together.
+	Events []store.OutboundEvent
+	Op     Op
+	// HubSpotType and IDProperty come from the record's mapping.
+	HubSpotType hubspot.ObjectType
+	IDProperty  string
+	// HubSpotID is the known HubSpot id (OpUpdate, OpArchive).
+	HubSpotID string
+	// IDValue is the IDProperty value (OpUpsert, OpResolveArchive).
+	IDValue string
+	// Properties are the HubSpot properties to write (OpUpdate, OpUpsert, OpCreate).
+	Properties map[string]string
+	// Reason says why OpNone or OpFail.
+	Reason string
+}
+
+// Leases returns the leases of the record's events.
+func (r *RecordPlan) Leases() []store.Lease {
+	out := make([]store.Lease, len(r.Events))
+	for i, e := range r.Events {
+		out[i] = e.Lease()
+	}
+	return out
+}
+
+// dupKey is the value two inputs of one call must not share: HubSpot rejects
+// a batch naming the same IDProperty value (or, for contacts, email) twice.
+func (r *RecordPlan) dupKey() string {
+	if r.IDValue != "" {
+		return strings.ToLower(r.IDValue)
+	}
+	if e := r.Properties["email"]; e != "" {
+		return strings.ToLower(e)
+	}
+	return ""
+}
+
+// Call is one planned HubSpot batch call of at most hubspot.MaxBatchInputs records.
+type Call struct {
+	Op          Op
+	HubSpotType hubspot.ObjectType
+	IDProperty  string
+	Records     []*RecordPlan
+}
+
+// Plan is the coalesced, batched form of a claimed set of events.
+type Plan struct {
+	// Records holds every record of the claim, in order of first appearance.
+	Records []*RecordPlan
+	// Calls groups the records that need HubSpot into batch calls.
+	Calls []Call
+}
+
+// EstimateCalls is the number of HubSpot calls the plan makes when nothing
+// fails: one per call, two for a resolve-then-archive call. It is what the
+// worker reserves from the budget (seed 002's estimateHubSpotCalls).
+func (p Plan) EstimateCalls() int {
+	n := 0
+	for _, c := range p.Calls {
+		n++
+		if c.Op == OpResolveArchive {
+			n++
+		}
+	}
+	return n
+}
+
+// Coalesced counts events that ride along with another event of their record
+// instead of costing a write of their own.
+func (p Plan) Coalesced() int {
+	n := 0
+	for _, r := range p.Records {
+		n += len(r.Events) - 1
+	}
+	return n
+}
+
+// BuildPlan coalesces claimed events per record and groups the records into
+// batch calls (seed 002's buildHubSpotPlan). events are in creation order per
+// record, as a claim returns them; links holds the known HubSpot id of each
+// linked record; m maps local fields to HubSpot properties. BuildPlan is pure:
+// it makes no calls.
+//
+// Per record, the events collapse into one write of the latest state:
+//   - the last event is a delete → archive (OpArchive by id; OpResolveArchive
+//     by IDProperty when the id is unknown; OpNone when the record never
+//     reached HubSpot or HubSpot deleted it itself);
+//   - otherwise, with a known id → update the properties whose final value
+//     differs from what HubSpot has; with no known id → upsert by IDProperty,
+//     or create, with the full final snapshot (HubSpot may not have it at all).
+//
+// Sync-sourced events (produced by applying a change from HubSpot, seed §8.2
+// layer 3) cost no call but still take part in ordering: HubSpot already holds
+// the values they wrote, so a property whose last writer is such an event is
+// not sent, while a local change to another property made before or after it
+// is. "What HubSpot has" for a property is the value the last sync-sourced
+// event gave it, or else its value before the first claimed event (earlier
+// events completed only after HubSpot accepted them).
+func BuildPlan(events []store.OutboundEvent, links map[RecordKey]string, m *mapping.Set) (Plan, error) {
+	if m == nil {
+		return Plan{}, fmt.Errorf("outbound: BuildPlan needs a mapping set")
+	}
+	var plan Plan
+	byKey := map[RecordKey]*RecordPlan{}
+	for _, e := range events {
+		k := RecordKey{e.ObjectType, e.RecordID}
+		r := byKey[k]
+		if r == nil {
+			r = &RecordPlan{Key: k}
+			byKey[k] = r
+			plan.Records = append(plan.Records, r)
+		}
+		r.Events = append(r.Events, e)
+	}
+	for _, r := range plan.Records {
+		planRecord(r, links[r.Key], m)
+	}
+	plan.Calls = groupCalls(plan.Records)
+	return plan, nil
+}
+
+type parsedEvent struct {
+	ev       store.OutboundEvent
+	old, new *hubsync.Snapshot
+	sync     bool
+}
+
+func planRecord(r *RecordPlan, linkedID string, m *mapping.Set) {
+	obj, ok := m.Lookup(r.Key.ObjectType)
+	if !ok {
+		r.Op, r.Reason = OpFail, fmt.Sprintf("no mapping for object type %q; add one to the mapping set", r.Key.ObjectType)
+		return
+	}
+	r.HubSpotType, r.IDProperty = hubspot.ObjectType(obj.HubSpotType), obj.IDProperty
+	evs := make([]parsedEvent, len(r.Events))
+	for i, e := range r.Events {
+		p := parsedEvent{ev: e}
+		var err error
+		if p.old, err = hubsync.ParseSnapshot(e.OldPayload); err == nil {
+			p.new, err = hubsync.ParseSnapshot(e.Payload)
+		}
+		if err != nil {
+			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", e.ID, err)
+			return
+		}
+		// The marker lives in the snapshot the change produced (a delete's
+		// payload, when it has one, included).
+		p.sync = p.new.SyncSourced(e.Destination)
+		if e.EventType == store.EventDelete {
+			p.new = nil // a delete leaves nothing, whatever its payload holds
+		}
+		evs[i] = p
+	}
+	last := evs[len(evs)-1]
+
+	if last.ev.EventType == store.EventDelete {
+		switch {
+		case last.sync:
+			r.Op, r.Reason = OpNone, "deleted in HubSpot itself"
+		case linkedID != "":
+			r.Op, r.HubSpotID = OpArchive, linkedID
+		case obj.IDProperty != "" && idValue(obj, lastState(evs)) != "" && !neverSent(evs):
+			r.Op, r.IDValue = OpResolveArchive, idValue(obj, lastState(evs))
+		default:
+			r.Op, r.Reason = OpNone, "never reached HubSpot"
+		}
+		return
+	}
+
+	toSend, hubspotHas := map[string]string{}, map[string]string{}
+	for _, p := range evs {
+		d, err := obj.Diff(fieldsOf(p.old), fieldsOf(p.new))
+		if err != nil {
+			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", p.ev.ID, err)
+			return
+		}
+		for prop, v := range d {
+			if p.sync {
+				delete(toSend, prop)
+				hubspotHas[prop] = v
+			} else {
+				toSend[prop] = v
+			}
+		}
+	}
+	var baseline map[string]string
+	if first := evs[0]; first.old != nil {
+		var err error
+		if baseline, err = obj.ToHubSpot(first.old.Fields); err != nil {
+			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", first.ev.ID, err)
+			return
+		}
+	}
+	for prop, v := range toSend {
+		had, ok := hubspotHas[prop]
+		if !ok {
+			had = baseline[prop]
+		}
+		if had == v {
+			delete(toSend, prop)
+		}
+	}
+	if len(toSend) == 0 {
+		r.Op, r.Reason = OpNone, "no mapped property changed"
+		return
+	}
+	if linkedID != "" {
+		r.Op, r.HubSpotID, r.Properties = OpUpdate, linkedID, toSend
+		return
+	}
+	// Unknown to us: HubSpot may not have the object at all, so send all of it.
+	full, err := obj.ToHubSpot(last.new.Fields)
+	if err != nil {
+		r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", last.ev.ID, err)
+		return
+	}
+	for k, v := range full {
+		if v == "" {
+			delete(full, k) // clearing a property of a new object is noise
+		}
+	}
+	r.Properties = full
+	if v := idValue(obj, last.new); v != "" {
+		r.Op, r.IDValue = OpUpsert, v
+		return
+	}
+	r.Op = OpCreate
+}
+
+func fieldsOf(s *hubsync.Snapshot) map[string]any {
+	if s == nil {
+		return nil
+	}
+	return s.Fields
+}
+
+// lastState is the latest non-nil snapshot of the record.
+func lastState(evs []parsedEvent) *hubsync.Snapshot {
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].new != nil {
+			return evs[i].new
+		}
+		if evs[i].old != nil {
+			return evs[i].old
+		}
+	}
+	return nil
+}
+
+func idValue(obj mapping.Object, s *hubsync.Snapshot) string {
+	if obj.IDField == "" || s == nil {
+		return ""
+	}
+	v, ok := s.Fields[obj.IDField].(string)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
+}
+
+// neverSent reports whether the record cannot be in HubSpot: its claimed
+// history starts with a local create, and no event was ever claimed before
+// (so no earlier attempt can have written it).
+func neverSent(evs []parsedEvent) bool {
+	if evs[0].ev.EventType != store.EventCreate || evs[0].old != nil {
+		return false
+	}
+	for _, p := range evs {
+		if p.ev.Attempt > 1 || p.sync {
+			return false
+		}
+	}
+	return true
+}
+
+type callKey struct {
+	op         Op
+	t          hubspot.ObjectType
+	idProperty string
+}
+
+// groupCalls packs the records that need HubSpot into calls of at most
+// hubspot.MaxBatchInputs records, keeping records with the same dupKey in
+// different calls.
+func groupCalls(records []*RecordPlan) []Call {
+	open := map[callKey][]int{} // indexes into calls
+	var calls []Call
+	keys := map[int]map[string]bool{}
+	for _, r := range records {
+		switch r.Op {
+		case OpNone, OpFail:
+			continue
+		}
+		ck := callKey{r.Op, r.HubSpotType, ""}
+		if r.Op == OpUpsert || r.Op == OpResolveArchive {
+			ck.idProperty = r.IDProperty
+		}
+		dk := ""
+		switch r.Op {
+		case OpUpsert, OpCreate, OpResolveArchive:
+			dk = r.dupKey()
+		case OpUpdate:
+			dk = r.HubSpotID // two records linked to one object (a merge) must not share a call
+		}
+		placed := false
+		for _, ci := range open[ck] {
+			if len(calls[ci].Records) >= hubspot.MaxBatchInputs || (dk != "" && keys[ci][dk]) {
+				continue
+			}
+			calls[ci].Records = append(calls[ci].Records, r)
+			if dk != "" {
+				keys[ci][dk] = true
+			}
+			placed = true
+			break
+		}
+		if !placed {
+			calls = append(calls, Call{Op: r.Op, HubSpotType: r.HubSpotType, IDProperty: ck.idProperty, Records: []*RecordPlan{r}})
+			ci := len(calls) - 1
+			open[ck] = append(open[ck], ci)
+			keys[ci] = map[string]bool{}
+			if dk != "" {
+				keys[ci][dk] = true
+			}
+		}
+	}
+	return calls
+}

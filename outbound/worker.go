@@ -1,0 +1,364 @@
+package outbound
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	hubsync "github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/store"
+)
+
+// Defaults of Config.
+const (
+	// BatchSizeDefault is how many events one cycle claims: one full batch call
+	// when every event is of a different record.
+	BatchSizeDefault = hubspot.MaxBatchInputs
+	// LeaseDurationDefault is how long a cycle holds its claim.
+	LeaseDurationDefault = store.LeaseDurationDefault
+	// HTTPTimeoutDefault is the per-request timeout the worker assumes of its client.
+	HTTPTimeoutDefault = hubspot.TimeoutDefault
+	// PollIntervalDefault is the wait after a cycle that found nothing to do.
+	PollIntervalDefault = time.Second
+	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
+	AuthRetryDelayDefault = time.Minute
+	// CallsPerLeaseMin is how many HTTP timeouts a lease must outlast: a cycle
+	// normally makes one call, a resolve-then-archive two, plus one of slack.
+	CallsPerLeaseMin = 3
+)
+
+// storeOpTimeout bounds the bookkeeping that follows HubSpot calls; it runs
+// even when the cycle's context was cancelled, so that what HubSpot accepted
+// is recorded.
+const storeOpTimeout = 15 * time.Second
+
+// HubSpot is the part of *hubspot.Client the worker calls.
+type HubSpot interface {
+	BatchCreate(ctx context.Context, t hubspot.ObjectType, inputs []hubspot.CreateInput) (*hubspot.BatchResult, error)
+	BatchUpdate(ctx context.Context, t hubspot.ObjectType, inputs []hubspot.UpdateInput) (*hubspot.BatchResult, error)
+	BatchUpsert(ctx context.Context, t hubspot.ObjectType, inputs []hubspot.UpsertInput) (*hubspot.BatchResult, error)
+	BatchRead(ctx context.Context, t hubspot.ObjectType, ids []string, properties []string, idProperty string) (*hubspot.BatchResult, error)
+	BatchArchive(ctx context.Context, t hubspot.ObjectType, ids []string) error
+}
+
+var _ HubSpot = (*hubspot.Client)(nil)
+
+// Links stores which HubSpot object each local record is.
+type Links interface {
+	// Lookup returns the HubSpot id linked to a local record.
+	Lookup(ctx context.Context, destination, objectType, recordID string) (externalID string, ok bool, err error)
+	// Link records (or replaces) the HubSpot id of a local record.
+	Link(ctx context.Context, destination, objectType, recordID, externalID string) error
+}
+
+// Unlinker is implemented by Links that can forget a link. The worker
+// unlinks a record after archiving it, and after HubSpot says its linked
+// object no longer exists, so that a later create of the same record id
+// creates a new object instead of updating a dead one.
+type Unlinker interface {
+	Unlink(ctx context.Context, destination, objectType, recordID string) error
+}
+
+// ErrAuth is wrapped by the error of a cycle in which HubSpot refused the
+// access token (401/403): a configuration problem, not the records' fault, so
+// their events are released (no attempt used) rather than failed.
+var ErrAuth = errors.New("outbound: HubSpot refused the access token")
+
+// ErrStarted is returned by Start on a worker that is already running.
+var ErrStarted = errors.New("outbound: worker already started")
+
+// Config configures a Worker. Zero values mean the defaults; Store, HubSpot,
+// Links and Budget are required.
+type Config struct {
+	// Store is the outbound queue.
+	Store store.OutboundRepository
+	// HubSpot makes the calls; usually a *hubspot.Client.
+	HubSpot HubSpot
+	// Links maps local records to HubSpot ids.
+	Links Links
+	// Budget is the call budget shared by every worker of every replica.
+	Budget budget.Budget
+	// BudgetKey names the budget, e.g. "hubspot:<app>"; default Destination.
+	BudgetKey string
+	// Mapping maps local fields to HubSpot properties; default mapping.Default().
+	Mapping *mapping.Set
+	// Destination is the queue key to claim; default "hubspot".
+	Destination string
+	// BatchSize is the claim limit in events (not records: several events of
+	// one record coalesce into one write); default BatchSizeDefault.
+	BatchSize int
+	// LeaseDuration is how long a claim holds its events; it must exceed
+	// CallsPerLeaseMin × HTTPTimeout. Default LeaseDurationDefault.
+	LeaseDuration time.Duration
+	// HTTPTimeout is the HubSpot client's per-request timeout; default
+	// HTTPTimeoutDefault. The worker makes no call that could outlive its lease.
+	HTTPTimeout time.Duration
+	// PollInterval is the wait after a cycle that found nothing; Notify cuts it short.
+	PollInterval time.Duration
+	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
+	AuthRetryDelay time.Duration
+	// Owner names this worker in leases; default host/pid/random.
+	Owner string
+	// Logger receives the worker's logs; default slog.Default().
+	Logger *slog.Logger
+	// Now is the worker's clock (lease deadlines); use the store's clock. Default time.Now.
+	Now func() time.Time
+	// Metrics receives counters; several workers may share one. Default: a
+	// private one, see Worker.Metrics.
+	Metrics *Metrics
+}
+
+func (c Config) withDefaults() Config {
+	c.Destination = cmp.Or(c.Destination, hubsync.SyncSourceHubSpot)
+	c.BudgetKey = cmp.Or(c.BudgetKey, c.Destination)
+	if c.Mapping == nil {
+		c.Mapping = mapping.Default()
+	}
+	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
+	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.AuthRetryDelay = cmp.Or(c.AuthRetryDelay, AuthRetryDelayDefault)
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		c.Owner = fmt.Sprintf("%s/%d/outbound-%s", cmp.Or(host, "host"), os.Getpid(), hex.EncodeToString(b))
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Metrics == nil {
+		c.Metrics = NewMetrics()
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Store == nil {
+		errs = append(errs, errors.New("Config.Store is nil; pass the store's Outbound() repository"))
+	}
+	if c.HubSpot == nil {
+		errs = append(errs, errors.New("Config.HubSpot is nil; pass a *hubspot.Client"))
+	}
+	if c.Links == nil {
+		errs = append(errs, errors.New("Config.Links is nil; pass the record link store"))
+	}
+	if c.Budget == nil {
+		errs = append(errs, errors.New("Config.Budget is nil; pass a shared budget (budget.NewSQL for several replicas)"))
+	}
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("Config.BatchSize is %d; use a positive number (0 means %d)", c.BatchSize, BatchSizeDefault))
+	}
+	if c.LeaseDuration < 0 || c.HTTPTimeout < 0 || c.PollInterval < 0 || c.AuthRetryDelay < 0 {
+		errs = append(errs, errors.New("Config durations must not be negative; use 0 for the defaults"))
+	}
+	if c.LeaseDuration > 0 && c.HTTPTimeout > 0 && c.LeaseDuration <= CallsPerLeaseMin*c.HTTPTimeout {
+		errs = append(errs, fmt.Errorf("Config.LeaseDuration (%s) must exceed %d × HTTPTimeout (%s) so a cycle's calls finish while its lease holds; raise LeaseDuration or lower HTTPTimeout",
+			c.LeaseDuration, CallsPerLeaseMin, c.HTTPTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Worker pushes outbound events to HubSpot. Any number of workers, in any
+// number of processes, cooperate through the store's leases.
+type Worker struct {
+	cfg    Config
+	log    *slog.Logger
+	notify chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	stopCh  chan struct{} // closed by Stop: finish the cycle, claim no more
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// NewWorker validates cfg and returns a Worker.
+func NewWorker(cfg Config) (*Worker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("outbound: %w", err)
+	}
+	return &Worker{cfg: cfg, log: cfg.Logger.With("component", "outbound", "owner", cfg.Owner), notify: make(chan struct{}, 1)}, nil
+}
+
+// Metrics returns the worker's counters.
+func (w *Worker) Metrics() *Metrics { return w.cfg.Metrics }
+
+// Notify wakes the worker from its poll wait (e.g. after an enqueue).
+func (w *Worker) Notify() {
+	select {
+	case w.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Start runs the worker's loop in the background and returns at once.
+// Cancelling ctx stops the loop hard (see Stop).
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return ErrStarted
+	}
+	w.started = true
+	runCtx, cancel := context.WithCancel(ctx)
+	w.cancel, w.stopCh, w.done = cancel, make(chan struct{}), make(chan struct{})
+	go w.run(runCtx)
+	return nil
+}
+
+// Stop stops the loop gracefully: the in-flight cycle finishes and records
+// its outcome, and no new claim is made. If ctx ends first, the cycle is
+// cancelled (its events released, no attempt used) and Stop returns once the
+// loop has exited. Stop is idempotent and safe on a worker never started.
+func (w *Worker) Stop(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		w.mu.Unlock()
+		return nil
+	}
+	if !w.stopped {
+		w.stopped = true
+		close(w.stopCh)
+	}
+	done, cancel := w.done, w.cancel
+	w.mu.Unlock()
+	select {
+	case <-done:
+		cancel()
+		return nil
+	case <-ctx.Done():
+		cancel()
+		<-done
+		return fmt.Errorf("outbound: stop: in-flight cycle cancelled: %w", ctx.Err())
+	}
+}
+
+// Done is closed when a started worker's loop has exited.
+func (w *Worker) Done() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.done
+}
+
+func (w *Worker) run(ctx context.Context) {
+	defer close(w.done)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	<-timer.C
+	for {
+		select {
+		case <-w.stopCh:
+			return
+		case <-ctx.Done():
+			return
+		default:
+		}
+		s, err := w.RunOnce(ctx)
+		wait := time.Duration(0)
+		switch {
+		case err != nil:
+			if !errors.Is(err, context.Canceled) {
+				w.log.Error("outbound cycle failed", "err", err)
+			}
+			wait = w.cfg.PollInterval
+		case s.BudgetRetryAfter > 0:
+			wait = s.BudgetRetryAfter
+		case s.Claimed == 0:
+			wait = w.cfg.PollInterval
+		}
+		if wait <= 0 {
+			continue
+		}
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-w.notify:
+			if !timer.Stop() {
+				<-timer.C
+			}
+		case <-w.stopCh:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// Summary reports what one cycle did, in events unless it says records.
+type Summary struct {
+	// Claimed is how many events the cycle leased.
+	Claimed int
+	// Records is how many distinct records they belong to.
+	Records int
+	// Coalesced is how many events rode along with another event of their record.
+	Coalesced int
+	// Calls is how many HubSpot calls the cycle made.
+	Calls int
+	// Completed counts events marked processed, Skipped the subset that needed
+	// no call (nothing changed, sync-sourced, never in HubSpot).
+	Completed, Skipped int
+	// Retried counts events scheduled for another attempt, Failed those
+	// dead-lettered, Released those returned without using an attempt.
+	Retried, Failed, Released int
+	// BudgetRetryAfter is, when the budget refused the cycle's calls, how long
+	// until it has room; the events were released for that long.
+	BudgetRetryAfter time.Duration
+}
+
+func (s *Summary) add(o Summary) {
+	s.Claimed += o.Claimed
+	s.Records += o.Records
+	s.Coalesced += o.Coalesced
+	s.Calls += o.Calls
+	s.Completed += o.Completed
+	s.Skipped += o.Skipped
+	s.Retried += o.Retried
+	s.Failed += o.Failed
+	s.Released += o.Released
+	s.BudgetRetryAfter = max(s.BudgetRetryAfter, o.BudgetRetryAfter)
+}
+
+// RunOnce claims up to BatchSize events and pushes them: one cycle.
+func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
+	evs, err := w.cfg.Store.Claim(ctx, w.claimParams())
+	if err != nil {
+		return Summary{}, fmt.Errorf("outbound: claim: %w", err)
+	}
+	return w.process(ctx, evs)
+}
+
+// ProcessIDs claims the named events, if they are claimable, and pushes
+// them: the entry point of a push dispatcher (QStash) that names events
+// instead of polling. Events another worker holds are skipped.
+func (w *Worker) ProcessIDs(ctx context.Context, ids []string) (Summary, error) {
+	if len(ids) == 0 {
+		return Summary{}, nil
+	}
+	evs, err := w.cfg.Store.ClaimIDs(ctx, ids, w.claimParams())
+	if err != nil {
+		return Summary{}, fmt.Errorf("outbound: claim ids: %w", err)
+	}
+	return w.process(ctx, evs)
+}
+
+func (w *Worker) claimParams() store.ClaimParams {
+	return store.ClaimParams{Key: w.cfg.Destination, Limit: w.cfg.BatchSize, LeaseDuration: w.cfg.LeaseDuration, Owner: w.cfg.Owner}
+}

@@ -1,0 +1,19 @@
+// Package records is hubsync's own CRM record store: generic records per object
+// type (contacts, companies, deals and user-defined types) with JSON fields, a
+// version and timestamps, in the hubsync_record table of migration 002.
+//
+// Every write (Insert, Update, Delete, and Apply for inbound changes) runs in one
+// transaction that changes the record row, enqueues one internal
+// record.created/updated/deleted event (_System_OutboxEvent) and one outbound
+// event (_System_IntegrationOutbound) per configured destination, with
+// hubsync.Snapshot payloads. A write made under hubsync.WithSyncSource(ctx, d) is
+// not enqueued for destination d (anti-loop), but still for the others and still
+// internally, and its snapshots carry the source in their metadata.
+//
+// Updates and deletes carry the version the caller read; a stale one fails with
+// ErrConflict. The row is changed before the events are inserted, so the row lock
+// orders concurrent writers' events in commit order.
+//
+// Service implements inbound.Applier with a per-field monotonic guard (see
+// Service.Apply), and Handler serves the JSON HTTP API.
+package records

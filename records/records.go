@@ -1,0 +1,611 @@
+package records
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/store"
+)
+
+//go:embed sql
+var sqlFS embed.FS
+
+// Defaults and limits of Config.
+const (
+	// MaxFieldsBytesDefault bounds the JSON encoding of one record's fields.
+	MaxFieldsBytesDefault = 512 << 10
+	// MaxFieldsDefault bounds the number of fields of one record.
+	MaxFieldsDefault = 1000
+	// MaxFieldNameBytes bounds a field name (the field clock column is VARCHAR(255)).
+	MaxFieldNameBytes = 255
+	// ListLimitDefault and ListLimitMax bound List pages.
+	ListLimitDefault = 100
+	ListLimitMax     = 1000
+)
+
+// DestinationsDefault are the destinations outbound events go to when
+// Config.Destinations is nil.
+var DestinationsDefault = []string{hubsync.SyncSourceHubSpot}
+
+// tombstoneField is the field clock that records when a record was deleted.
+const tombstoneField = "$deleted"
+
+var (
+	// ErrNotFound is returned for a record that does not exist.
+	ErrNotFound = errors.New("records: not found")
+	// ErrConflict is returned when the expected version is not the record's
+	// current version: someone else changed it first. Read it again and retry.
+	ErrConflict = errors.New("records: version conflict")
+	// ErrInvalid is returned for an invalid object type, field name, field value
+	// or version.
+	ErrInvalid = errors.New("records: invalid")
+	// ErrTooLarge is returned when a record's fields exceed MaxFieldsBytes.
+	ErrTooLarge = errors.New("records: fields too large")
+	// ErrUnknownObjectType is returned for an object type outside
+	// Config.ObjectTypes, when that list is set.
+	ErrUnknownObjectType = errors.New("records: unknown object type")
+)
+
+var objectTypeRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,49}$`)
+
+// matchFieldRE restricts the fields an inbound change may be matched on, so the
+// name can be spliced into a JSON path safely.
+var matchFieldRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,100}$`)
+
+// Record is one CRM record.
+type Record struct {
+	ID         string
+	ObjectType string
+	// Version starts at 1 and grows by one with every change.
+	Version int64
+	// Fields are the record's fields. Numbers read back from the database are
+	// json.Number, so large integers (ids) keep every digit.
+	Fields    map[string]any
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// Config configures a Service. The zero value means the defaults.
+type Config struct {
+	// Destinations get one outbound event per write. nil means
+	// DestinationsDefault (["hubspot"]); an empty non-nil slice means none.
+	Destinations []string
+	// ObjectTypes, when set, is the allow-list of object types; others fail with
+	// ErrUnknownObjectType. Empty allows every valid name.
+	ObjectTypes []string
+	// Now stamps records and local field clocks. Default: the store's clock.
+	Now func() time.Time
+	// MaxFieldsBytes bounds one record's encoded fields; default MaxFieldsBytesDefault.
+	MaxFieldsBytes int
+	// MaxFields bounds the number of fields of one record; default MaxFieldsDefault.
+	MaxFields int
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults(st store.Store) Config {
+	if c.Destinations == nil {
+		c.Destinations = DestinationsDefault
+	}
+	if c.Now == nil {
+		c.Now = st.Now
+	}
+	c.MaxFieldsBytes = cmp.Or(c.MaxFieldsBytes, MaxFieldsBytesDefault)
+	c.MaxFields = cmp.Or(c.MaxFields, MaxFieldsDefault)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+func (c Config) validate() error {
+	for i, d := range c.Destinations {
+		if d == "" || len(d) > 50 {
+			return fmt.Errorf("records: Config.Destinations[%d] is %q; use a non-empty name of at most 50 bytes such as %q", i, d, hubsync.SyncSourceHubSpot)
+		}
+		if slices.Index(c.Destinations, d) != i {
+			return fmt.Errorf("records: Config.Destinations lists %q twice; list each destination once", d)
+		}
+	}
+	for _, t := range c.ObjectTypes {
+		if !objectTypeRE.MatchString(t) {
+			return fmt.Errorf("records: Config.ObjectTypes has %q; object types match %s", t, objectTypeRE)
+		}
+	}
+	if c.MaxFieldsBytes < 0 || c.MaxFields < 0 {
+		return errors.New("records: Config.MaxFieldsBytes and MaxFields must not be negative (0 means the default)")
+	}
+	return nil
+}
+
+// Service reads and writes records and enqueues their events.
+type Service struct {
+	st      store.Store
+	db      *sql.DB
+	dialect store.Dialect
+	links   *links.Links
+	q       *dialectsql.Queries
+	cfg     Config
+	log     *slog.Logger
+}
+
+// New returns a records service on st's database, which must have hubsync's
+// migrations applied. lk stores the links to external ids; nil means
+// links.New(st).
+func New(st store.Store, lk *links.Links, cfg Config) (*Service, error) {
+	cfg = cfg.withDefaults(st)
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	q, err := dialectsql.Load(sqlFS, "sql", st.Dialect())
+	if err != nil {
+		return nil, fmt.Errorf("records: %w", err)
+	}
+	if lk == nil {
+		lk = links.New(st)
+	}
+	return &Service{st: st, db: st.DB(), dialect: st.Dialect(), links: lk, q: q, cfg: cfg, log: cfg.Logger}, nil
+}
+
+// ListOptions pages through List.
+type ListOptions struct {
+	// Limit is the page size; default ListLimitDefault, at most ListLimitMax.
+	Limit int
+	// After lists the records whose id sorts after this one (the last id of the
+	// previous page). Ids are UUIDv7, so pages run in creation order.
+	After string
+}
+
+// Get reads one record.
+func (s *Service) Get(ctx context.Context, objectType, id string) (Record, error) {
+	if err := s.checkType(objectType); err != nil {
+		return Record{}, err
+	}
+	return s.get(ctx, s.db, "record_get", objectType, id)
+}
+
+// List reads a page of records of one type, in id order.
+func (s *Service) List(ctx context.Context, objectType string, opts ListOptions) ([]Record, error) {
+	if err := s.checkType(objectType); err != nil {
+		return nil, err
+	}
+	if opts.Limit < 0 || opts.Limit > ListLimitMax {
+		return nil, fmt.Errorf("%w: limit %d; use 1 to %d", ErrInvalid, opts.Limit, ListLimitMax)
+	}
+	limit := cmp.Or(opts.Limit, ListLimitDefault)
+	rows, err := s.db.QueryContext(ctx, s.q.Get("record_list"), objectType, opts.After, limit)
+	if err != nil {
+		return nil, fmt.Errorf("records: list %s: %w", objectType, err)
+	}
+	defer rows.Close()
+	out := []Record{}
+	for rows.Next() {
+		r, err := s.scan(rows, objectType)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("records: list %s: %w", objectType, err)
+	}
+	return out, nil
+}
+
+// Insert creates a record with fields (nil values are dropped) and enqueues its
+// record.created and create events.
+func (s *Service) Insert(ctx context.Context, objectType string, fields map[string]any) (Record, error) {
+	if err := s.checkType(objectType); err != nil {
+		return Record{}, err
+	}
+	if err := s.checkNames(fields); err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		rec, err = s.createTx(ctx, tx, objectType, newID(), fields, s.now())
+		return err
+	})
+	return rec, err
+}
+
+// Update merges patch into the record's fields (a nil value removes the field)
+// if the record is still at expectedVersion, and enqueues its events. It returns
+// ErrConflict when the record has moved on and ErrNotFound when it does not
+// exist. A patch that changes nothing writes nothing and returns the record as
+// it is.
+func (s *Service) Update(ctx context.Context, objectType, id string, expectedVersion int64, patch map[string]any) (Record, error) {
+	if err := s.checkType(objectType); err != nil {
+		return Record{}, err
+	}
+	if expectedVersion < 1 {
+		return Record{}, fmt.Errorf("%w: version %d; versions start at 1", ErrInvalid, expectedVersion)
+	}
+	if err := s.checkNames(patch); err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		before, err := s.get(ctx, tx, "record_get_for_update", objectType, id)
+		if err != nil {
+			return err
+		}
+		if before.Version != expectedVersion {
+			return conflict(objectType, id, expectedVersion, before.Version)
+		}
+		now := s.now()
+		rec, err = s.updateTx(ctx, tx, before, patch)
+		if err != nil {
+			return err
+		}
+		return s.touchClocks(ctx, tx, objectType, id, keys(patch), now)
+	})
+	return rec, err
+}
+
+// Delete removes the record if it is still at expectedVersion and enqueues its
+// record.deleted and delete events. The record's links are kept (the delete
+// still has to reach each destination) and a tombstone clock is written, so an
+// inbound change older than the delete cannot bring the record back.
+func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVersion int64) error {
+	if err := s.checkType(objectType); err != nil {
+		return err
+	}
+	if expectedVersion < 1 {
+		return fmt.Errorf("%w: version %d; versions start at 1", ErrInvalid, expectedVersion)
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		before, err := s.get(ctx, tx, "record_get_for_update", objectType, id)
+		if err != nil {
+			return err
+		}
+		if before.Version != expectedVersion {
+			return conflict(objectType, id, expectedVersion, before.Version)
+		}
+		now := s.now()
+		if err := s.deleteTx(ctx, tx, before, false); err != nil {
+			return err
+		}
+		return s.touchClocks(ctx, tx, objectType, id, []string{tombstoneField}, now)
+	})
+}
+
+// createTx inserts a record at version 1 and enqueues its events.
+func (s *Service) createTx(ctx context.Context, tx *sql.Tx, objectType, id string, fields map[string]any, clock time.Time) (Record, error) {
+	clean := make(map[string]any, len(fields))
+	for k, v := range fields {
+		if v != nil {
+			clean[k] = v
+		}
+	}
+	enc, norm, err := s.encode(clean)
+	if err != nil {
+		return Record{}, err
+	}
+	now := s.now()
+	rec := Record{ID: id, ObjectType: objectType, Version: 1, Fields: norm, CreatedAt: now, UpdatedAt: now}
+	if _, err := tx.ExecContext(ctx, s.q.Get("record_insert"), objectType, id, dialectsql.JSON(enc), rec.Version,
+		dialectsql.Time(s.dialect, now), dialectsql.Time(s.dialect, now)); err != nil {
+		return Record{}, fmt.Errorf("records: insert %s/%s: %w", objectType, id, err)
+	}
+	if err := s.touchClocks(ctx, tx, objectType, id, keys(fields), clock); err != nil {
+		return Record{}, err
+	}
+	if err := s.emitTx(ctx, tx, store.EventRecordCreated, store.EventCreate, nil, rec); err != nil {
+		return Record{}, err
+	}
+	return rec, nil
+}
+
+// updateTx writes before's fields merged with patch at the next version, unless
+// nothing changes, and enqueues its events. The caller holds the row (read
+// for update at before.Version).
+func (s *Service) updateTx(ctx context.Context, tx *sql.Tx, before Record, patch map[string]any) (Record, error) {
+	merged := make(map[string]any, len(before.Fields)+len(patch))
+	for k, v := range before.Fields {
+		merged[k] = v
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(merged, k)
+		} else {
+			merged[k] = v
+		}
+	}
+	enc, norm, err := s.encode(merged)
+	if err != nil {
+		return Record{}, err
+	}
+	if old, err := json.Marshal(before.Fields); err == nil && bytes.Equal(old, enc) {
+		return before, nil
+	}
+	after := before
+	after.Version++
+	after.Fields = norm
+	after.UpdatedAt = s.now()
+	res, err := tx.ExecContext(ctx, s.q.Get("record_update"), dialectsql.JSON(enc), after.Version,
+		dialectsql.Time(s.dialect, after.UpdatedAt), before.ObjectType, before.ID, before.Version)
+	if err != nil {
+		return Record{}, fmt.Errorf("records: update %s/%s: %w", before.ObjectType, before.ID, err)
+	}
+	if err := oneRow(res, before); err != nil {
+		return Record{}, err
+	}
+	// The row is changed (and locked) before the events are inserted, so
+	// concurrent writers of one record enqueue in commit order.
+	if err := s.emitTx(ctx, tx, store.EventRecordUpdated, store.EventUpdate, &before, after); err != nil {
+		return Record{}, err
+	}
+	return after, nil
+}
+
+// deleteTx deletes the record at before.Version and enqueues its events. A
+// privacy delete keeps no field values in the events.
+func (s *Service) deleteTx(ctx context.Context, tx *sql.Tx, before Record, privacy bool) error {
+	res, err := tx.ExecContext(ctx, s.q.Get("record_delete"), before.ObjectType, before.ID, before.Version)
+	if err != nil {
+		return fmt.Errorf("records: delete %s/%s: %w", before.ObjectType, before.ID, err)
+	}
+	if err := oneRow(res, before); err != nil {
+		return err
+	}
+	after := before
+	after.Version++
+	after.UpdatedAt = s.now()
+	if privacy {
+		before.Fields = map[string]any{}
+		after.Fields = map[string]any{}
+	}
+	return s.emitTx(ctx, tx, store.EventRecordDeleted, store.EventDelete, &before, after)
+}
+
+// emitTx enqueues the internal event and one outbound event per destination
+// (unless the change came from that destination) for one change.
+func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outboundType string, before *Record, after Record) error {
+	src := hubsync.SyncSource(ctx)
+	var meta map[string]string
+	if src != "" {
+		meta = map[string]string{hubsync.MetadataSyncSource: src}
+	}
+	payload, err := hubsync.Snapshot{ID: after.ID, Version: after.Version, Fields: after.Fields, Metadata: meta}.Marshal()
+	if err != nil {
+		return err
+	}
+	internalMeta, err := json.Marshal(map[string]string{hubsync.MetadataSyncSource: src})
+	if err != nil {
+		return err
+	}
+	if _, err := s.st.Internal().EnqueueTx(ctx, tx, store.InternalEvent{
+		ID: newID(), EventType: internalType, ObjectType: after.ObjectType, RecordID: after.ID,
+		Payload: payload, Metadata: internalMeta,
+	}); err != nil {
+		return fmt.Errorf("records: enqueue %s of %s/%s: %w", internalType, after.ObjectType, after.ID, err)
+	}
+	var old json.RawMessage
+	if before != nil {
+		if old, err = (hubsync.Snapshot{ID: before.ID, Version: before.Version, Fields: before.Fields}).Marshal(); err != nil {
+			return err
+		}
+	}
+	for _, dest := range s.cfg.Destinations {
+		if _, err := hubsync.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
+			ID: newID(), Destination: dest, ObjectType: after.ObjectType, RecordID: after.ID,
+			EventType: outboundType, Payload: payload, OldPayload: old,
+		}); err != nil {
+			return fmt.Errorf("records: %w", err)
+		}
+	}
+	return nil
+}
+
+// touchClocks advances the field clocks of names to at (never backwards).
+func (s *Service) touchClocks(ctx context.Context, tx *sql.Tx, objectType, id string, names []string, at time.Time) error {
+	enc := dialectsql.Time(s.dialect, at)
+	for _, f := range names {
+		if _, err := tx.ExecContext(ctx, s.q.Get("clock_upsert"), objectType, id, f, enc); err != nil {
+			return fmt.Errorf("records: field clock %s/%s.%s: %w", objectType, id, f, err)
+		}
+	}
+	return nil
+}
+
+// clocks reads the field clocks of a record.
+func (s *Service) clocks(ctx context.Context, tx *sql.Tx, objectType, id string) (map[string]time.Time, error) {
+	rows, err := tx.QueryContext(ctx, s.q.Get("clock_list"), objectType, id)
+	if err != nil {
+		return nil, fmt.Errorf("records: field clocks of %s/%s: %w", objectType, id, err)
+	}
+	defer rows.Close()
+	out := map[string]time.Time{}
+	for rows.Next() {
+		var f string
+		var t time.Time
+		if err := rows.Scan(&f, dialectsql.TimeDest(&t)); err != nil {
+			return nil, fmt.Errorf("records: field clocks of %s/%s: %w", objectType, id, err)
+		}
+		out[f] = t
+	}
+	return out, rows.Err()
+}
+
+func (s *Service) get(ctx context.Context, q store.DBTX, query, objectType, id string) (Record, error) {
+	if id == "" {
+		return Record{}, fmt.Errorf("%w: %s with an empty id", ErrNotFound, objectType)
+	}
+	row := q.QueryRowContext(ctx, s.q.Get(query), objectType, id)
+	rec, err := s.scan(row, objectType)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Record{}, fmt.Errorf("%w: %s/%s", ErrNotFound, objectType, id)
+	}
+	return rec, err
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func (s *Service) scan(row scanner, objectType string) (Record, error) {
+	r := Record{ObjectType: objectType}
+	var fields []byte
+	if err := row.Scan(&r.ID, &r.Version, &fields, dialectsql.TimeDest(&r.CreatedAt), dialectsql.TimeDest(&r.UpdatedAt)); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return Record{}, err
+		}
+		return Record{}, fmt.Errorf("records: read %s: %w", objectType, err)
+	}
+	m, err := decodeFields(fields)
+	if err != nil {
+		return Record{}, fmt.Errorf("records: read %s/%s: %w", objectType, r.ID, err)
+	}
+	r.Fields = m
+	return r, nil
+}
+
+func decodeFields(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, err
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}
+
+// encode validates and encodes fields, and returns them as they will read back.
+func (s *Service) encode(fields map[string]any) ([]byte, map[string]any, error) {
+	if len(fields) > s.cfg.MaxFields {
+		return nil, nil, fmt.Errorf("%w: %d fields; at most %d are allowed", ErrTooLarge, len(fields), s.cfg.MaxFields)
+	}
+	if err := s.checkNames(fields); err != nil {
+		return nil, nil, err
+	}
+	if fields == nil {
+		fields = map[string]any{}
+	}
+	enc, err := json.Marshal(fields)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: fields are not JSON: %v", ErrInvalid, err)
+	}
+	if len(enc) > s.cfg.MaxFieldsBytes {
+		return nil, nil, fmt.Errorf("%w: %d bytes of fields; at most %d are allowed", ErrTooLarge, len(enc), s.cfg.MaxFieldsBytes)
+	}
+	norm, err := decodeFields(enc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return enc, norm, nil
+}
+
+func (s *Service) checkType(objectType string) error {
+	if !objectTypeRE.MatchString(objectType) {
+		return fmt.Errorf("%w: object type %q; use lower-case letters, digits and _ (at most 50, starting with a letter)", ErrInvalid, objectType)
+	}
+	if len(s.cfg.ObjectTypes) > 0 && !slices.Contains(s.cfg.ObjectTypes, objectType) {
+		return fmt.Errorf("%w: %q", ErrUnknownObjectType, objectType)
+	}
+	return nil
+}
+
+func (s *Service) checkNames(fields map[string]any) error {
+	if len(fields) > s.cfg.MaxFields {
+		return fmt.Errorf("%w: %d fields; at most %d are allowed", ErrTooLarge, len(fields), s.cfg.MaxFields)
+	}
+	for k := range fields {
+		if err := checkFieldName(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkFieldName(k string) error {
+	switch {
+	case k == "":
+		return fmt.Errorf("%w: empty field name", ErrInvalid)
+	case len(k) > MaxFieldNameBytes:
+		return fmt.Errorf("%w: field name %.40q... is longer than %d bytes", ErrInvalid, k, MaxFieldNameBytes)
+	case !utf8.ValidString(k) || strings.ContainsRune(k, 0):
+		return fmt.Errorf("%w: field name %q is not valid text", ErrInvalid, k)
+	case strings.HasPrefix(k, "$"):
+		return fmt.Errorf("%w: field name %q; names starting with $ are reserved", ErrInvalid, k)
+	}
+	return nil
+}
+
+func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
+
+func (s *Service) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("records: begin: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("records: commit: %w", err)
+	}
+	return nil
+}
+
+func oneRow(res sql.Result, before Record) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("records: write %s/%s: %w", before.ObjectType, before.ID, err)
+	}
+	if n != 1 {
+		// The row was read for update at this version, so this means a writer
+		// got past the lock: report it as the conflict it is.
+		return fmt.Errorf("%w: %s/%s changed while it was being written", ErrConflict, before.ObjectType, before.ID)
+	}
+	return nil
+}
+
+func conflict(objectType, id string, expected, current int64) error {
+	return &ConflictError{ObjectType: objectType, ID: id, Expected: expected, Current: current}
+}
+
+// ConflictError reports a stale expected version. It matches ErrConflict.
+type ConflictError struct {
+	ObjectType, ID    string
+	Expected, Current int64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("records: version conflict on %s/%s: expected version %d, current is %d; read the record again and retry", e.ObjectType, e.ID, e.Expected, e.Current)
+}
+
+// Is reports whether target is ErrConflict.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// newID returns a UUIDv7: ids sort in creation order, and within one process
+// they are strictly increasing, which keeps events of one record in order even
+// when the clock does not move.
+func newID() string { return uuid.Must(uuid.NewV7()).String() }

@@ -1,0 +1,2 @@
+SELECT Field, OccurredAt FROM hubsync_field_clock
+WHERE ObjectType = ? AND RecordID = ?

@@ -1,0 +1,4 @@
+-- A field clock never moves backwards.
+INSERT INTO hubsync_field_clock (ObjectType, RecordID, Field, OccurredAt)
+VALUES (?, ?, ?, ?)
+ON DUPLICATE KEY UPDATE OccurredAt = GREATEST(OccurredAt, VALUES(OccurredAt))

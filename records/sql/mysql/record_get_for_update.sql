@@ -1,0 +1,3 @@
+SELECT Id, Version, Fields, CreatedDate, LastModifiedDate FROM hubsync_record
+WHERE ObjectType = ? AND Id = ?
+FOR UPDATE

@@ -1,0 +1,2 @@
+DELETE FROM hubsync_record
+WHERE ObjectType = ? AND Id = ? AND Version = ?

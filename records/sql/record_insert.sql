@@ -1,0 +1,2 @@
+INSERT INTO hubsync_record (ObjectType, Id, Fields, Version, CreatedDate, LastModifiedDate)
+VALUES (?, ?, ?, ?, ?, ?)

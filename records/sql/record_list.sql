@@ -1,0 +1,4 @@
+SELECT Id, Version, Fields, CreatedDate, LastModifiedDate FROM hubsync_record
+WHERE ObjectType = ? AND Id > ?
+ORDER BY Id
+LIMIT ?

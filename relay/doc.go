@@ -1,0 +1,20 @@
+// Package relay delivers the internal record events of _System_OutboxEvent
+// (record.created/updated/deleted) to in-process subscribers: the ProcessOutbox →
+// EventBus path of the Integration Inbox/Outbox design.
+//
+// A Relay claims events with a lease, hands each to every subscriber of its Bus in
+// subscription order, and marks it processed only after all of them succeeded.
+// A subscriber error records a retry (with the store's backoff) and the event is
+// delivered again later, to every subscriber: delivery is at least once, so
+// subscribers must be idempotent. A relay that dies mid-batch leaves its leases to
+// expire; another relay then claims and delivers those events again.
+//
+// The store hands out the events of one record in creation order and never two of
+// one record at once; the relay keeps that order by delivering a batch one event
+// at a time and, when an event fails, holding back the later events of its record
+// in the same batch.
+//
+// The relay routes nothing by event type prefix: integration traffic has its own
+// queues (_System_IntegrationInbound/Outbound), so every internal event goes to
+// every subscriber.
+package relay

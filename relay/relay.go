@@ -1,0 +1,288 @@
+package relay
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// Defaults of Config.
+const (
+	BatchSizeDefault     = 100
+	PollIntervalDefault  = time.Second
+	LeaseDurationDefault = time.Minute
+	// ReleaseTimeoutDefault bounds releasing leases when a stop cancels work.
+	ReleaseTimeoutDefault = 5 * time.Second
+)
+
+// ErrAlreadyStarted is returned by Start on a relay that was started before.
+var ErrAlreadyStarted = errors.New("relay: already started")
+
+// Config configures a Relay. The zero value means the defaults.
+type Config struct {
+	// Owner names this relay in lease rows; default host/pid.
+	Owner string
+	// BatchSize is the most events claimed at once; default BatchSizeDefault.
+	BatchSize int
+	// PollInterval is the wait between claims when the queue is empty; default
+	// PollIntervalDefault. Notify wakes the relay early.
+	PollInterval time.Duration
+	// LeaseDuration is how long a claim holds its events; it must cover
+	// delivering a whole batch. Default LeaseDurationDefault.
+	LeaseDuration time.Duration
+	// RetryDelay is the least wait before an event whose subscriber failed is
+	// tried again; the store's retry policy may wait longer. Default 0.
+	RetryDelay time.Duration
+	// Logger defaults to slog.Default().
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Owner == "" {
+		host, _ := os.Hostname()
+		c.Owner = "relay/" + host + "/" + strconv.Itoa(os.Getpid())
+	}
+	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.BatchSize < 0:
+		return fmt.Errorf("relay: Config.BatchSize is %d; use a positive number (0 means %d)", c.BatchSize, BatchSizeDefault)
+	case c.PollInterval < 0:
+		return fmt.Errorf("relay: Config.PollInterval is %s; use a positive duration (0 means %s)", c.PollInterval, PollIntervalDefault)
+	case c.LeaseDuration < 0:
+		return fmt.Errorf("relay: Config.LeaseDuration is %s; use a positive duration (0 means %s)", c.LeaseDuration, LeaseDurationDefault)
+	case c.RetryDelay < 0:
+		return fmt.Errorf("relay: Config.RetryDelay is %s; it must not be negative", c.RetryDelay)
+	}
+	return nil
+}
+
+// Relay moves internal events from the store to a Bus. Start it once; Stop it
+// once or more.
+type Relay struct {
+	st  store.Store
+	bus *Bus
+	cfg Config
+	log *slog.Logger
+
+	notify chan struct{}
+
+	mu         sync.Mutex
+	started    bool
+	stopClaims context.CancelFunc // ends the loop after the current event
+	stopWork   context.CancelFunc // cancels the in-flight delivery
+	noRelease  bool               // a simulated crash: leave leases to expire
+	done       chan struct{}
+}
+
+// New returns a relay from st's internal queue to bus.
+func New(st store.Store, bus *Bus, cfg Config) (*Relay, error) {
+	if st == nil || bus == nil {
+		return nil, errors.New("relay: New needs a store and a bus")
+	}
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Relay{st: st, bus: bus, cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1), done: make(chan struct{})}, nil
+}
+
+// Start starts the relay loop and returns at once. The loop runs until ctx is
+// cancelled or Stop is called.
+func (r *Relay) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return ErrAlreadyStarted
+	}
+	r.started = true
+	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
+	loopCtx, stopClaims := context.WithCancel(ctx)
+	r.stopWork, r.stopClaims = stopWork, stopClaims
+	go func() {
+		defer close(r.done)
+		defer stopWork()
+		r.loop(loopCtx, workCtx)
+	}()
+	return nil
+}
+
+// Notify wakes the relay to claim now instead of at the next poll. Call it after
+// committing a write that enqueued internal events.
+func (r *Relay) Notify() {
+	select {
+	case r.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Stop stops claiming, lets the event being delivered finish, releases the rest
+// of the batch, and waits for the loop to end. When ctx ends first, the delivery
+// in flight is cancelled and its lease released too (a hard stop); Stop then
+// still waits for the loop and returns ctx's error. Stop is idempotent and safe
+// on a relay that was never started.
+func (r *Relay) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	started := r.started
+	stopClaims, stopWork := r.stopClaims, r.stopWork
+	r.mu.Unlock()
+	if !started {
+		return nil
+	}
+	stopClaims()
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		stopWork()
+		<-r.done
+		return ctx.Err()
+	}
+}
+
+// Done is closed when the loop has ended.
+func (r *Relay) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the loop has ended.
+func (r *Relay) Wait() { <-r.done }
+
+// crash stops the relay the way a killed process does: the delivery in flight
+// is cancelled and no lease is released or completed, so the events wait for
+// their leases to expire. For tests.
+func (r *Relay) crash() {
+	r.mu.Lock()
+	r.noRelease = true
+	stopClaims, stopWork := r.stopClaims, r.stopWork
+	r.mu.Unlock()
+	if stopClaims != nil {
+		stopClaims()
+		stopWork()
+		<-r.done
+	}
+}
+
+func (r *Relay) crashed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.noRelease
+}
+
+func (r *Relay) loop(loopCtx, workCtx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-loopCtx.Done():
+			return
+		case <-timer.C:
+		case <-r.notify:
+		}
+		n, err := r.runOnce(loopCtx, workCtx)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			r.log.Error("relay: run", slog.String("owner", r.cfg.Owner), slog.Any("error", err))
+		}
+		wait := r.cfg.PollInterval
+		if err == nil && n > 0 {
+			// Claim again at once: there may be more, and a claim hands out only
+			// the oldest pending event of each record, so finishing one makes
+			// the next of its record claimable.
+			wait = 0
+		}
+		timer.Reset(wait)
+	}
+}
+
+// RunOnce claims one batch and delivers it, without the loop: for tools and
+// tests that drive the relay step by step. It returns how many events it claimed
+// and the delivery errors, joined.
+func (r *Relay) RunOnce(ctx context.Context) (int, error) { return r.runOnce(ctx, ctx) }
+
+// runOnce claims one batch and delivers it. Moving on to the next event stops
+// when stopCtx ends (the rest of the batch is released); deliveries run under
+// workCtx.
+func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
+	if stopCtx.Err() != nil {
+		return 0, stopCtx.Err()
+	}
+	evs, err := r.st.Internal().Claim(workCtx, store.ClaimParams{
+		Limit: r.cfg.BatchSize, LeaseDuration: r.cfg.LeaseDuration, Owner: r.cfg.Owner,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("relay: claim: %w", err)
+	}
+	var errs []error
+	held := map[string]bool{} // records with a failed event in this batch
+	for i, ev := range evs {
+		if stopCtx.Err() != nil || workCtx.Err() != nil {
+			r.release(evs[i:])
+			return len(evs), errors.Join(append(errs, context.Canceled)...)
+		}
+		key := ev.ObjectType + "\x00" + ev.RecordID
+		if held[key] {
+			// Keep the record's order: its earlier event has to succeed first.
+			r.release([]store.InternalEvent{ev})
+			continue
+		}
+		if err := r.deliver(workCtx, ev); err != nil {
+			held[key] = true
+			errs = append(errs, err)
+		}
+	}
+	return len(evs), errors.Join(errs...)
+}
+
+// deliver hands one event to the bus and settles its lease.
+func (r *Relay) deliver(ctx context.Context, ev store.InternalEvent) error {
+	pubErr := r.bus.Publish(ctx, ev)
+	if ctx.Err() != nil {
+		// Stopped mid-delivery: the event is neither done nor failed.
+		r.release([]store.InternalEvent{ev})
+		return ctx.Err()
+	}
+	// Settle even if a stop cancels ctx now: the delivery has happened.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeoutDefault)
+	defer cancel()
+	if pubErr == nil {
+		if err := r.st.Internal().Complete(ctx, ev.Lease()); err != nil {
+			return fmt.Errorf("relay: complete %s: %w", ev.ID, err)
+		}
+		return nil
+	}
+	res, err := r.st.Internal().IncrementRetry(ctx, ev.Lease(), pubErr.Error(), r.cfg.RetryDelay)
+	if err != nil {
+		return fmt.Errorf("relay: record failure of %s (%v): %w", ev.ID, pubErr, err)
+	}
+	r.log.Warn("relay: delivery failed", slog.String("event", ev.ID), slog.String("type", ev.EventType),
+		slog.String("record", ev.ObjectType+"/"+ev.RecordID), slog.Bool("dead", res.Dead), slog.Any("error", pubErr))
+	return fmt.Errorf("relay: deliver %s: %w", ev.ID, pubErr)
+}
+
+// release returns leased events to pending at once, unless the relay crashed.
+func (r *Relay) release(evs []store.InternalEvent) {
+	if len(evs) == 0 || r.crashed() {
+		return
+	}
+	leases := make([]store.Lease, len(evs))
+	for i, ev := range evs {
+		leases[i] = ev.Lease()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ReleaseTimeoutDefault)
+	defer cancel()
+	if err := r.st.Internal().Release(ctx, 0, leases...); err != nil {
+		r.log.Warn("relay: release", slog.Int("events", len(leases)), slog.Any("error", err))
+	}
+}

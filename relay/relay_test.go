@@ -1,0 +1,291 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/store/sqlitestore"
+	"github.com/hubsync/hubsync/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// database/sql keeps a connection opener per *sql.DB until Close, which
+		// dbtest does in t.Cleanup.
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"))
+}
+
+type bundle struct {
+	st    store.Store
+	clock *storetest.Clock
+	bus   *Bus
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	clock := storetest.NewClock(time.Time{})
+	st, err := sqlitestore.New(dbtest.Migrated(t, store.SQLite).DB, store.Config{
+		Now:   clock.Now,
+		Retry: store.RetryPolicy{BackoffBase: time.Second, NoJitter: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{st: st, clock: clock, bus: NewBus()}
+}
+
+func (b *bundle) enqueue(t *testing.T, record string, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := range n {
+		res, err := b.st.Internal().EnqueueTx(context.Background(), b.st.DB(), store.InternalEvent{
+			EventType: store.EventRecordUpdated, ObjectType: "contacts", RecordID: record,
+			Payload: []byte(fmt.Sprintf(`{"id":%q,"version":%d,"fields":{}}`, record, i+1)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.ID)
+	}
+	return ids
+}
+
+func (b *bundle) newRelay(t *testing.T, owner string) *Relay {
+	t.Helper()
+	r, err := New(b.st, b.bus, Config{Owner: owner, PollInterval: time.Hour, LeaseDuration: time.Minute, BatchSize: 4, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	return r
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (b *bundle) allProcessed(t *testing.T, ids []string) func() bool {
+	return func() bool {
+		for _, id := range ids {
+			ev, err := b.st.Internal().Get(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev.Status != store.StatusProcessed {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// recorder is a subscriber that records what it saw.
+type recorder struct {
+	mu   sync.Mutex
+	seen []store.InternalEvent
+}
+
+func (r *recorder) handle(_ context.Context, ev store.InternalEvent) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen = append(r.seen, ev)
+	return nil
+}
+
+func (r *recorder) ids() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, len(r.seen))
+	for i, ev := range r.seen {
+		out[i] = ev.ID
+	}
+	return out
+}
+
+func TestDeliversToEverySubscriberInOrder(t *testing.T) {
+	b := setup(t)
+	var a, c recorder
+	if err := b.bus.Subscribe("a", a.handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.bus.Subscribe("c", c.handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.bus.Subscribe("a", a.handle); !errors.Is(err, ErrDuplicateSubscriber) {
+		t.Fatalf("duplicate subscribe: %v", err)
+	}
+	r1 := b.enqueue(t, "r1", 5)
+	r2 := b.enqueue(t, "r2", 3)
+	r := b.newRelay(t, "relay-1")
+	r.Notify()
+	all := append(append([]string{}, r1...), r2...)
+	eventually(t, "every event processed", b.allProcessed(t, all))
+	for _, rec := range []*recorder{&a, &c} {
+		got := rec.ids()
+		if len(got) != len(all) {
+			t.Fatalf("subscriber saw %d events, want %d", len(got), len(all))
+		}
+		for _, want := range [][]string{r1, r2} {
+			var order []string
+			for _, id := range got {
+				for _, w := range want {
+					if id == w {
+						order = append(order, id)
+					}
+				}
+			}
+			if fmt.Sprint(order) != fmt.Sprint(want) {
+				t.Fatalf("events of one record out of order: %v, want %v", order, want)
+			}
+		}
+	}
+}
+
+func TestSubscriberErrorRetries(t *testing.T) {
+	b := setup(t)
+	var ok recorder
+	var mu sync.Mutex
+	failures := 1
+	if err := b.bus.Subscribe("ok", ok.handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.bus.Subscribe("flaky", func(context.Context, store.InternalEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failures > 0 {
+			failures--
+			return errors.New("downstream unavailable")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := b.enqueue(t, "r1", 2)
+	r := b.newRelay(t, "relay-1")
+	r.Notify()
+	eventually(t, "the failure recorded", func() bool {
+		ev, err := b.st.Internal().Get(context.Background(), ids[0])
+		return err == nil && ev.RetryCount == 1 && ev.Status == store.StatusPending
+	})
+	if got := ok.ids(); len(got) != 1 || got[0] != ids[0] {
+		t.Fatalf("before the retry the healthy subscriber saw %v; the second event must wait for the first", got)
+	}
+	b.clock.Advance(time.Minute) // past the backoff
+	r.Notify()
+	eventually(t, "every event processed", b.allProcessed(t, ids))
+	if got := ok.ids(); fmt.Sprint(got) != fmt.Sprint([]string{ids[0], ids[0], ids[1]}) {
+		t.Fatalf("healthy subscriber saw %v; want the first event twice (at least once), then the second", got)
+	}
+}
+
+func TestAtLeastOnceAcrossCrash(t *testing.T) {
+	b := setup(t)
+	started := make(chan string, 10)
+	var mu sync.Mutex
+	deliveries := map[string]int{}
+	crashing := true
+	if err := b.bus.Subscribe("s", func(ctx context.Context, ev store.InternalEvent) error {
+		mu.Lock()
+		deliveries[ev.ID]++
+		block := crashing
+		mu.Unlock()
+		if block {
+			started <- ev.ID
+			<-ctx.Done() // the process dies while handling the event
+			return ctx.Err()
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := b.enqueue(t, "r1", 2)
+	ids = append(ids, b.enqueue(t, "r2", 1)...)
+
+	r1, err := New(b.st, b.bus, Config{Owner: "relay-1", PollInterval: time.Hour, LeaseDuration: time.Minute, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r1.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := <-started
+	r1.crash()
+	ev, err := b.st.Internal().Get(context.Background(), first)
+	if err != nil || ev.Status != store.StatusProcessing || ev.LeaseOwner != "relay-1" {
+		t.Fatalf("after the crash the event is %+v, %v; want still leased by relay-1", ev.QueueState, err)
+	}
+	mu.Lock()
+	crashing = false
+	mu.Unlock()
+
+	r2 := b.newRelay(t, "relay-2")
+	b.clock.Advance(time.Minute + time.Second) // the dead relay's leases expire
+	r2.Notify()
+	eventually(t, "every event processed by the second relay", b.allProcessed(t, ids))
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range ids {
+		if deliveries[id] < 1 {
+			t.Fatalf("event %s never delivered", id)
+		}
+	}
+	if deliveries[first] < 2 {
+		t.Fatalf("event %s delivered %d times; the crashed delivery must be repeated", first, deliveries[first])
+	}
+}
+
+func TestStopIsGracefulAndIdempotent(t *testing.T) {
+	b := setup(t)
+	r, err := New(b.st, b.bus, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(context.Background()); err != nil {
+		t.Fatalf("stop before start: %v", err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); !errors.Is(err, ErrAlreadyStarted) {
+		t.Fatalf("second start: %v", err)
+	}
+	for range 2 {
+		if err := r.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-r.Done():
+	default:
+		t.Fatal("Done not closed after Stop")
+	}
+	if _, err := New(b.st, b.bus, Config{BatchSize: -1}); err == nil {
+		t.Fatal("negative BatchSize accepted")
+	}
+}
+
+var quiet = slog.New(slog.DiscardHandler)

@@ -1,0 +1,166 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// adminBodyMax bounds an admin request body.
+const adminBodyMax = 1 << 20
+
+// adminAPI serves /admin/… behind a bearer token.
+type adminAPI struct {
+	token          []byte
+	st             store.Store
+	reconcileAfter time.Duration
+	log            *slog.Logger
+}
+
+// register mounts the admin routes. Without a token they are not mounted at all,
+// so they answer 404 like any unknown path.
+func (a *adminAPI) register(mux *http.ServeMux) {
+	if len(a.token) == 0 {
+		return
+	}
+	mux.Handle("GET /admin/metrics", a.auth(a.metrics))
+	mux.Handle("GET /admin/deadletters", a.auth(a.deadLetters))
+	mux.Handle("POST /admin/deadletters/retry", a.auth(a.retry))
+	mux.Handle("POST /admin/reconcile", a.auth(a.reconcile))
+}
+
+func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		// ConstantTimeCompare also takes constant time for different lengths'
+		// contents; only the length itself can leak, which is acceptable.
+		if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="hubsync admin"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer $HUBSYNC_ADMIN_TOKEN")
+			return
+		}
+		if err := h(w, r); err != nil {
+			status, code := http.StatusInternalServerError, "internal"
+			if errors.Is(err, ErrBadRequest) {
+				status, code = http.StatusBadRequest, "bad_request"
+			} else if errors.Is(err, context.Canceled) {
+				return
+			} else {
+				a.log.Error("admin: request failed", "path", r.URL.Path, "err", err)
+			}
+			writeError(w, status, code, err.Error())
+		}
+	})
+}
+
+func (a *adminAPI) metrics(w http.ResponseWriter, r *http.Request) error {
+	m, err := LoadMetrics(r.Context(), a.st)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+// deadLettersResponse is the answer of GET /admin/deadletters.
+type deadLettersResponse struct {
+	DeadLetters []DeadLetter `json:"dead_letters"`
+	// Next is the after= value of the next page, empty on the last one.
+	Next string `json:"next,omitempty"`
+}
+
+func (a *adminAPI) deadLetters(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	dir, err := ParseDirection(q.Get("direction"))
+	if err != nil {
+		return err
+	}
+	limit := 0
+	if s := q.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 {
+			return fmt.Errorf("%w: limit must be a positive number", ErrBadRequest)
+		}
+	}
+	dls, err := ListDeadLetters(r.Context(), a.st, DeadLetterQuery{Direction: dir, Key: q.Get("key"), Limit: limit, After: q.Get("after")})
+	if err != nil {
+		return err
+	}
+	resp := deadLettersResponse{DeadLetters: dls}
+	if n := len(dls); n > 0 && n == min(cmp.Or(limit, DeadLetterLimitDefault), DeadLetterLimitMax) {
+		resp.Next = dls[n-1].ID
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+func (a *adminAPI) retry(w http.ResponseWriter, r *http.Request) error {
+	var req RetryRequest
+	if err := decodeBody(w, r, &req); err != nil {
+		return err
+	}
+	res, err := RetryDeadLetters(r.Context(), a.st, req)
+	if err != nil {
+		return err
+	}
+	a.log.Info("admin: dead letters re-queued", "direction", req.Direction, "key", req.Key, "ids", len(req.IDs), "all", req.All, "requeued", res.Requeued)
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
+	var req ReconcileRequest
+	if r.ContentLength != 0 {
+		if err := decodeBody(w, r, &req); err != nil {
+			return err
+		}
+	}
+	if req.OlderThan == "" {
+		req.OlderThan = a.reconcileAfter.String()
+	}
+	res, err := Reconcile(r.Context(), a.st, req)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, adminBodyMax))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: body: %v", ErrBadRequest, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: body has data after the JSON object", ErrBadRequest)
+	}
+	return nil
+}
+
+type errorBody struct {
+	Error   string `json:"error"`
+	Message string `json:"message,omitempty"`
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, errorBody{Error: code, Message: msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,114 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+func adminServer(t *testing.T, b opsBundle, token string) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	(&adminAPI{token: []byte(token), st: b.st, reconcileAfter: ReconcileAfterDefault, log: slog.New(slog.DiscardHandler)}).register(mux)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func call(t *testing.T, method, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestAdminAuth(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	off := adminServer(t, b, "")
+	on := adminServer(t, b, "s3cret")
+	routes := []struct{ method, path, body string }{
+		{"GET", "/admin/metrics", ""},
+		{"GET", "/admin/deadletters?direction=outbound", ""},
+		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","key":"hubspot","all":true}`},
+		{"POST", "/admin/reconcile", `{}`},
+	}
+	for _, r := range routes {
+		if code, _ := call(t, r.method, off.URL+r.path, "s3cret", r.body); code != http.StatusNotFound {
+			t.Errorf("no token configured: %s %s = %d, want 404", r.method, r.path, code)
+		}
+		for _, wrong := range []string{"", "s3cre", "s3cret2", "S3CRET"} {
+			if code, _ := call(t, r.method, on.URL+r.path, wrong, r.body); code != http.StatusUnauthorized {
+				t.Errorf("token %q: %s %s = %d, want 401", wrong, r.method, r.path, code)
+			}
+		}
+		if code, body := call(t, r.method, on.URL+r.path, "s3cret", r.body); code != http.StatusOK {
+			t.Errorf("right token: %s %s = %d %s, want 200", r.method, r.path, code, body)
+		}
+	}
+}
+
+func TestAdminDeadLettersAndRetry(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	ids := b.deadOutbound(t, "hubspot", 3)
+	srv := adminServer(t, b, "tok")
+
+	code, body := call(t, "GET", srv.URL+"/admin/deadletters?direction=outbound&key=hubspot&limit=2", "tok", "")
+	if code != 200 {
+		t.Fatalf("list = %d %s", code, body)
+	}
+	var page deadLettersResponse
+	if err := json.Unmarshal([]byte(body), &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.DeadLetters) != 2 || page.Next != page.DeadLetters[1].ID {
+		t.Fatalf("page = %+v", page)
+	}
+
+	code, body = call(t, "POST", srv.URL+"/admin/deadletters/retry", "tok", `{"direction":"outbound","ids":["`+ids[0]+`"]}`)
+	if code != 200 || !strings.Contains(body, `"requeued": 1`) {
+		t.Fatalf("retry ids = %d %s", code, body)
+	}
+	code, body = call(t, "POST", srv.URL+"/admin/deadletters/retry", "tok", `{"direction":"outbound","key":"hubspot","all":true}`)
+	if code != 200 || !strings.Contains(body, `"requeued": 2`) {
+		t.Fatalf("retry all = %d %s", code, body)
+	}
+
+	for _, bad := range []struct{ method, path, body string }{
+		{"GET", "/admin/deadletters", ""},
+		{"GET", "/admin/deadletters?direction=sideways", ""},
+		{"GET", "/admin/deadletters?direction=outbound&limit=-1", ""},
+		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","all":true}`},
+		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","ids":["x"],"extra":1}`},
+		{"POST", "/admin/deadletters/retry", `not json`},
+		{"POST", "/admin/reconcile", `{"older_than":"whenever"}`},
+	} {
+		if code, body := call(t, bad.method, srv.URL+bad.path, "tok", bad.body); code != http.StatusBadRequest {
+			t.Errorf("%s %s %s = %d %s, want 400", bad.method, bad.path, bad.body, code, body)
+		}
+	}
+
+	code, body = call(t, "GET", srv.URL+"/admin/metrics", "tok", "")
+	var m Metrics
+	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Pending != 3 || m.Queues[0].Direction != store.DirectionOutbound {
+		t.Fatalf("metrics = %d %s", code, body)
+	}
+}

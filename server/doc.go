@@ -1,0 +1,17 @@
+// Package server assembles a running hubsync service: the webhook receiver, the
+// SyncWorker, the outbound worker, the internal outbox relay, the cleanup
+// schedule, the records API, the admin API and the metrics, behind one HTTP
+// listener. `hubsync serve` is a thin wrapper around it; the demo and the
+// end-to-end tests embed it.
+//
+// Build a Server with New(Config), start it with Start(ctx), and stop it with
+// Stop(ctx) (graceful: stop accepting, finish or release in-flight leases) or by
+// cancelling the context given to Start. Every part can be switched off with a
+// Disable… field, for split deployments (for example webhook receivers on one
+// set of replicas and workers on another, all on one PostgreSQL or MySQL
+// database).
+//
+// The operator functions the CLI and the admin API share — LoadMetrics,
+// ListDeadLetters, RetryDeadLetters, Cleanup and Reconcile — work on any
+// store.Store and are exported for that reason.
+package server

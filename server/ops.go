@@ -1,0 +1,365 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// ErrBadRequest is wrapped by the errors of operator requests that cannot be
+// carried out as asked (a missing direction, ids and all together, ...). The admin
+// API answers them with 400.
+var ErrBadRequest = errors.New("bad request")
+
+// Defaults of the operator functions.
+const (
+	DeadLetterLimitDefault = 100
+	DeadLetterLimitMax     = 1000
+)
+
+// QueueMetrics are the counts of one queue and one exact Source (inbound) or
+// Destination (outbound): the seed's loadMetrics, keyed by the column instead of
+// an event-type prefix.
+type QueueMetrics struct {
+	Direction store.Direction `json:"direction"`
+	// Key is the Source or Destination; "" for the internal queue.
+	Key string `json:"key"`
+	// Counts has every status, zero when there is none of it.
+	Counts map[store.Status]int64 `json:"counts"`
+	// OldestPending is the CreatedDate of the oldest pending event, if any.
+	OldestPending *time.Time `json:"oldest_pending,omitempty"`
+	// OldestPendingAgeSeconds is how long the oldest pending event has waited.
+	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
+}
+
+// Metrics is a snapshot of every queue.
+type Metrics struct {
+	// Now is the store clock at the snapshot.
+	Now    time.Time      `json:"now"`
+	Queues []QueueMetrics `json:"queues"`
+	// DeadLetters and Pending total every queue.
+	DeadLetters int64 `json:"dead_letters"`
+	Pending     int64 `json:"pending"`
+}
+
+// LoadMetrics counts the events of every queue by exact Source/Destination and
+// status, with the age of the oldest pending event (seed §8.1's loadMetrics).
+func LoadMetrics(ctx context.Context, st store.Store) (Metrics, error) {
+	stats, err := st.Stats(ctx)
+	if err != nil {
+		return Metrics{}, fmt.Errorf("load metrics: %w", err)
+	}
+	return metricsFromStats(stats), nil
+}
+
+var allStatuses = []store.Status{store.StatusPending, store.StatusProcessing, store.StatusProcessed, store.StatusFailed}
+
+func metricsFromStats(stats store.Stats) Metrics {
+	type qk struct {
+		d store.Direction
+		k string
+	}
+	byKey := map[qk]*QueueMetrics{}
+	m := Metrics{Now: stats.Now}
+	for _, r := range stats.Rows {
+		q := byKey[qk{r.Direction, r.Key}]
+		if q == nil {
+			q = &QueueMetrics{Direction: r.Direction, Key: r.Key, Counts: map[store.Status]int64{}}
+			for _, s := range allStatuses {
+				q.Counts[s] = 0
+			}
+			byKey[qk{r.Direction, r.Key}] = q
+		}
+		q.Counts[r.Status] += r.Count
+		switch r.Status {
+		case store.StatusFailed:
+			m.DeadLetters += r.Count
+		case store.StatusPending:
+			m.Pending += r.Count
+			if r.Count > 0 && !r.OldestCreated.IsZero() && (q.OldestPending == nil || r.OldestCreated.Before(*q.OldestPending)) {
+				t := r.OldestCreated
+				q.OldestPending = &t
+				q.OldestPendingAgeSeconds = max(0, stats.Now.Sub(t).Seconds())
+			}
+		}
+	}
+	for _, q := range byKey {
+		m.Queues = append(m.Queues, *q)
+	}
+	slices.SortFunc(m.Queues, func(a, b QueueMetrics) int {
+		return cmp.Or(cmp.Compare(directionOrder(a.Direction), directionOrder(b.Direction)), cmp.Compare(a.Key, b.Key))
+	})
+	return m
+}
+
+func directionOrder(d store.Direction) int {
+	switch d {
+	case store.DirectionInbound:
+		return 0
+	case store.DirectionOutbound:
+		return 1
+	default:
+		return 2
+	}
+}
+
+// ParseDirection parses "inbound", "outbound" or "internal".
+func ParseDirection(s string) (store.Direction, error) {
+	switch d := store.Direction(s); d {
+	case store.DirectionInbound, store.DirectionOutbound, store.DirectionInternal:
+		return d, nil
+	case "":
+		return "", fmt.Errorf("%w: direction is missing; use inbound, outbound or internal", ErrBadRequest)
+	default:
+		return "", fmt.Errorf("%w: direction %q is unknown; use inbound, outbound or internal", ErrBadRequest, s)
+	}
+}
+
+// DeadLetter is a failed event of any queue, as the admin API and the CLI show it.
+type DeadLetter struct {
+	ID        string          `json:"id"`
+	Direction store.Direction `json:"direction"`
+	// Key is the Source or Destination ("" for internal events).
+	Key        string `json:"key"`
+	ObjectType string `json:"object_type"`
+	// RecordID is the local record id (outbound, internal) or the external id
+	// (inbound).
+	RecordID         string          `json:"record_id"`
+	EventType        string          `json:"event_type"`
+	RetryCount       int             `json:"retry_count"`
+	Attempt          int             `json:"attempt"`
+	ErrorMessage     string          `json:"error_message"`
+	CreatedDate      time.Time       `json:"created_date"`
+	LastModifiedDate time.Time       `json:"last_modified_date"`
+	Payload          json.RawMessage `json:"payload,omitempty"`
+}
+
+// DeadLetterQuery selects dead letters of one queue.
+type DeadLetterQuery struct {
+	Direction store.Direction
+	// Key is the exact Source or Destination; empty means all. Ignored for internal.
+	Key string
+	// Limit defaults to DeadLetterLimitDefault and is capped at DeadLetterLimitMax.
+	Limit int
+	// After pages: only ids greater than this one.
+	After string
+}
+
+// ListDeadLetters lists failed events, ids ascending.
+func ListDeadLetters(ctx context.Context, st store.Store, q DeadLetterQuery) ([]DeadLetter, error) {
+	if _, err := ParseDirection(string(q.Direction)); err != nil {
+		return nil, err
+	}
+	if q.Limit < 0 {
+		return nil, fmt.Errorf("%w: limit %d is negative", ErrBadRequest, q.Limit)
+	}
+	f := store.DeadLetterFilter{Key: q.Key, Limit: min(cmp.Or(q.Limit, DeadLetterLimitDefault), DeadLetterLimitMax), AfterID: q.After}
+	out := []DeadLetter{}
+	switch q.Direction {
+	case store.DirectionInbound:
+		evs, err := st.Inbound().DeadLetters(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("list inbound dead letters: %w", err)
+		}
+		for _, e := range evs {
+			out = append(out, deadLetter(store.DirectionInbound, e.ID, e.Source, e.ObjectType, e.ExternalID, e.EventType, e.Payload, e.QueueState))
+		}
+	case store.DirectionOutbound:
+		evs, err := st.Outbound().DeadLetters(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("list outbound dead letters: %w", err)
+		}
+		for _, e := range evs {
+			out = append(out, deadLetter(store.DirectionOutbound, e.ID, e.Destination, e.ObjectType, e.RecordID, e.EventType, e.Payload, e.QueueState))
+		}
+	case store.DirectionInternal:
+		f.Key = ""
+		evs, err := st.Internal().DeadLetters(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("list internal dead letters: %w", err)
+		}
+		for _, e := range evs {
+			out = append(out, deadLetter(store.DirectionInternal, e.ID, "", e.ObjectType, e.RecordID, e.EventType, e.Payload, e.QueueState))
+		}
+	}
+	return out, nil
+}
+
+func deadLetter(d store.Direction, id, key, objectType, recordID, eventType string, payload json.RawMessage, q store.QueueState) DeadLetter {
+	return DeadLetter{
+		ID: id, Direction: d, Key: key, ObjectType: objectType, RecordID: recordID, EventType: eventType,
+		RetryCount: q.RetryCount, Attempt: q.Attempt, ErrorMessage: q.ErrorMessage,
+		CreatedDate: q.CreatedDate, LastModifiedDate: q.LastModifiedDate, Payload: payload,
+	}
+}
+
+// RetryRequest names dead letters to re-queue: either IDs, or All of one Key
+// (the seed's retryDeadLetters by exact Source/Destination).
+type RetryRequest struct {
+	Direction store.Direction `json:"direction"`
+	IDs       []string        `json:"ids,omitempty"`
+	// Key is the exact Source or Destination, required with All (except for the
+	// internal queue, which has none).
+	Key string `json:"key,omitempty"`
+	All bool   `json:"all,omitempty"`
+}
+
+// RetryResult reports how many dead letters went back to pending.
+type RetryResult struct {
+	Requeued int64 `json:"requeued"`
+}
+
+func (r RetryRequest) validate() error {
+	if _, err := ParseDirection(string(r.Direction)); err != nil {
+		return err
+	}
+	switch {
+	case len(r.IDs) > 0 && r.All:
+		return fmt.Errorf("%w: give either ids or all, not both", ErrBadRequest)
+	case len(r.IDs) == 0 && !r.All:
+		return fmt.Errorf("%w: nothing selected; give ids, or all with a key", ErrBadRequest)
+	case r.All && r.Key == "" && r.Direction != store.DirectionInternal:
+		return fmt.Errorf("%w: all needs the exact key (source or destination, e.g. \"hubspot\")", ErrBadRequest)
+	case slices.Contains(r.IDs, ""):
+		return fmt.Errorf("%w: an id is empty", ErrBadRequest)
+	}
+	return nil
+}
+
+// RetryDeadLetters returns the selected failed events to pending with their
+// retry count reset (the seed's retryDeadLetters). Events that are not failed
+// are left alone and not counted.
+func RetryDeadLetters(ctx context.Context, st store.Store, r RetryRequest) (RetryResult, error) {
+	if err := r.validate(); err != nil {
+		return RetryResult{}, err
+	}
+	var (
+		n   int64
+		err error
+	)
+	switch r.Direction {
+	case store.DirectionInbound:
+		if r.All {
+			n, err = st.Inbound().RequeueAll(ctx, r.Key)
+		} else {
+			n, err = st.Inbound().Requeue(ctx, r.IDs...)
+		}
+	case store.DirectionOutbound:
+		if r.All {
+			n, err = st.Outbound().RequeueAll(ctx, r.Key)
+		} else {
+			n, err = st.Outbound().Requeue(ctx, r.IDs...)
+		}
+	case store.DirectionInternal:
+		if r.All {
+			n, err = requeueAllInternal(ctx, st)
+		} else {
+			n, err = st.Internal().Requeue(ctx, r.IDs...)
+		}
+	}
+	if err != nil {
+		return RetryResult{Requeued: n}, fmt.Errorf("retry %s dead letters: %w", r.Direction, err)
+	}
+	return RetryResult{Requeued: n}, nil
+}
+
+// requeueAllInternal pages through the internal dead letters, since the internal
+// queue has no key to requeue by in one statement.
+func requeueAllInternal(ctx context.Context, st store.Store) (int64, error) {
+	var total int64
+	after := ""
+	for {
+		evs, err := st.Internal().DeadLetters(ctx, store.DeadLetterFilter{Limit: DeadLetterLimitMax, AfterID: after})
+		if err != nil || len(evs) == 0 {
+			return total, err
+		}
+		ids := make([]string, len(evs))
+		for i, e := range evs {
+			ids[i] = e.ID
+		}
+		n, err := st.Internal().Requeue(ctx, ids...)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		after = ids[len(ids)-1]
+	}
+}
+
+// Retention defaults of the cleanup: inbound events are kept longer, for audit.
+const (
+	OutboundRetentionDefault = 7 * 24 * time.Hour
+	InboundRetentionDefault  = 30 * 24 * time.Hour
+	InternalRetentionDefault = 7 * 24 * time.Hour
+	CleanupIntervalDefault   = time.Hour
+)
+
+// CleanupConfig says how long processed events are kept. The zero value means
+// the defaults.
+type CleanupConfig struct {
+	InboundRetention  time.Duration
+	OutboundRetention time.Duration
+	InternalRetention time.Duration
+	// BatchSize is the most rows one DELETE removes (store.CleanupBatchDefault).
+	BatchSize int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c CleanupConfig) WithDefaults() CleanupConfig {
+	c.InboundRetention = cmp.Or(c.InboundRetention, InboundRetentionDefault)
+	c.OutboundRetention = cmp.Or(c.OutboundRetention, OutboundRetentionDefault)
+	c.InternalRetention = cmp.Or(c.InternalRetention, InternalRetentionDefault)
+	c.BatchSize = cmp.Or(c.BatchSize, store.CleanupBatchDefault)
+	return c
+}
+
+func (c CleanupConfig) validate() error {
+	var errs []error
+	for _, r := range []struct {
+		name string
+		v    time.Duration
+	}{{"InboundRetention", c.InboundRetention}, {"OutboundRetention", c.OutboundRetention}, {"InternalRetention", c.InternalRetention}} {
+		if r.v < 0 {
+			errs = append(errs, fmt.Errorf("%s is %s; use a positive duration (0 means the default)", r.name, r.v))
+		}
+	}
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("cleanup BatchSize is %d; use a positive number (0 means %d)", c.BatchSize, store.CleanupBatchDefault))
+	}
+	return errors.Join(errs...)
+}
+
+// CleanupResult counts the processed events deleted per queue.
+type CleanupResult struct {
+	Inbound  int64 `json:"inbound"`
+	Outbound int64 `json:"outbound"`
+	Internal int64 `json:"internal"`
+}
+
+// Cleanup deletes processed events older than each queue's retention, in
+// batches. Pending, processing and failed events are never touched.
+func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResult, error) {
+	if err := c.validate(); err != nil {
+		return CleanupResult{}, err
+	}
+	c = c.WithDefaults()
+	now := st.Now()
+	var res CleanupResult
+	var err error
+	if res.Inbound, err = st.Inbound().Cleanup(ctx, now.Add(-c.InboundRetention), c.BatchSize); err != nil {
+		return res, fmt.Errorf("clean up inbound: %w", err)
+	}
+	if res.Outbound, err = st.Outbound().Cleanup(ctx, now.Add(-c.OutboundRetention), c.BatchSize); err != nil {
+		return res, fmt.Errorf("clean up outbound: %w", err)
+	}
+	if res.Internal, err = st.Internal().Cleanup(ctx, now.Add(-c.InternalRetention), c.BatchSize); err != nil {
+		return res, fmt.Errorf("clean up internal: %w", err)
+	}
+	return res, nil
+}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// Defaults of Reconcile.
+const (
+	ReconcileLimitDefault = 250
+	ReconcileLimitMax     = 1000
+)
+
+// Reasons a reconciliation candidate is reported for.
+const (
+	// ReasonExpiredLease: the event is processing but its lease ran out; the worker
+	// holding it died or stalled. The next claim of its key takes it again.
+	ReasonExpiredLease = "expired_lease"
+	// ReasonOverdue: the event has been due for longer than OlderThan and nobody
+	// claimed it: no worker serves its key, or the workers are behind or out of
+	// API budget.
+	ReasonOverdue = "overdue"
+)
+
+// ReconcileRequest asks for a reconciliation sweep (seed 002's
+// findReconciliationCandidates).
+type ReconcileRequest struct {
+	// OlderThan is a Go duration ("10m"): due events waiting longer are reported.
+	// Default ReconcileAfterDefault.
+	OlderThan string `json:"older_than,omitempty"`
+	// Limit is the most events examined per queue key; default ReconcileLimitDefault.
+	Limit int `json:"limit,omitempty"`
+}
+
+// ReconcileCandidate is one event the sweep found.
+type ReconcileCandidate struct {
+	Direction        store.Direction `json:"direction"`
+	Key              string          `json:"key"`
+	ID               string          `json:"id"`
+	Reason           string          `json:"reason"`
+	Status           store.Status    `json:"status"`
+	CreatedDate      time.Time       `json:"created_date"`
+	NextAttemptDate  time.Time       `json:"next_attempt_date"`
+	LeaseOwner       string          `json:"lease_owner,omitempty"`
+	LeaseExpiresDate *time.Time      `json:"lease_expires_date,omitempty"`
+	RetryCount       int             `json:"retry_count"`
+}
+
+// ReconcileQueue summarises the sweep of one queue key.
+type ReconcileQueue struct {
+	Direction     store.Direction `json:"direction"`
+	Key           string          `json:"key"`
+	Checked       int             `json:"checked"`
+	Overdue       int             `json:"overdue"`
+	ExpiredLeases int             `json:"expired_leases"`
+	// OldestPendingAgeSeconds comes from the queue statistics; for the internal
+	// queue it is all the sweep knows.
+	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
+}
+
+// ReconcileResult is the sweep's report.
+type ReconcileResult struct {
+	Checked    int                  `json:"checked"`
+	Scheduled  int                  `json:"scheduled"`
+	Queues     []ReconcileQueue     `json:"queues"`
+	Candidates []ReconcileCandidate `json:"candidates"`
+	Note       string               `json:"note"`
+}
+
+const reconcileNote = "hubsync workers poll the database and leases expire by themselves, so no event " +
+	"needs re-publishing (scheduled is always 0): every candidate listed is claimable now and is " +
+	"taken by the next claim of its key. Expired leases mean a worker died or stalled; overdue " +
+	"events mean no worker serves the key, or the workers are behind or out of API budget."
+
+// Reconcile is seed 002's reconciliation sweep adapted to polling workers. In
+// seed 002 a push queue (QStash) could lose a publish, so the sweep re-scheduled
+// events; here the claim query itself picks up every due event and every
+// expired lease, so the sweep only finds and reports them: expired leases, and
+// due events unclaimed for longer than OlderThan. It changes nothing.
+//
+// Inbound and outbound events are examined per key with GetPending (oldest
+// first, at most Limit each); the internal queue is reported from the queue
+// statistics only.
+func Reconcile(ctx context.Context, st store.Store, req ReconcileRequest) (ReconcileResult, error) {
+	olderThan := ReconcileAfterDefault
+	if req.OlderThan != "" {
+		d, err := time.ParseDuration(req.OlderThan)
+		if err != nil || d < 0 {
+			return ReconcileResult{}, fmt.Errorf("%w: older_than %q is not a duration such as \"10m\"", ErrBadRequest, req.OlderThan)
+		}
+		olderThan = d
+	}
+	if req.Limit < 0 {
+		return ReconcileResult{}, fmt.Errorf("%w: limit %d is negative", ErrBadRequest, req.Limit)
+	}
+	limit := min(cmp.Or(req.Limit, ReconcileLimitDefault), ReconcileLimitMax)
+
+	m, err := LoadMetrics(ctx, st)
+	if err != nil {
+		return ReconcileResult{}, err
+	}
+	now := m.Now
+	res := ReconcileResult{Candidates: []ReconcileCandidate{}, Queues: []ReconcileQueue{}, Note: reconcileNote}
+	for _, q := range m.Queues {
+		rq := ReconcileQueue{Direction: q.Direction, Key: q.Key, OldestPendingAgeSeconds: q.OldestPendingAgeSeconds}
+		if q.Counts[store.StatusPending]+q.Counts[store.StatusProcessing] == 0 {
+			continue
+		}
+		var states []candidateState
+		switch q.Direction {
+		case store.DirectionInbound:
+			evs, err := st.Inbound().GetPending(ctx, q.Key, limit)
+			if err != nil {
+				return res, fmt.Errorf("reconcile inbound %s: %w", q.Key, err)
+			}
+			for _, e := range evs {
+				states = append(states, candidateState{e.ID, e.QueueState})
+			}
+		case store.DirectionOutbound:
+			evs, err := st.Outbound().GetPending(ctx, q.Key, limit)
+			if err != nil {
+				return res, fmt.Errorf("reconcile outbound %s: %w", q.Key, err)
+			}
+			for _, e := range evs {
+				states = append(states, candidateState{e.ID, e.QueueState})
+			}
+		}
+		rq.Checked = len(states)
+		for _, s := range states {
+			c := ReconcileCandidate{
+				Direction: q.Direction, Key: q.Key, ID: s.id, Status: s.q.Status,
+				CreatedDate: s.q.CreatedDate, NextAttemptDate: s.q.NextAttemptDate,
+				LeaseOwner: s.q.LeaseOwner, LeaseExpiresDate: s.q.LeaseExpiresDate, RetryCount: s.q.RetryCount,
+			}
+			switch {
+			case s.q.Status == store.StatusProcessing && s.q.LeaseExpiresDate != nil && !s.q.LeaseExpiresDate.After(now):
+				c.Reason = ReasonExpiredLease
+				rq.ExpiredLeases++
+			case s.q.Status == store.StatusPending && !s.q.NextAttemptDate.After(now.Add(-olderThan)):
+				c.Reason = ReasonOverdue
+				rq.Overdue++
+			default:
+				continue
+			}
+			res.Candidates = append(res.Candidates, c)
+		}
+		res.Checked += rq.Checked
+		res.Queues = append(res.Queues, rq)
+	}
+	return res, nil
+}
+
+type candidateState struct {
+	id string
+	q  store.QueueState
+}

@@ -1,0 +1,410 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	hubsync "github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/migrate"
+	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/records"
+	"github.com/hubsync/hubsync/relay"
+	"github.com/hubsync/hubsync/store"
+)
+
+// ErrStopped is returned by Start on a Server that was stopped: a Server runs once.
+var ErrStopped = errors.New("server: stopped")
+
+// readyTimeout bounds the database checks of GET /readyz.
+const readyTimeout = 5 * time.Second
+
+// part is one switchable piece of the service.
+type part struct {
+	name  string
+	start func(ctx context.Context) error
+	stop  func(ctx context.Context) error
+}
+
+// Server is a running hubsync service. Create it with New, run it with Start,
+// stop it with Stop (or by cancelling Start's context) and wait with Wait.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	db      *hubsync.DB
+	st      store.Store
+	in      *instruments
+	bus     *relay.Bus
+	ln      net.Listener
+	http    *http.Server
+	parts   []part // in start order
+	done    chan struct{}
+	err     error
+	errOnce sync.Once
+	stop    sync.Once
+}
+
+// New validates cfg and returns a Server that is not yet running. Every
+// configuration error names its setting and the fix.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, bus: relay.NewBus(), done: make(chan struct{})}, nil
+}
+
+// Start opens the database, checks (SQLite: applies) the migrations, builds the
+// enabled parts, listens on Config.Addr and starts everything in the
+// background; it returns once the service is up, or with the first error (and
+// nothing left running). Cancelling ctx stops the service gracefully, as Stop
+// does, within Config.DrainTimeout.
+func (s *Server) Start(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return ErrStopped
+	}
+	if s.started {
+		return nil
+	}
+	if err := s.build(ctx); err != nil {
+		s.closeDB()
+		return err
+	}
+	s.started = true
+	// Parts run under a context of their own: the caller's ctx asks for a
+	// graceful stop, which must not cancel the work it is draining.
+	runCtx := context.WithoutCancel(ctx)
+	for i, p := range s.parts {
+		if err := p.start(runCtx); err != nil {
+			stopCtx, cancel := context.WithTimeout(context.Background(), s.cfg.DrainTimeout)
+			for j := i - 1; j >= 0; j-- {
+				_ = s.parts[j].stop(stopCtx)
+			}
+			cancel()
+			s.ln.Close()
+			s.closeDB()
+			s.stopped = true
+			close(s.done)
+			return fmt.Errorf("start %s: %w", p.name, err)
+		}
+	}
+	go func() {
+		err := s.http.Serve(s.ln)
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.setErr(fmt.Errorf("http: %w", err))
+			go s.Stop(context.Background())
+		}
+	}()
+	go func() {
+		select {
+		case <-ctx.Done():
+			s.log.Info("hubsync: stopping", "drain_timeout", s.cfg.DrainTimeout)
+			_ = s.Stop(context.Background())
+		case <-s.done:
+		}
+	}()
+	names := make([]string, 0, len(s.parts))
+	for _, p := range s.parts {
+		names = append(names, p.name)
+	}
+	s.log.Info("hubsync: serving", "addr", s.ln.Addr().String(), "database", s.db.Dialect, "parts", names)
+	return nil
+}
+
+// Addr is the listen address after Start (useful with port 0).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
+
+// Store is the service's (instrumented) store after Start, for embedding code
+// such as the demo.
+func (s *Server) Store() store.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st
+}
+
+// Bus is the in-process event bus the internal outbox relay publishes record
+// events to. Subscribe before Start to see every event.
+func (s *Server) Bus() *relay.Bus { return s.bus }
+
+// Stop stops the service gracefully, every part at once under one drain
+// deadline (the earlier of ctx's and Config.DrainTimeout): the listener stops
+// accepting and lets in-flight requests finish, and each worker claims nothing
+// more and finishes its in-flight batch, or releases it when the deadline
+// passes. Then the database is closed. Stop is idempotent; every call waits
+// for the stop to end and returns its error.
+func (s *Server) Stop(ctx context.Context) error {
+	s.stop.Do(func() {
+		s.mu.Lock()
+		if !s.started {
+			s.stopped = true
+			s.mu.Unlock()
+			close(s.done)
+			return
+		}
+		s.stopped = true
+		s.mu.Unlock()
+		go func() {
+			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout)
+			defer cancel()
+			// Everything drains at once, under one deadline: the listener stops
+			// accepting and finishes its requests while each worker finishes
+			// (or, at the deadline, releases) its in-flight batch.
+			var wg sync.WaitGroup
+			wg.Go(func() {
+				if err := s.http.Shutdown(drainCtx); err != nil {
+					s.log.Warn("hubsync: HTTP requests still running at the drain deadline were cut off", "err", err)
+					s.http.Close()
+				}
+			})
+			for _, p := range s.parts {
+				wg.Go(func() {
+					if err := p.stop(drainCtx); err != nil {
+						s.log.Warn("hubsync: stop "+p.name+" was cut short; its unfinished work was released (or its leases will expire)", "err", err)
+					}
+				})
+			}
+			wg.Wait()
+			s.closeDB()
+			s.log.Info("hubsync: stopped")
+			close(s.done)
+		}()
+	})
+	select {
+	case <-s.done:
+		return s.Err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Wait blocks until the service has stopped and returns the error that stopped
+// it, if any (nil after a graceful stop).
+func (s *Server) Wait() error {
+	<-s.done
+	return s.Err()
+}
+
+// Done is closed when the service has stopped.
+func (s *Server) Done() <-chan struct{} { return s.done }
+
+// Err is the error that stopped the service, if any.
+func (s *Server) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *Server) setErr(err error) {
+	s.errOnce.Do(func() {
+		s.mu.Lock()
+		s.err = err
+		s.mu.Unlock()
+		s.log.Error("hubsync: failed", "err", err)
+	})
+}
+
+func (s *Server) closeDB() {
+	if s.db != nil {
+		if err := s.db.Close(); err != nil {
+			s.log.Warn("hubsync: close database", "err", err)
+		}
+	}
+}
+
+// build opens the database and assembles the parts and routes. Called with s.mu held.
+func (s *Server) build(ctx context.Context) error {
+	cfg := s.cfg
+	db, err := openChecked(ctx, cfg.DatabaseURL, cfg.Store, s.log)
+	if err != nil {
+		return err
+	}
+	s.db = db
+	s.in = newInstruments(db.Store, s.log)
+	st := newMeteredStore(db.Store, s.in)
+	s.st = st
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", s.in.handler())
+	(&adminAPI{token: []byte(cfg.AdminToken), st: st, reconcileAfter: cfg.ReconcileAfter, log: s.log}).register(mux)
+
+	lk := links.New(st)
+	var recs *records.Service
+	if !cfg.DisableAPI || !cfg.DisableSyncWorker {
+		if recs, err = records.New(st, lk, records.Config{Logger: s.log}); err != nil {
+			return fmt.Errorf("records: %w", err)
+		}
+	}
+
+	var client *hubspot.Client
+	var bud budget.Budget
+	if cfg.callsHubSpot() {
+		client, err = hubspot.NewClient(hubspot.Config{
+			BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken,
+			Timeout: cfg.HubSpotTimeout, OnResponse: s.in.onHubSpotResponse,
+		})
+		if err != nil {
+			return err
+		}
+		b, err := newBudget(db, cfg)
+		if err != nil {
+			return err
+		}
+		bud = meteredBudget{Budget: b, in: s.in}
+	}
+
+	var syncWorker *inbound.SyncWorker
+	if !cfg.DisableSyncWorker {
+		syncWorker, err = inbound.NewSyncWorker(inbound.WorkerConfig{
+			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
+			AppID: cfg.HubSpotAppID, Now: st.Now, Logger: s.log,
+		})
+		if err != nil {
+			return err
+		}
+		s.parts = append(s.parts, part{"sync-worker", syncWorker.Start, syncWorker.Stop})
+	}
+
+	var wake []notifier
+	if !cfg.DisableOutboundWorker {
+		w, err := outbound.NewWorker(outbound.Config{
+			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
+			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
+			Now: st.Now, Logger: s.log,
+		})
+		if err != nil {
+			return err
+		}
+		s.parts = append(s.parts, part{"outbound-worker", w.Start, w.Stop})
+		wake = append(wake, w)
+	}
+
+	if !cfg.DisableRelay {
+		p, r, err := s.relayPart(st)
+		if err != nil {
+			return err
+		}
+		s.parts = append(s.parts, *p)
+		wake = append(wake, r)
+	}
+
+	if !cfg.DisableCleanup {
+		c := &cleaner{st: st, cfg: cfg.Cleanup, interval: cfg.CleanupInterval, log: s.log}
+		s.parts = append(s.parts, part{"cleanup", c.Start, c.Stop})
+	}
+
+	if !cfg.DisableWebhooks {
+		hooks := inbound.ReceiverHooks{}
+		if syncWorker != nil {
+			hooks.OnAccept = func(_, inserted int, _ time.Duration) {
+				if inserted > 0 {
+					syncWorker.Notify()
+				}
+			}
+		}
+		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
+			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
+			AppID: cfg.HubSpotAppID, Logger: s.log, Hooks: hooks,
+		})
+		if err != nil {
+			return err
+		}
+		mux.Handle(inbound.WebhookPath, s.in.instrumentWebhooks(rc))
+	}
+
+	if !cfg.DisableAPI {
+		s.mountRecordsAPI(mux, recs, wake)
+	}
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("HUBSYNC_ADDR %s: cannot listen (%v); choose a free port, e.g. HUBSYNC_ADDR=127.0.0.1:8081", cfg.Addr, err)
+	}
+	s.ln = ln
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	return nil
+}
+
+// openChecked opens the database and makes sure its schema is current: SQLite
+// is migrated here (it is embedded, nobody else would do it); the shared
+// databases must have been migrated by `hubsync migrate`, once, by an operator.
+func openChecked(ctx context.Context, rawURL string, sc store.Config, log *slog.Logger) (*hubsync.DB, error) {
+	db, err := hubsync.Open(ctx, rawURL, sc)
+	if err != nil {
+		return nil, fmt.Errorf("HUBSYNC_DATABASE_URL: %w", err)
+	}
+	m, err := migrate.New(db.SQL, db.Dialect)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if db.Dialect == store.SQLite {
+		applied, err := m.Up(ctx)
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("migrate SQLite database: %w", err)
+		}
+		if len(applied) > 0 {
+			log.Info("hubsync: applied migrations", "versions", applied)
+		}
+	}
+	if err := m.Check(ctx); err != nil {
+		db.Close()
+		if errors.Is(err, migrate.ErrNotMigrated) {
+			return nil, fmt.Errorf("%s database: %w, with the same HUBSYNC_DATABASE_URL (serve migrates only SQLite by itself)", db.Dialect, err)
+		}
+		return nil, fmt.Errorf("check %s schema: %w", db.Dialect, err)
+	}
+	return db, nil
+}
+
+// readyz answers 200 when the database is reachable and its schema current.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	fail := func(reason string, err error) {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason, "error": err.Error()})
+	}
+	if err := s.db.SQL.PingContext(ctx); err != nil {
+		fail("database unreachable", err)
+		return
+	}
+	m, err := migrate.New(s.db.SQL, s.db.Dialect)
+	if err == nil {
+		err = m.Check(ctx)
+	}
+	if err != nil {
+		fail("migrations not current", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

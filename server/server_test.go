@@ -1,0 +1,211 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// database/sql's connection opener and the HTTP client's idle connections
+		// outlive a test by design.
+		goleak.IgnoreTopFunction("database/sql.(*DB).connectionOpener"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+	)
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func startServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	cfg.Addr = "127.0.0.1:0"
+	cfg.HubSpotAPIBase = sim.URL()
+	cfg.HubSpotAccessToken = hubspotsim.AccessTokenDefault
+	cfg.HubSpotClientSecret = hubspotsim.ClientSecretDefault
+	cfg.HubSpotAppID = "1000"
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return srv
+}
+
+func TestReadyzAndMetrics(t *testing.T) {
+	db := dbtest.New(t, store.SQLite)
+	srv := startServer(t, Config{DatabaseURL: db.URL})
+	base := "http://" + srv.Addr()
+
+	if code, _ := get(t, base+"/healthz"); code != 200 {
+		t.Fatalf("healthz = %d", code)
+	}
+	if code, body := get(t, base+"/readyz"); code != 200 {
+		t.Fatalf("readyz on a migrated database = %d %s", code, body)
+	}
+	code, body := get(t, base+"/metrics")
+	if code != 200 {
+		t.Fatalf("metrics = %d", code)
+	}
+	for _, name := range []string{MetricQueueDepth, MetricOldestPendingAge, MetricStatsUp, MetricHubSpotRateLimited,
+		MetricWebhookVerifyFailed, MetricEventsEnqueued, MetricEventsProcessed, MetricEventsFailed, MetricEventsClaimed} {
+		if !strings.Contains(body, "# TYPE "+name+" ") {
+			t.Errorf("metrics lack %s", name)
+		}
+	}
+	// An unsigned webhook is a verification failure, counted.
+	resp, err := http.Post(base+"/webhooks/hubspot", "application/json", strings.NewReader(`[]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("unsigned webhook = %d, want 401", resp.StatusCode)
+	}
+	if _, body := get(t, base+"/metrics"); !strings.Contains(body, MetricWebhookVerifyFailed+" 1") {
+		t.Errorf("verification failure not counted:\n%s", grepLines(body, "webhook"))
+	}
+
+	// A schema that falls behind the binary (here: a migration forgotten) makes
+	// the replica unready, with the reason.
+	if _, err := db.DB.Exec("DELETE FROM hubsync_migration WHERE version = (SELECT MAX(version) FROM hubsync_migration)"); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "migrations not current") {
+		t.Fatalf("readyz on an unmigrated database = %d %s, want 503 naming the reason", code, body)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func TestRecordReachesHubSpotAndStopIsIdempotent(t *testing.T) {
+	db := dbtest.New(t, store.SQLite)
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	srv, err := New(Config{
+		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
+		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + srv.Addr()
+	resp, err := http.Post(base+"/api/records/contacts", "application/json", strings.NewReader(`{"fields":{"email":"inproc@example.com"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create = %d", resp.StatusCode)
+	}
+	waitFor(t, "the contact in HubSpot", func() bool {
+		for _, o := range sim.Objects("contacts") {
+			if o.Properties["email"] == "inproc@example.com" {
+				return true
+			}
+		}
+		return false
+	})
+	// Cancelling Start's context stops the server gracefully.
+	cancel()
+	select {
+	case <-srv.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not stop after its context was cancelled")
+	}
+	if err := srv.Wait(); err != nil {
+		t.Fatalf("Wait = %v", err)
+	}
+	if err := srv.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop = %v", err)
+	}
+	if err := srv.Start(context.Background()); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after Stop = %v, want ErrStopped", err)
+	}
+}
+
+func TestConfigErrorsNameTheSetting(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"all missing", Config{}, []string{"HUBSPOT_ACCESS_TOKEN", "HUBSPOT_CLIENT_SECRET", "-webhooks=false"}},
+		{"bad database", Config{DatabaseURL: "oracle://x", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_DATABASE_URL"}},
+		{"bad addr", Config{Addr: "8080", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_ADDR"}},
+		{"bad app id", Config{HubSpotAppID: "abc", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSPOT_APP_ID"}},
+		{"bad public url", Config{PublicURL: "crm.example.com", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_PUBLIC_URL"}},
+		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"HUBSYNC_HUBSPOT_RATE_LIMIT"}},
+	} {
+		_, err := New(tc.cfg)
+		if !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: New = %v, want ErrConfig", tc.name, err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %q does not name %s", tc.name, err, w)
+			}
+		}
+	}
+	// Only the parts that need a setting require it.
+	if _, err := New(Config{DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}); err != nil {
+		t.Errorf("API-only config: %v", err)
+	}
+}

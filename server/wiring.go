@@ -1,0 +1,54 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+
+	hubsync "github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/records"
+	"github.com/hubsync/hubsync/relay"
+	"github.com/hubsync/hubsync/store"
+)
+
+// newBudget returns the call budget shared by every replica through the
+// database, so that all of them together stay under HubSpot's limit.
+func newBudget(db *hubsync.DB, cfg Config) (budget.Budget, error) {
+	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit})
+	if err != nil {
+		return nil, fmt.Errorf("HUBSYNC_HUBSPOT_RATE_LIMIT/HUBSYNC_HUBSPOT_DAILY_LIMIT: %w", err)
+	}
+	return b, nil
+}
+
+// relayPart builds the internal outbox relay (_System_OutboxEvent → the
+// Server's Bus).
+func (s *Server) relayPart(st store.Store) (*part, *relay.Relay, error) {
+	r, err := relay.New(st, s.bus, relay.Config{Logger: s.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	return &part{"relay", r.Start, r.Stop}, r, nil
+}
+
+// notifier is a worker that can be woken early.
+type notifier interface{ Notify() }
+
+// mountRecordsAPI serves /api/records/… from the records service. A successful
+// write wakes the local workers, so a change does not wait for their next poll.
+func (s *Server) mountRecordsAPI(mux *http.ServeMux, recs *records.Service, wake []notifier) {
+	h := recs.Handler()
+	mux.Handle("/api/records/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet || r.Method == http.MethodHead || len(wake) == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		if sw.code < 300 {
+			for _, n := range wake {
+				n.Notify()
+			}
+		}
+	}))
+}

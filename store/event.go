@@ -1,0 +1,126 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Status is the processing state of a queued event.
+type Status string
+
+// The states of a queued event. A retry returns an event to StatusPending with a
+// later NextAttemptDate; StatusFailed is the dead letter state.
+const (
+	StatusPending    Status = "pending"
+	StatusProcessing Status = "processing"
+	StatusProcessed  Status = "processed"
+	StatusFailed     Status = "failed"
+)
+
+// Direction names one of the three queues.
+type Direction string
+
+// The three queues.
+const (
+	DirectionInbound  Direction = "inbound"
+	DirectionOutbound Direction = "outbound"
+	DirectionInternal Direction = "internal"
+)
+
+// Inbound event types (InboundEvent.EventType).
+const (
+	EventCreate        = "create"
+	EventUpdate        = "update"
+	EventDelete        = "delete"
+	EventMerge         = "merge"
+	EventRestore       = "restore"
+	EventAssociation   = "association"
+	EventPrivacyDelete = "privacy_delete"
+)
+
+// Internal event types (InternalEvent.EventType).
+const (
+	EventRecordCreated = "record.created"
+	EventRecordUpdated = "record.updated"
+	EventRecordDeleted = "record.deleted"
+)
+
+// Lease identifies one claim of one event. Every state change after a claim is
+// fenced by it: it applies only while the row is still processing under the same
+// Attempt.
+type Lease struct {
+	ID      string
+	Attempt int
+}
+
+// QueueState is the bookkeeping every queued event carries. Enqueue ignores it
+// except CreatedDate, which defaults to the store's clock.
+type QueueState struct {
+	Status           Status
+	RetryCount       int    // failed attempts so far; reset by a dead-letter requeue
+	Attempt          int    // claims so far; the fencing value of the current lease
+	ErrorMessage     string // last error
+	NextAttemptDate  time.Time
+	LeaseOwner       string
+	LeaseExpiresDate *time.Time
+	ProcessedDate    *time.Time
+	CreatedDate      time.Time
+	LastModifiedDate time.Time
+}
+
+// lease builds the Lease of the claim that handed out the event with this id.
+func (q QueueState) lease(id string) Lease { return Lease{ID: id, Attempt: q.Attempt} }
+
+// InboundEvent is a row of _System_IntegrationInbound: a change that arrived from
+// an external platform.
+type InboundEvent struct {
+	ID             string
+	Source         string // "hubspot"
+	ExternalID     string // the object's id on the source platform
+	ObjectType     string // "contacts", "companies", "deals", ...
+	EventType      string // EventCreate, EventUpdate, ...
+	Payload        json.RawMessage
+	RawPayload     json.RawMessage // the event as received; nil stores NULL
+	IdempotencyKey string          // unique; a duplicate enqueue is skipped
+	QueueState
+}
+
+// Lease returns the lease of the claim that handed out this event.
+func (e InboundEvent) Lease() Lease { return e.lease(e.ID) }
+
+// OutboundEvent is a row of _System_IntegrationOutbound: a local change to push
+// to an external platform.
+type OutboundEvent struct {
+	ID          string
+	Destination string // "hubspot"
+	ObjectType  string
+	RecordID    string // the local record id
+	EventType   string // EventCreate, EventUpdate or EventDelete
+	Payload     json.RawMessage // snapshot after the change
+	OldPayload  json.RawMessage // snapshot before the change; nil stores NULL (create)
+	QueueState
+}
+
+// Lease returns the lease of the claim that handed out this event.
+func (e OutboundEvent) Lease() Lease { return e.lease(e.ID) }
+
+// InternalEvent is a row of _System_OutboxEvent: an internal record event for
+// in-process subscribers.
+type InternalEvent struct {
+	ID         string
+	EventType  string // EventRecordCreated, EventRecordUpdated, EventRecordDeleted
+	ObjectType string
+	RecordID   string
+	Payload    json.RawMessage
+	Metadata   json.RawMessage // e.g. {"sync_source":"hubspot"}; nil stores NULL
+	QueueState
+}
+
+// Lease returns the lease of the claim that handed out this event.
+func (e InternalEvent) Lease() Lease { return e.lease(e.ID) }
+
+// EnqueueResult reports what an enqueue did.
+type EnqueueResult struct {
+	ID       string // the stored event's id (the existing one for a duplicate)
+	Inserted bool   // false when the idempotency key was already present
+}

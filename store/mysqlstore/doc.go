@@ -1,0 +1,9 @@
+// Package mysqlstore is the MySQL/MariaDB backend of hubsync's store
+// (github.com/go-sql-driver/mysql; MySQL 8.0.4+ or MariaDB 10.6+ for SKIP LOCKED
+// and JSON_TABLE).
+//
+// MySQL has no UPDATE … RETURNING, so a claim is one short read-committed
+// transaction: lock the due events with FOR UPDATE SKIP LOCKED, lease them, read
+// them back. Idempotent inbound enqueue uses INSERT IGNORE on the unique
+// IdempotencyKey.
+package mysqlstore

@@ -1,0 +1,47 @@
+package mysqlstore
+
+import (
+	"database/sql"
+	_ "embed"
+	"errors"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/hubsync/hubsync/internal/sqlq"
+	"github.com/hubsync/hubsync/store"
+)
+
+//go:embed queries.sql
+var queries string
+
+var dialect = sqlq.Dialect{
+	Name:         store.MySQL,
+	Queries:      queries,
+	Placeholders: sqlq.Question,
+	Mode:         sqlq.ClaimLockThenUpdate,
+	ClaimTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	Retryable:    retryable,
+}
+
+// retryable reports a deadlock (1213) or lock wait timeout (1205).
+func retryable(err error) bool {
+	var me *mysql.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
+// Store is the MySQL/MariaDB store.
+type Store struct {
+	*sqlq.Store
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store on db, a migrated MySQL/MariaDB database opened with a DSN
+// from store.ParseDatabaseURL (parseTime, UTC).
+func New(db *sql.DB, cfg store.Config) (*Store, error) {
+	s, err := sqlq.New(db, dialect, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s}, nil
+}

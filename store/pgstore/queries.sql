@@ -1,0 +1,149 @@
+-- Queries of the PostgreSQL backend. internal/sqlq renders this file once per
+-- queue with text/template ({{.Table}}, {{.Key}}, the record-key columns) and
+-- binds the @named parameters as $n. Lists of ids and leases arrive as one JSON
+-- array parameter.
+--
+-- A claim is one statement: CTEs pick the due events of one key in order with
+-- FOR UPDATE SKIP LOCKED and the UPDATE leases them.
+
+{{define "keyed"}}{{if .Key}}e.{{.Key}} = @key AND {{end}}{{end}}
+
+{{/* A candidate e is the head of its record: no earlier event of its record is
+     unfinished, and no other one holds a live lease. So a record has at most one
+     event out at a time, in creation order; failed and processed events do not
+     block. Concurrent claimers cannot both take events of one record: a later
+     event is blocked by the earlier one in any snapshot, and the head itself is
+     arbitrated by its row lock (a claimer that finds it claimed after the lock
+     re-evaluates the row and drops it). */}}
+{{define "unblocked"}}NOT EXISTS (
+        SELECT 1 FROM {{.Table}} x
+        WHERE {{same . "x" "e"}} AND x.Id <> e.Id AND x.Status IN ('pending', 'processing')
+          AND (x.CreatedDate < e.CreatedDate OR (x.CreatedDate = e.CreatedDate AND x.Id < e.Id)
+            OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
+{{end}}
+
+{{/* The due events of one key in claim order: pending ones whose time has come
+     and processing ones whose lease expired, each from its own index range. */}}
+{{define "due"}}p AS MATERIALIZED (
+    SELECT e.Id, e.CreatedDate FROM {{.Table}} e
+    WHERE {{template "keyed" .}}e.Status = 'pending' AND e.NextAttemptDate <= @now
+      AND {{template "unblocked" .}}
+    ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}
+), xp AS MATERIALIZED (
+    SELECT e.Id, e.CreatedDate FROM {{.Table}} e
+    WHERE {{template "keyed" .}}e.Status = 'processing' AND e.LeaseExpiresDate < @now
+      AND {{template "unblocked" .}}
+    ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}
+), cand AS MATERIALIZED (
+    SELECT Id FROM (SELECT Id, CreatedDate FROM p UNION ALL SELECT Id, CreatedDate FROM xp) u
+    ORDER BY CreatedDate, Id LIMIT @limit
+){{end}}
+
+{{define "lease"}}UPDATE {{.Table}} AS t
+SET Status = 'processing', LeaseOwner = @owner, LeaseExpiresDate = @lease_expires,
+    Attempt = t.Attempt + 1, LastModifiedDate = @now
+FROM cand WHERE t.Id = cand.Id
+RETURNING {{cols . "t"}}{{end}}
+
+{{define "leases"}}jsonb_to_recordset(@leases::jsonb) AS l(id text, attempt int){{end}}
+
+-- name: Insert
+{{if eq .Dir "inbound"}}
+INSERT INTO _System_IntegrationInbound (Id, Source, ExternalID, ObjectType, EventType, Payload, RawPayload,
+    IdempotencyKey, Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+VALUES (@id, @source, @external_id, @object_type, @event_type, @payload, @raw_payload,
+    @idempotency_key, 'pending', 0, 0, @created, @now, @created)
+ON CONFLICT (IdempotencyKey) DO NOTHING
+{{else if eq .Dir "outbound"}}
+INSERT INTO _System_IntegrationOutbound (Id, Destination, ObjectType, RecordID, EventType, Payload, OldPayload,
+    Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+VALUES (@id, @destination, @object_type, @record_id, @event_type, @payload, @old_payload,
+    'pending', 0, 0, @created, @now, @created)
+{{else}}
+INSERT INTO _System_OutboxEvent (Id, EventType, ObjectType, RecordID, Payload, Metadata,
+    Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+VALUES (@id, @event_type, @object_type, @record_id, @payload, @metadata,
+    'pending', 0, 0, @created, @now, @created)
+{{end}}
+
+-- name: IDByIdempotencyKey
+{{if eq .Dir "inbound"}}
+SELECT Id FROM _System_IntegrationInbound WHERE IdempotencyKey = @idempotency_key
+{{end}}
+
+-- name: Get
+SELECT {{cols . ""}} FROM {{.Table}} WHERE Id = @id
+
+-- name: Pending
+WITH {{template "due" .}}
+SELECT {{cols . "t"}} FROM {{.Table}} t JOIN cand ON cand.Id = t.Id
+
+-- name: Claim
+WITH {{template "due" locked .}}
+{{template "lease" .}}
+
+-- name: ClaimIDs
+WITH cand AS MATERIALIZED (
+    SELECT e.Id FROM {{.Table}} e
+    WHERE e.Id IN (SELECT jsonb_array_elements_text(@ids::jsonb))
+      AND ((e.Status = 'pending' AND e.NextAttemptDate <= @now)
+        OR (e.Status = 'processing' AND e.LeaseExpiresDate < @now))
+      AND {{template "unblocked" .}}
+    FOR UPDATE SKIP LOCKED
+)
+{{template "lease" .}}
+
+-- name: Complete
+UPDATE {{.Table}} AS t
+SET Status = 'processed', ProcessedDate = @now, LeaseExpiresDate = NULL, LastModifiedDate = @now
+FROM {{template "leases"}}
+WHERE t.Id = l.id AND t.Attempt = l.attempt AND t.Status = 'processing'
+RETURNING t.Id
+
+-- name: Release
+UPDATE {{.Table}} AS t
+SET Status = 'pending', NextAttemptDate = @next, LeaseOwner = NULL, LeaseExpiresDate = NULL, LastModifiedDate = @now
+FROM {{template "leases"}}
+WHERE t.Id = l.id AND t.Attempt = l.attempt AND t.Status = 'processing'
+RETURNING t.Id
+
+-- name: Fail
+UPDATE {{.Table}}
+SET Status = 'failed', ErrorMessage = @error, LeaseExpiresDate = NULL, LastModifiedDate = @now
+WHERE Id = @id AND Attempt = @attempt AND Status = 'processing'
+
+-- name: RetryCount
+SELECT RetryCount FROM {{.Table}} WHERE Id = @id AND Attempt = @attempt AND Status = 'processing'
+
+-- name: Retry
+UPDATE {{.Table}}
+SET Status = @status, RetryCount = RetryCount + 1, ErrorMessage = @error, NextAttemptDate = @next,
+    LeaseOwner = NULL, LeaseExpiresDate = NULL, LastModifiedDate = @now
+WHERE Id = @id AND Attempt = @attempt AND Status = 'processing' AND RetryCount = @retry_count
+
+-- name: Cleanup
+DELETE FROM {{.Table}} WHERE Id IN (
+    SELECT Id FROM {{.Table}} WHERE Status = 'processed' AND ProcessedDate < @cutoff LIMIT @batch)
+
+-- name: DeadLetters
+SELECT {{cols . ""}} FROM {{.Table}}
+WHERE Status = 'failed'{{if .Key}} AND (@key = '' OR {{.Key}} = @key){{end}} AND Id > @after
+ORDER BY Id LIMIT @limit
+
+-- name: Requeue
+UPDATE {{.Table}}
+SET Status = 'pending', RetryCount = 0, NextAttemptDate = @now, LeaseOwner = NULL, LeaseExpiresDate = NULL,
+    LastModifiedDate = @now
+WHERE Status = 'failed' AND Id IN (SELECT jsonb_array_elements_text(@ids::jsonb))
+
+-- name: RequeueAll
+{{if .Key}}
+UPDATE {{.Table}}
+SET Status = 'pending', RetryCount = 0, NextAttemptDate = @now, LeaseOwner = NULL, LeaseExpiresDate = NULL,
+    LastModifiedDate = @now
+WHERE Status = 'failed' AND {{.Key}} = @key
+{{end}}
+
+-- name: Stats
+SELECT {{if .Key}}{{.Key}}{{else}}''::text{{end}}, Status, COUNT(*), MIN(CreatedDate)
+FROM {{.Table}} GROUP BY 1, 2 ORDER BY 1, 2

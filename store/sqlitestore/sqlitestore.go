@@ -1,0 +1,38 @@
+package sqlitestore
+
+import (
+	"database/sql"
+	_ "embed"
+
+	"github.com/hubsync/hubsync/internal/sqlq"
+	"github.com/hubsync/hubsync/store"
+)
+
+//go:embed queries.sql
+var queries string
+
+// Dialect describes SQLite to the shared engine.
+var dialect = sqlq.Dialect{
+	Name:         store.SQLite,
+	Queries:      queries,
+	Placeholders: sqlq.Question,
+	TimeMicros:   true,
+	Mode:         sqlq.ClaimReturning,
+}
+
+// Store is the SQLite store.
+type Store struct {
+	*sqlq.Store
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New returns a store on db, a migrated SQLite database opened with a DSN from
+// store.ParseDatabaseURL.
+func New(db *sql.DB, cfg store.Config) (*Store, error) {
+	s, err := sqlq.New(db, dialect, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{s}, nil
+}

@@ -1,0 +1,183 @@
+package storetest
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+//go:embed sql/*.sql
+var sqlFS embed.FS
+
+// BenchStoreFunc opens a store on a fresh, migrated database for a benchmark.
+type BenchStoreFunc func(b *testing.B, cfg store.Config) store.Store
+
+// BenchBatchSize is the claim limit of the benchmarks.
+const BenchBatchSize = 100
+
+const benchDestination = "hubspot"
+
+// FillOutbound bulk-loads n pending outbound events of destination, one per
+// record, in a single INSERT … SELECT (generate_series on PostgreSQL, a recursive
+// CTE on SQLite, the SEQUENCE engine on MariaDB). Event i is created at base + i
+// microseconds and has id idPrefix followed by i zero-padded, so prefixes must
+// differ between fills of one database. Enqueue is far too slow for a backlog of
+// a million rows.
+func FillOutbound(ctx context.Context, s store.Store, destination, idPrefix string, n int, base time.Time) error {
+	text, err := sqlFS.ReadFile("sql/fill_outbound." + string(s.Dialect()) + ".sql")
+	if err != nil {
+		return fmt.Errorf("fill outbound: no fill query for dialect %q: %w", s.Dialect(), err)
+	}
+	base = base.UTC().Truncate(time.Microsecond)
+	var args []any
+	switch s.Dialect() {
+	case store.SQLite:
+		args = []any{n, destination, idPrefix, base.UnixMicro()}
+	case store.Postgres:
+		args = []any{n, destination, idPrefix, base}
+	case store.MySQL:
+		args = []any{destination, idPrefix, base.Format("2006-01-02 15:04:05.999999"), n}
+	}
+	if _, err := s.DB().ExecContext(ctx, string(text), args...); err != nil {
+		return fmt.Errorf("fill outbound (%d rows): %w", n, err)
+	}
+	return nil
+}
+
+// Analyze refreshes the planner statistics of the queue tables.
+func Analyze(ctx context.Context, s store.Store) error {
+	var stmts []string
+	switch s.Dialect() {
+	case store.SQLite:
+		stmts = []string{"ANALYZE"}
+	case store.Postgres:
+		stmts = []string{"ANALYZE _System_IntegrationOutbound"}
+	case store.MySQL:
+		stmts = []string{"ANALYZE TABLE _System_IntegrationOutbound"}
+	}
+	for _, q := range stmts {
+		rows, err := s.DB().QueryContext(ctx, q) // MySQL's ANALYZE TABLE returns a result set
+		if err != nil {
+			return fmt.Errorf("analyze: %w", err)
+		}
+		rows.Close()
+	}
+	return nil
+}
+
+// BenchmarkClaimComplete measures outbound claim→complete throughput: batches of
+// BenchBatchSize, no work between claim and complete, with 1 and 4 concurrent
+// workers. b.N is the number of events; the events/s metric is the result. The
+// events are bulk-loaded before the timer starts, one per record, so per-record
+// exclusivity never holds a worker back.
+func BenchmarkClaimComplete(b *testing.B, newStore BenchStoreFunc) {
+	for _, workers := range []int{1, 4} {
+		b.Run("workers="+strconv.Itoa(workers), func(b *testing.B) {
+			ctx := context.Background()
+			s := newStore(b, store.Config{})
+			if err := FillOutbound(ctx, s, benchDestination, "ev-", b.N, s.Now().Add(-time.Hour)); err != nil {
+				b.Fatal(err)
+			}
+			if err := Analyze(ctx, s); err != nil {
+				b.Fatal(err)
+			}
+			var (
+				done  atomic.Int64
+				wg    sync.WaitGroup
+				errMu sync.Mutex
+				first error
+			)
+			b.ResetTimer()
+			for w := range workers {
+				owner := "bench-" + strconv.Itoa(w)
+				wg.Go(func() {
+					for done.Load() < int64(b.N) {
+						evs, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: benchDestination, Limit: BenchBatchSize, LeaseDuration: time.Hour, Owner: owner})
+						if err == nil && len(evs) > 0 {
+							ls := make([]store.Lease, len(evs))
+							for i, ev := range evs {
+								ls[i] = ev.Lease()
+							}
+							err = s.Outbound().Complete(ctx, ls...)
+							done.Add(int64(len(evs)))
+						}
+						if err != nil {
+							errMu.Lock()
+							first = err
+							errMu.Unlock()
+							done.Store(int64(b.N)) // stop the others
+							return
+						}
+						if len(evs) == 0 {
+							runtime.Gosched()
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			if first != nil {
+				b.Fatal(first)
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkClaimLatency measures one Claim(limit BenchBatchSize) plus the Complete
+// of what it claimed, on an outbound queue kept at backlog pending events (each
+// iteration's events are replaced, outside the timer, by as many new ones at the
+// tail). Completed rows stay in the table, as they do between cleanups. Compare
+// the claim-us metric across backlogs: a claim that walks the backlog or the
+// finished rows grows with them.
+func BenchmarkClaimLatency(b *testing.B, newStore BenchStoreFunc, backlog int) {
+	ctx := context.Background()
+	s := newStore(b, store.Config{})
+	base := s.Now().Add(-24 * time.Hour)
+	if err := FillOutbound(ctx, s, benchDestination, "backlog-", backlog, base); err != nil {
+		b.Fatal(err)
+	}
+	if err := Analyze(ctx, s); err != nil {
+		b.Fatal(err)
+	}
+	next := base.Add(time.Duration(backlog+1) * time.Microsecond)
+	refill := 0
+	b.Run("backlog="+strconv.Itoa(backlog), func(b *testing.B) {
+		var claimTime time.Duration
+		b.ResetTimer()
+		for range b.N {
+			start := time.Now()
+			evs, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: benchDestination, Limit: BenchBatchSize, LeaseDuration: time.Hour, Owner: "bench"})
+			claimTime += time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(evs) != BenchBatchSize {
+				b.Fatalf("claimed %d events from a backlog of %d, want %d", len(evs), backlog, BenchBatchSize)
+			}
+			ls := make([]store.Lease, len(evs))
+			for i, ev := range evs {
+				ls[i] = ev.Lease()
+			}
+			if err := s.Outbound().Complete(ctx, ls...); err != nil {
+				b.Fatal(err)
+			}
+			b.StopTimer()
+			refill++
+			if err := FillOutbound(ctx, s, benchDestination, "r"+strconv.Itoa(refill)+"-", len(evs), next); err != nil {
+				b.Fatal(err)
+			}
+			next = next.Add(time.Duration(len(evs)+1) * time.Microsecond)
+			b.StartTimer()
+		}
+		b.ReportMetric(float64(claimTime.Microseconds())/float64(b.N), "claim-us")
+	})
+}

@@ -1,0 +1,331 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+func testEnqueueRoundTrip(t *testing.T, b *bundle) {
+	q := b.q
+	created := b.clock.Now()
+	id := q.mustEnqueue(t, spec{Key: "hubspot", Object: "deals", Record: "r-42", Payload: json.RawMessage(`{"a":1}`)})
+	got := q.mustGet(t, id)
+	if got.ID != id {
+		t.Errorf("Get(%s).ID = %q", id, got.ID)
+	}
+	wantKey := "hubspot"
+	if !q.keyed {
+		wantKey = ""
+	}
+	if got.Key != wantKey || got.Object != "deals" || got.Record != "r-42" {
+		t.Errorf("Get(%s) = key %q object %q record %q, want %q deals r-42", id, got.Key, got.Object, got.Record, wantKey)
+	}
+	if got.Status != store.StatusPending || got.Attempt != 0 || got.RetryCount != 0 || got.ErrorMessage != "" {
+		t.Errorf("new event = %v error %q, want pending, attempt 0, retry 0, no error", got, got.ErrorMessage)
+	}
+	if !got.CreatedDate.Equal(created) {
+		t.Errorf("CreatedDate = %s, want the store clock's %s (Config.Now, not the database's clock)", got.CreatedDate, created)
+	}
+	if got.NextAttemptDate.After(created) {
+		t.Errorf("NextAttemptDate = %s, after CreatedDate %s: a new event must be claimable at once", got.NextAttemptDate, created)
+	}
+	if got.LeaseExpiresDate != nil || got.ProcessedDate != nil {
+		t.Errorf("new event has LeaseExpiresDate %v ProcessedDate %v, want both nil", got.LeaseExpiresDate, got.ProcessedDate)
+	}
+	// Another event gets another id.
+	res, err := q.enqueue(context.Background(), spec{})
+	if err != nil || res.ID == "" || res.ID == id {
+		t.Errorf("second enqueue = %+v, %v; want a new id", res, err)
+	}
+}
+
+func testIdempotentEnqueueConcurrent(t *testing.T, b *bundle) {
+	const n = 50
+	ctx := context.Background()
+	ev := store.InboundEvent{
+		Source: "hubspot", ExternalID: "101", ObjectType: "contacts", EventType: store.EventUpdate,
+		Payload: json.RawMessage(`{"id":"101"}`), IdempotencyKey: "hubspot:evt-1",
+	}
+	results := make([]store.EnqueueResult, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = b.s.Inbound().Enqueue(ctx, ev)
+		})
+	}
+	close(start)
+	wg.Wait()
+	inserted := 0
+	var id string
+	for i := range n {
+		if errs[i] != nil {
+			t.Errorf("enqueue #%d of the same IdempotencyKey: %v; a duplicate must be skipped, not an error", i, errs[i])
+			continue
+		}
+		if results[i].Inserted {
+			inserted++
+			id = results[i].ID
+		}
+	}
+	if inserted != 1 {
+		t.Fatalf("%d of %d concurrent enqueues of one IdempotencyKey report Inserted, want exactly 1", inserted, n)
+	}
+	for i := range n {
+		if errs[i] == nil && results[i].ID != id {
+			t.Errorf("enqueue #%d returned id %q, want the stored event's id %q", i, results[i].ID, id)
+		}
+	}
+	if c := b.q.countRows(t, ""); c != 1 {
+		t.Errorf("%d rows after %d enqueues of one IdempotencyKey, want 1", c, n)
+	}
+	// A duplicate inside a caller's transaction is skipped too.
+	tx, err := b.s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.s.Inbound().EnqueueTx(ctx, tx, ev)
+	if cerr := tx.Commit(); cerr != nil {
+		t.Fatalf("commit after duplicate EnqueueTx: %v", cerr)
+	}
+	if err != nil || res.Inserted || res.ID != id {
+		t.Errorf("EnqueueTx of a duplicate = %+v, %v; want Inserted false, ID %q, no error", res, err, id)
+	}
+}
+
+func testEnqueueBatch(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	mk := func(key, ext string) store.InboundEvent {
+		return store.InboundEvent{Source: "hubspot", ExternalID: ext, ObjectType: "contacts", EventType: store.EventCreate, Payload: json.RawMessage(`{}`), IdempotencyKey: key}
+	}
+	first, err := b.s.Inbound().Enqueue(ctx, mk("k1", "1"))
+	if err != nil || !first.Inserted {
+		t.Fatalf("enqueue k1 = %+v, %v", first, err)
+	}
+	res, err := b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{mk("k2", "2"), mk("k1", "1"), mk("k3", "3")})
+	if err != nil {
+		t.Fatalf("EnqueueBatch with one existing key: %v", err)
+	}
+	if len(res) != 3 {
+		t.Fatalf("EnqueueBatch of 3 returned %d results", len(res))
+	}
+	if !res[0].Inserted || res[1].Inserted || !res[2].Inserted {
+		t.Errorf("EnqueueBatch Inserted = %v %v %v, want true false true (k1 already existed)", res[0].Inserted, res[1].Inserted, res[2].Inserted)
+	}
+	if res[1].ID != first.ID {
+		t.Errorf("EnqueueBatch duplicate k1 has id %q, want the existing %q", res[1].ID, first.ID)
+	}
+	if c := b.q.countRows(t, ""); c != 3 {
+		t.Errorf("%d rows, want 3", c)
+	}
+}
+
+// jsonEqual compares JSON semantically: PostgreSQL's JSONB and MySQL's JSON
+// normalise whitespace and key order.
+func jsonEqual(a, b []byte) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// preservesJSONText reports whether the backend's untyped-JSON columns keep the
+// text as written: SQLite (TEXT), PostgreSQL (json, not jsonb), MariaDB (JSON is
+// LONGTEXT). Oracle MySQL's JSON type normalises.
+func preservesJSONText(t *testing.T, s store.Store) bool {
+	switch s.Dialect() {
+	case store.SQLite, store.Postgres:
+		return true
+	case store.MySQL:
+		var v string
+		if err := s.DB().QueryRow("SELECT VERSION()").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(strings.ToLower(v), "mariadb")
+	}
+	return false
+}
+
+func testPayloads(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	payload := json.RawMessage(`{"name": "Zoë 名字", "nested": {"b": [1, 2.5, null, true], "a": "x\"y\\z"}, "emoji": "🙂"}`)
+	raw := json.RawMessage(`[ {"eventId": 1,   "propertyValue": "a  b"} ]`)
+	old := json.RawMessage(`{"name":"before"}`)
+	var id, idNull string
+	checkNull := func(col, id string, wantNull bool) {
+		t.Helper()
+		var n int
+		query := rebind(b.s.Dialect(), "SELECT COUNT(*) FROM "+b.q.table+" WHERE Id = ? AND "+col+" IS NULL")
+		if err := b.s.DB().QueryRow(query, id).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", query, err)
+		}
+		if (n == 1) != wantNull {
+			t.Errorf("%s of %s IS NULL = %v, want %v (a nil json.RawMessage stores SQL NULL, not JSON null)", col, id, n == 1, wantNull)
+		}
+	}
+	switch b.q.dir {
+	case store.DirectionInbound:
+		r1, err := b.s.Inbound().Enqueue(ctx, store.InboundEvent{Source: "hubspot", ExternalID: "1", ObjectType: "contacts", EventType: store.EventUpdate, Payload: payload, RawPayload: raw, IdempotencyKey: "p1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := b.s.Inbound().Enqueue(ctx, store.InboundEvent{Source: "hubspot", ExternalID: "2", ObjectType: "contacts", EventType: store.EventUpdate, Payload: payload, IdempotencyKey: "p2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, idNull = r1.ID, r2.ID
+		e, err := b.s.Inbound().Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if preservesJSONText(t, b.s) {
+			if !bytes.Equal(e.RawPayload, raw) {
+				t.Errorf("RawPayload = %s, want byte-for-byte %s (it is the audit copy of what arrived)", e.RawPayload, raw)
+			}
+		} else if !jsonEqual(e.RawPayload, raw) {
+			t.Errorf("RawPayload = %s, want JSON equal to %s", e.RawPayload, raw)
+		}
+		if e.IdempotencyKey != "p1" || e.EventType != store.EventUpdate || e.ObjectType != "contacts" {
+			t.Errorf("Get = key %q type %q object %q", e.IdempotencyKey, e.EventType, e.ObjectType)
+		}
+		e2, err := b.s.Inbound().Get(ctx, idNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e2.RawPayload != nil {
+			t.Errorf("RawPayload enqueued nil reads back as %q, want nil", e2.RawPayload)
+		}
+		checkNull("RawPayload", idNull, true)
+		checkNull("RawPayload", id, false)
+	case store.DirectionOutbound:
+		r1, err := b.s.Outbound().Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "1", EventType: store.EventUpdate, Payload: payload, OldPayload: old})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := b.s.Outbound().Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "2", EventType: store.EventCreate, Payload: payload})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, idNull = r1.ID, r2.ID
+		e, err := b.s.Outbound().Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEqual(e.OldPayload, old) {
+			t.Errorf("OldPayload = %s, want %s", e.OldPayload, old)
+		}
+		e2, err := b.s.Outbound().Get(ctx, idNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e2.OldPayload != nil {
+			t.Errorf("OldPayload enqueued nil reads back as %q, want nil", e2.OldPayload)
+		}
+		checkNull("OldPayload", idNull, true)
+		checkNull("OldPayload", id, false)
+	case store.DirectionInternal:
+		meta := json.RawMessage(`{"sync_source":"hubspot"}`)
+		tx, err := b.s.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r1, err1 := b.s.Internal().EnqueueTx(ctx, tx, store.InternalEvent{EventType: store.EventRecordUpdated, ObjectType: "contacts", RecordID: "1", Payload: payload, Metadata: meta})
+		r2, err2 := b.s.Internal().EnqueueTx(ctx, tx, store.InternalEvent{EventType: store.EventRecordCreated, ObjectType: "contacts", RecordID: "2", Payload: payload})
+		if err := errors.Join(err1, err2, tx.Commit()); err != nil {
+			t.Fatal(err)
+		}
+		id, idNull = r1.ID, r2.ID
+		e, err := b.s.Internal().Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !jsonEqual(e.Metadata, meta) || e.EventType != store.EventRecordUpdated {
+			t.Errorf("Metadata = %s type %q, want %s %q", e.Metadata, e.EventType, meta, store.EventRecordUpdated)
+		}
+		e2, err := b.s.Internal().Get(ctx, idNull)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if e2.Metadata != nil {
+			t.Errorf("Metadata enqueued nil reads back as %q, want nil", e2.Metadata)
+		}
+		checkNull("Metadata", idNull, true)
+		checkNull("Metadata", id, false)
+	}
+	got := b.q.mustGet(t, id)
+	if !jsonEqual(got.Payload, payload) {
+		t.Errorf("Payload = %s, want JSON equal to %s", got.Payload, payload)
+	}
+	// Claims hand out the payload too.
+	claimed := b.q.mustClaim(t, 10, minute, "w1")
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %v, want both events", claimed)
+	}
+	for _, c := range claimed {
+		if !jsonEqual(c.Payload, payload) {
+			t.Errorf("claimed %s has Payload %s, want %s", c.ID, c.Payload, payload)
+		}
+	}
+}
+
+func testTxRollback(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	tx, err := b.s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.q.enqueueTx(ctx, tx, spec{})
+	if err != nil {
+		tx.Rollback()
+		t.Fatalf("EnqueueTx: %v", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.q.get(ctx, res.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get of an event enqueued in a rolled-back transaction: err = %v, want ErrNotFound", err)
+	}
+	if c := b.q.countRows(t, ""); c != 0 {
+		t.Errorf("%d rows after a rolled-back EnqueueTx, want 0", c)
+	}
+	if got := b.q.mustClaim(t, 10, minute, "w1"); len(got) != 0 {
+		t.Errorf("claimed %v after a rolled-back EnqueueTx, want nothing", got)
+	}
+
+	tx, err = b.s.DB().BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = b.q.enqueueTx(ctx, tx, spec{})
+	if err != nil {
+		tx.Rollback()
+		t.Fatalf("EnqueueTx: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.q.mustGet(t, res.ID); got.Status != store.StatusPending {
+		t.Errorf("committed EnqueueTx event = %v, want pending", got)
+	}
+	if got := b.q.mustClaim(t, 10, minute, "w1"); len(got) != 1 || got[0].ID != res.ID {
+		t.Errorf("claimed %v after a committed EnqueueTx, want [%s]", got, res.ID)
+	}
+}
+
+func testGetNotFound(t *testing.T, b *bundle) {
+	b.q.mustEnqueue(t, spec{})
+	if _, err := b.q.get(context.Background(), "no-such-id"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get(no-such-id): err = %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,11 @@
+-- Bulk-loads $1 pending outbound events for destination $2, one per record, with
+-- ids $3 || n and CreatedDate $4 + n microseconds, in one statement.
+INSERT INTO _System_IntegrationOutbound
+    (Id, Destination, ObjectType, RecordID, EventType, Payload, Status, RetryCount,
+     CreatedDate, LastModifiedDate, NextAttemptDate, Attempt)
+SELECT $3 || lpad(g::text, 10, '0'), $2, 'contacts', $3 || g::text, 'update',
+       '{"email":"bench@example.com","firstname":"Bench"}'::jsonb, 'pending', 0,
+       $4::timestamptz + g * interval '1 microsecond',
+       $4::timestamptz + g * interval '1 microsecond',
+       $4::timestamptz + g * interval '1 microsecond', 0
+FROM generate_series(1, $1::int) AS g
