@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,11 +23,10 @@ func TestMain(m *testing.M) {
 
 const t0 = int64(1_900_000_000_000) // an occurredAt in ms
 
-var nextEventID int64 = 1000
+var nextEventID atomic.Int64
 
 func whEvent(typ string, objectID int64, at int64, mods ...func(*hubspot.WebhookEvent)) hubspot.WebhookEvent {
-	nextEventID++
-	ev := hubspot.WebhookEvent{EventID: nextEventID, PortalID: 62515, AppID: 1, SubscriptionType: typ, ObjectID: objectID, OccurredAt: at, ChangeSource: "CRM_UI"}
+	ev := hubspot.WebhookEvent{EventID: 1000 + nextEventID.Add(1), PortalID: 62515, AppID: 1, SubscriptionType: typ, ObjectID: objectID, OccurredAt: at, ChangeSource: "CRM_UI"}
 	for _, m := range mods {
 		m(&ev)
 	}

@@ -41,7 +41,22 @@ func TestBenchOutbound(t *testing.T) {
 	db := dbtest.Migrated(t, store.Postgres)
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{TenSecondLimit: 100})
 
-	enqueue(t, db, records, 1)
+	// HUBSYNC_BENCH_STORE=mem puts the queue in one shared memRepo instead
+	// of PostgreSQL (budget and links stay on PostgreSQL), to separate the
+	// worker's own ceiling from the store's claim latency.
+	var mem *memRepo
+	if os.Getenv("HUBSYNC_BENCH_STORE") == "mem" {
+		mem = newMemRepo(time.Now)
+		for i := range records {
+			id := fmt.Sprintf("b1-%07d", i)
+			payload, _ := hubsync.Snapshot{ID: id, Fields: map[string]any{"email": id + "@example.com", "first_name": "B"}}.Marshal()
+			if _, err := mem.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: id, EventType: store.EventCreate, Payload: payload}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	} else {
+		enqueue(t, db, records, 1)
+	}
 	t.Logf("enqueued %d create events", records)
 
 	var ws []*outbound.Worker
@@ -61,7 +76,11 @@ func TestBenchOutbound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w, err := outbound.NewWorker(outbound.Config{Store: st.Outbound(), HubSpot: client, Links: links.New(st), Budget: bud,
+		var repo store.OutboundRepository = st.Outbound()
+		if mem != nil {
+			repo = mem
+		}
+		w, err := outbound.NewWorker(outbound.Config{Store: repo, HubSpot: client, Links: links.New(st), Budget: bud,
 			BudgetKey: "hubspot:bench", Owner: fmt.Sprint("replica", i), Logger: testLogger(), PollInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -75,6 +94,9 @@ func TestBenchOutbound(t *testing.T) {
 		}
 	}
 	processed := func() int64 {
+		if mem != nil {
+			return mem.processed()
+		}
 		s, err := stores[0].Stats(ctx)
 		if err != nil {
 			t.Fatal(err)

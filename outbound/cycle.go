@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/store"
 )
+
+// linkParallelism bounds the concurrent Link transactions of one cycle.
+const linkParallelism = 8
 
 // cycle is the work on one claimed set of events.
 type cycle struct {
@@ -464,21 +468,33 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) {
 	cfg := c.w.cfg
 	ctx, cancel := c.storeCtx()
 	defer cancel()
-	var done []*RecordPlan
-	for _, r := range recs {
-		var err error
-		switch {
-		case r.Op == OpArchive || r.Op == OpResolveArchive:
-			if ul, ok := cfg.Links.(Unlinker); ok {
-				err = ul.Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
+	// Link in parallel: each Link is its own transaction, and a full batch
+	// holds 100 of them.
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, linkParallelism)
+	for i, r := range recs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			switch {
+			case r.Op == OpArchive || r.Op == OpResolveArchive:
+				if ul, ok := cfg.Links.(Unlinker); ok {
+					errs[i] = ul.Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
+				}
+			case ids[r] != "" && ids[r] != r.HubSpotID:
+				errs[i] = cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, ids[r])
 			}
-		case ids[r] != "" && ids[r] != r.HubSpotID:
-			err = cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, ids[r])
-		}
-		if err != nil {
+		}()
+	}
+	wg.Wait()
+	var done []*RecordPlan
+	for i, r := range recs {
+		if errs[i] != nil {
 			// Leave the events leased: they come back after the lease, and the
 			// write they carry is repeated (idempotently for updates and upserts).
-			c.errs = append(c.errs, fmt.Errorf("outbound: link %s: %w", r.Key, err))
+			c.errs = append(c.errs, fmt.Errorf("outbound: link %s: %w", r.Key, errs[i]))
 			continue
 		}
 		done = append(done, r)

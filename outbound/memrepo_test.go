@@ -142,3 +142,15 @@ func (m *memRepo) unfinished() int {
 	}
 	return n
 }
+
+func (m *memRepo) processed() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var n int64
+	for _, e := range m.evs {
+		if e.Status == store.StatusProcessed {
+			n++
+		}
+	}
+	return n
+}

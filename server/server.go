@@ -118,7 +118,13 @@ func (s *Server) Start(ctx context.Context) error {
 		case <-s.done:
 		}
 	}()
-	names := make([]string, 0, len(s.parts))
+	names := make([]string, 0, len(s.parts)+2)
+	if !s.cfg.DisableWebhooks {
+		names = append(names, "webhooks")
+	}
+	if !s.cfg.DisableAPI {
+		names = append(names, "api")
+	}
 	for _, p := range s.parts {
 		names = append(names, p.name)
 	}
@@ -327,9 +333,16 @@ func (s *Server) build(ctx context.Context) error {
 				}
 			}
 		}
+		// SQLite admits one writer; queueing deliveries in arrival order keeps
+		// every one well inside HubSpot's 5 s timeout instead of letting its
+		// busy-wait starve an unlucky one.
+		maxStores := 0
+		if st.Dialect() == store.SQLite {
+			maxStores = 1
+		}
 		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
 			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
-			AppID: cfg.HubSpotAppID, Logger: s.log, Hooks: hooks,
+			AppID: cfg.HubSpotAppID, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
 		})
 		if err != nil {
 			return err

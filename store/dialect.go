@@ -47,7 +47,7 @@ var ErrDatabaseURL = errors.New("invalid database URL")
 //
 // SQLite gets WAL, a busy timeout, foreign keys and immediate transactions (one
 // writer at a time, without lock upgrades that fail with SQLITE_BUSY). MySQL gets
-// parseTime and UTC.
+// parseTime, UTC and client-side parameter interpolation.
 func ParseDatabaseURL(raw string) (DatabaseURL, error) {
 	raw = strings.TrimSpace(raw)
 	switch {
@@ -96,6 +96,10 @@ func ParseDatabaseURL(raw string) (DatabaseURL, error) {
 		q := u.Query()
 		q.Set("parseTime", "true")
 		q.Set("loc", "UTC")
+		if q.Get("interpolateParams") == "" {
+			// One round trip per query instead of prepare/execute/close.
+			q.Set("interpolateParams", "true")
+		}
 		if q.Get("time_zone") == "" {
 			q.Set("time_zone", "'+00:00'")
 		}

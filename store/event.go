@@ -94,8 +94,8 @@ type OutboundEvent struct {
 	ID          string
 	Destination string // "hubspot"
 	ObjectType  string
-	RecordID    string // the local record id
-	EventType   string // EventCreate, EventUpdate or EventDelete
+	RecordID    string          // the local record id
+	EventType   string          // EventCreate, EventUpdate or EventDelete
 	Payload     json.RawMessage // snapshot after the change
 	OldPayload  json.RawMessage // snapshot before the change; nil stores NULL (create)
 	QueueState

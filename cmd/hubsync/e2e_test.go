@@ -348,14 +348,14 @@ func TestServeRefusesUnmigratedPostgres(t *testing.T) {
 	}
 }
 
-// countStatus counts the rows of every queue in one status.
+// countStatus counts the rows of every queue of a SQLite database in one status.
 func countStatus(t *testing.T, dbURL string, status store.Status) int {
 	t.Helper()
 	db := dbtest.Open(t, dbURL)
 	total := 0
 	for _, table := range []string{"_System_IntegrationInbound", "_System_IntegrationOutbound", "_System_OutboxEvent"} {
 		var n int
-		if err := db.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE Status = '"+string(status)+"'").Scan(&n); err != nil {
+		if err := db.QueryRow("SELECT COUNT(*) FROM "+table+" WHERE Status = ?", string(status)).Scan(&n); err != nil {
 			t.Fatalf("count %s rows of %s: %v", status, table, err)
 		}
 		total += n

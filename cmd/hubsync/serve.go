@@ -22,8 +22,27 @@ func init() {
 // envFlags binds flags whose defaults come from the environment, and remembers
 // environment values that did not parse so the error names the variable.
 type envFlags struct {
-	fs   *flag.FlagSet
-	errs []error
+	fs      *flag.FlagSet
+	errs    []error
+	secrets []func() // fill secret flags left empty from the environment
+}
+
+// secret binds a flag whose environment default is not shown by -h, so that
+// help output never prints a token. Call resolve after Parse.
+func (e *envFlags) secret(p *string, name, env, usage string) {
+	e.fs.StringVar(p, name, "", usage+" ("+env+"; prefer the environment variable)")
+	e.secrets = append(e.secrets, func() {
+		if *p == "" {
+			*p = os.Getenv(env)
+		}
+	})
+}
+
+// resolve applies the environment to the secret flags left empty.
+func (e *envFlags) resolve() {
+	for _, f := range e.secrets {
+		f()
+	}
 }
 
 func (e *envFlags) string(p *string, name, env, def, usage string) {
@@ -70,13 +89,16 @@ func (d *durationValue) Set(s string) error {
 	return nil
 }
 
+// maxDays keeps a day count within time.Duration (about 292 years).
+const maxDays = 100_000
+
 // parseDuration parses a Go duration or a number of days such as "30d".
 func parseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("%q is not a duration; write e.g. 30d, 12h or 90m", s)
+		if err != nil || n < 0 || n > maxDays {
+			return 0, fmt.Errorf("%q is not a duration of at most %d days; write e.g. 30d, 12h or 90m", s, maxDays)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
@@ -95,10 +117,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.string(&cfg.Addr, "addr", "HUBSYNC_ADDR", server.AddrDefault, "listen address")
 	e.string(&cfg.PublicURL, "public-url", "HUBSYNC_PUBLIC_URL", "", "scheme and host HubSpot calls webhooks on, e.g. https://crm.example.com")
 	e.string(&cfg.HubSpotAPIBase, "hubspot-api-base", "HUBSPOT_API_BASE", "https://api.hubapi.com", "HubSpot API base URL")
-	e.string(&cfg.HubSpotAccessToken, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "", "private app access token (prefer the environment variable)")
-	e.string(&cfg.HubSpotClientSecret, "hubspot-client-secret", "HUBSPOT_CLIENT_SECRET", "", "app client secret that signs webhooks (prefer the environment variable)")
+	e.secret(&cfg.HubSpotAccessToken, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "private app access token")
+	e.secret(&cfg.HubSpotClientSecret, "hubspot-client-secret", "HUBSPOT_CLIENT_SECRET", "app client secret that signs webhooks")
 	e.string(&cfg.HubSpotAppID, "hubspot-app-id", "HUBSPOT_APP_ID", "", "app id, to recognise webhooks caused by hubsync's own writes")
-	e.string(&cfg.AdminToken, "admin-token", "HUBSYNC_ADMIN_TOKEN", "", "bearer token of the admin API; empty turns it off (prefer the environment variable)")
+	e.secret(&cfg.AdminToken, "admin-token", "HUBSYNC_ADMIN_TOKEN", "bearer token of the admin API; empty turns it off")
 	e.int(&cfg.RateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas (100, 110, 190 or 250 by tier)")
 	e.int(&cfg.DailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
 	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", server.OutboundRetentionDefault, "keep processed outbound events this long")
@@ -127,6 +149,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(e.errs) > 0 {
 		return errors.Join(e.errs...)
 	}
+	e.resolve()
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("HUBSYNC_LOG_LEVEL/-log-level %q: use debug, info, warn or error", *logLevel)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 )
@@ -21,9 +20,11 @@ const simAddrDefault = "127.0.0.1:8090"
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("sim", stderr)
 	addr := fs.String("addr", simAddrDefault, "listen address (port 0: any free port)")
-	token := fs.String("token", envOr("HUBSPOT_ACCESS_TOKEN", hubspotsim.AccessTokenDefault), "the only access token accepted (HUBSPOT_ACCESS_TOKEN)")
-	secret := fs.String("client-secret", envOr("HUBSPOT_CLIENT_SECRET", hubspotsim.ClientSecretDefault), "client secret that signs webhooks (HUBSPOT_CLIENT_SECRET)")
-	appID := fs.Int64("app-id", envInt64("HUBSPOT_APP_ID", hubspotsim.AppIDDefault), "app id; API writes produce webhook events with this sourceId (HUBSPOT_APP_ID)")
+	// The simulator's credentials are fakes it prints for serve to use; they
+	// are deliberately not read from HUBSPOT_* so a real token is never echoed.
+	token := fs.String("token", hubspotsim.AccessTokenDefault, "the only access token accepted")
+	secret := fs.String("client-secret", hubspotsim.ClientSecretDefault, "client secret that signs webhooks")
+	appID := fs.Int64("app-id", hubspotsim.AppIDDefault, "app id; API writes produce webhook events with this sourceId")
 	webhookURL := fs.String("webhook-url", "", "where to deliver webhooks, e.g. http://127.0.0.1:8080/webhooks/hubspot (empty: none)")
 	tenSecond := fs.Int("rate-limit", hubspotsim.TenSecondLimitDefault, "API requests allowed per rolling 10 s")
 	daily := fs.Int("daily-limit", hubspotsim.DailyLimitDefault, "API requests allowed per day")
@@ -69,13 +70,4 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "hubspot simulator stopped")
 	return nil
-}
-
-// envInt64 returns the environment variable k as a number, or def when unset
-// or not a number (the flag's own parsing reports bad explicit values).
-func envInt64(k string, def int64) int64 {
-	if n, err := strconv.ParseInt(envOr(k, ""), 10, 64); err == nil {
-		return n
-	}
-	return def
 }

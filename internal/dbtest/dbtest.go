@@ -216,4 +216,3 @@ func Each(t *testing.T, f func(t *testing.T, d store.Dialect)) {
 		})
 	}
 }
-

@@ -64,8 +64,8 @@ func (q *queries) queueCounts(ctx context.Context) (map[store.Direction]QueueCou
 	}
 	for rows.Next() {
 		var (
-			d         store.Direction
-			s         store.Status
+			d          store.Direction
+			s          store.Status
 			n, retries int64
 		)
 		if err := rows.Scan(&d, &s, &n, &retries); err != nil {

@@ -93,7 +93,7 @@ func (c Config) validate() error {
 // to upsert by) can create a duplicate in HubSpot, as it can against the real
 // HubSpot.
 var Faults = hubspotsim.Faults{
-	Error500: 0.02, Error502: 0.01, Error503: 0.02, Error423: 0.01, Error429: 0.01,
+	Error500: 0.02, Error502: 0.01, Error503: 0.02, Error423: 0.01, Error429: 0.006,
 	Latency:          5 * time.Millisecond,
 	PartialFailure:   0.005,
 	WebhookFailure:   0.03,
@@ -362,9 +362,9 @@ func (m *monitor) lines(ctx context.Context, d *driver, q *queries, sim *hubspot
 	lines := []Line{
 		{Label: "local changes", Done: d.localDone.Load(), Total: int64(len(d.w.Local))},
 		{Label: "HubSpot user edits", Done: d.hubspotDone.Load(), Total: int64(len(d.w.HubSpot))},
-		{Label: "outbound → HubSpot", Done: ob.ByStatus[store.StatusProcessed] + ob.ByStatus[store.StatusFailed], Total: ob.Total(),
+		{Label: "outbound to HubSpot", Done: ob.ByStatus[store.StatusProcessed] + ob.ByStatus[store.StatusFailed], Total: ob.Total(),
 			Note: fmt.Sprintf("retries %d, dead %d", ob.Retries, ob.ByStatus[store.StatusFailed])},
-		{Label: "inbound ← webhooks", Done: ib.ByStatus[store.StatusProcessed] + ib.ByStatus[store.StatusFailed], Total: ib.Total(),
+		{Label: "inbound (webhooks)", Done: ib.ByStatus[store.StatusProcessed] + ib.ByStatus[store.StatusFailed], Total: ib.Total(),
 			Note: fmt.Sprintf("retries %d, dead %d, undelivered %d", ib.Retries, ib.ByStatus[store.StatusFailed], c.WebhooksPending)},
 		{Label: "HubSpot API", Note: fmt.Sprintf("%d calls, 429 limit %d / injected %d, %d faults injected", c.Requests, limit429, c.FaultsInjected["error429"], faults)},
 	}

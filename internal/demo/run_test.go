@@ -30,7 +30,7 @@ func testFaults() *hubspotsim.Faults {
 
 func TestRunSmallIsConsistent(t *testing.T) {
 	var out bytes.Buffer
-	rep, err := Run(t.Context(), Config{Changes: 200, Seed: 5, Faults: testFaults(), Out: &out, Dir: t.TempDir()})
+	rep, err := Run(t.Context(), Config{Changes: 100, Seed: 5, Faults: testFaults(), Out: &out, Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,6 +47,7 @@ func TestRunSmallIsConsistent(t *testing.T) {
 	if rep.HubSpot.FaultsInjected["error500"]+rep.HubSpot.FaultsInjected["error503"]+rep.HubSpot.FaultsInjected["latency"] == 0 {
 		t.Error("no fault injected")
 	}
+	t.Logf("report:\n%s", out.String())
 	if !strings.Contains(out.String(), "RESULT: CONSISTENT") {
 		t.Errorf("report lacks the consistent result line:\n%s", out.String())
 	}
@@ -59,7 +60,7 @@ func TestRunDetectsDisagreement(t *testing.T) {
 	var out bytes.Buffer
 	var hubspotID, localID string
 	rep, err := Run(t.Context(), Config{
-		Changes: 60, Seed: 9, NoFaults: true, Quiet: true, Out: &out, Dir: t.TempDir(),
+		Changes: 40, Seed: 9, NoFaults: true, Quiet: true, Out: &out, Dir: t.TempDir(),
 		BeforeReport: func(ctx context.Context, h *Harness) error {
 			objs := h.Sim.Objects("contacts")
 			if len(objs) == 0 {

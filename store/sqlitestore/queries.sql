@@ -86,12 +86,15 @@ WITH cand AS MATERIALIZED (
 )
 {{template "lease" .}}
 
+-- Batch lease changes look each lease up by primary key (the unary + keeps the
+-- planner from walking every processing row instead).
+
 -- name: Complete
 UPDATE {{.Table}} AS t
 SET Status = 'processed', ProcessedDate = @now, LeaseExpiresDate = NULL, LastModifiedDate = @now
 FROM (SELECT json_extract(value, '$.id') AS lid, json_extract(value, '$.attempt') AS lattempt
       FROM json_each(@leases)) AS l
-WHERE t.Id = l.lid AND t.Attempt = l.lattempt AND t.Status = 'processing'
+WHERE t.Id = l.lid AND t.Attempt = l.lattempt AND +t.Status = 'processing'
 RETURNING Id
 
 -- name: Release
@@ -99,7 +102,7 @@ UPDATE {{.Table}} AS t
 SET Status = 'pending', NextAttemptDate = @next, LeaseOwner = NULL, LeaseExpiresDate = NULL, LastModifiedDate = @now
 FROM (SELECT json_extract(value, '$.id') AS lid, json_extract(value, '$.attempt') AS lattempt
       FROM json_each(@leases)) AS l
-WHERE t.Id = l.lid AND t.Attempt = l.lattempt AND t.Status = 'processing'
+WHERE t.Id = l.lid AND t.Attempt = l.lattempt AND +t.Status = 'processing'
 RETURNING Id
 
 -- name: Fail
