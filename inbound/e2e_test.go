@@ -308,10 +308,7 @@ func TestEndToEndLateUpdateAfterDelete(t *testing.T) {
 		names = append(names, fmt.Sprint(r.Fields["first_name"]))
 	}
 	if len(all) != 1 || names[0] != "Two" {
-		// Reported to the records owner: Service.Apply unlinks a merged-away id
-		// and ignores the deletion of an unlinked id without leaving a
-		// tombstone, so the guard has nothing to compare a late change with.
-		t.Skipf("KNOWN ISSUE (records): live records %v, want only [Two]: a change older than the merge or the deletion of an id without local record resurrects it", names)
+		t.Fatalf("live records %v, want only [Two]: a change older than the merge or the deletion of an id resurrected it", names)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -39,11 +40,28 @@ const (
 // replays and out-of-order deliveries are harmless. A change whose values equal
 // the record's writes no new version and no events.
 //
+// Tombstones: every inbound deletion and every merged-away external id leaves a
+// links.Tombstone at OccurredAt, whether or not the id was ever linked, since
+// the source does not order events (not even of one object across deliveries,
+// nor of different objects against each other):
+//   - a create, update or restore of a deleted external id that is not strictly
+//     newer than the deletion is stale and changes nothing; a newer one may
+//     bring the record back (below);
+//   - a change of a merged-away external id that is not newer than the merge is
+//     stale (the merge already settled the survivor's values); a newer one is
+//     redirected to the surviving external id, as HubSpot answers a read of a
+//     merged id with the survivor, and applied to the survivor's record under
+//     its own guard (through at most maxRedirects merges). It never creates a
+//     record for the merged-away id.
+//
 // Policy for the other kinds:
 //   - Delete deletes the linked local record and writes a tombstone clock at
-//     OccurredAt; the link and the field clocks stay, so a create or update that
-//     is not newer than the tombstone is stale instead of resurrecting the record.
-//     A newer one (or a Restore) recreates it under the same local id.
+//     OccurredAt; the link and the field clocks stay. A create or update that is
+//     not newer than the deletion is stale instead of resurrecting the record.
+//     A newer one (or a Restore newer than an inbound deletion) recreates it under
+//     the same local id. A Delete not newer than the id's tombstone (a replay, or
+//     a late delivery after a newer restore) is ignored; so is the Delete of a
+//     merged-away id, which must not reach the survivor.
 //   - PrivacyDelete (GDPR) deletes the record like Delete, but its events carry
 //     no field values and all its field clocks except the tombstone are removed.
 //   - Merge: for each merged external id, the linked local record is re-pointed
@@ -120,7 +138,45 @@ func (s *Service) resolveTx(ctx context.Context, tx *sql.Tx, ch inbound.Change) 
 	return id, false, nil
 }
 
+// maxRedirects bounds the merges one change is redirected through (a merged id
+// whose survivor was merged again, and so on).
+const maxRedirects = 8
+
+// tombstoneTx judges a create, update or restore against the tombstones of its
+// external id. It returns the change to apply, redirected to the survivor of
+// newer merges, or stale when a deletion or merge not older than the change
+// already settled it.
+func (s *Service) tombstoneTx(ctx context.Context, tx *sql.Tx, ch inbound.Change, at time.Time) (_ inbound.Change, stale bool, err error) {
+	for hops := 0; ; hops++ {
+		tomb, ok, err := s.links.TombstoneTx(ctx, tx, ch.Source, ch.ObjectType, ch.ExternalID)
+		if err != nil || !ok {
+			return ch, false, err
+		}
+		if !at.After(tomb.OccurredAt) {
+			return ch, true, nil
+		}
+		if tomb.Kind != links.TombstoneMerged {
+			return ch, false, nil // newer than the deletion: it may come back
+		}
+		if hops == maxRedirects {
+			return ch, false, fmt.Errorf("%w: %s %s was merged through more than %d ids", ErrInvalid, ch.ObjectType, ch.ExternalID, maxRedirects)
+		}
+		ch.ExternalID = tomb.SurvivorID
+	}
+}
+
 func (s *Service) upsertTx(ctx context.Context, tx *sql.Tx, ch inbound.Change, at time.Time) (inbound.Result, error) {
+	ch, stale, err := s.tombstoneTx(ctx, tx, ch, at)
+	if err != nil {
+		return inbound.Result{}, err
+	}
+	if stale {
+		id, _, err := s.links.LookupRecordTx(ctx, tx, ch.Source, ch.ObjectType, ch.ExternalID)
+		if err != nil {
+			return inbound.Result{}, err
+		}
+		return inbound.Result{RecordID: id, Stale: keys(ch.Fields), Outcome: OutcomeStale}, nil
+	}
 	id, linked, err := s.resolveTx(ctx, tx, ch)
 	if err != nil {
 		return inbound.Result{}, err
@@ -198,6 +254,28 @@ func (s *Service) applyFieldsTx(ctx context.Context, tx *sql.Tx, rec Record, clo
 }
 
 func (s *Service) deleteInboundTx(ctx context.Context, tx *sql.Tx, ch inbound.Change, at time.Time) (inbound.Result, error) {
+	privacy := ch.Kind == store.EventPrivacyDelete
+	tomb, tombstoned, err := s.links.TombstoneTx(ctx, tx, ch.Source, ch.ObjectType, ch.ExternalID)
+	if err != nil {
+		return inbound.Result{}, err
+	}
+	switch {
+	case tombstoned && tomb.Kind == links.TombstoneMerged:
+		// The id lives on as the survivor, whose record this must not delete.
+		return inbound.Result{Outcome: OutcomeIgnored}, nil
+	case tombstoned && !privacy && !at.After(tomb.OccurredAt):
+		// A replay, or a deletion older than a restore that came after it.
+		id, _, err := s.links.LookupRecordTx(ctx, tx, ch.Source, ch.ObjectType, ch.ExternalID)
+		return inbound.Result{RecordID: id, Outcome: OutcomeIgnored}, err
+	}
+	// Even an id never linked gets its tombstone: its older create or update
+	// may still be on its way.
+	if err := s.links.PutTombstoneTx(ctx, tx, links.Tombstone{
+		Destination: ch.Source, ObjectType: ch.ObjectType, ExternalID: ch.ExternalID,
+		Kind: links.TombstoneDeleted, OccurredAt: at,
+	}); err != nil {
+		return inbound.Result{}, err
+	}
 	id, linked, err := s.links.LookupRecordTx(ctx, tx, ch.Source, ch.ObjectType, ch.ExternalID)
 	if err != nil {
 		return inbound.Result{}, err
@@ -205,7 +283,6 @@ func (s *Service) deleteInboundTx(ctx context.Context, tx *sql.Tx, ch inbound.Ch
 	if !linked {
 		return inbound.Result{Outcome: OutcomeIgnored}, nil
 	}
-	privacy := ch.Kind == store.EventPrivacyDelete
 	res := inbound.Result{RecordID: id, Outcome: OutcomeIgnored}
 	rec, err := s.get(ctx, tx, "record_get_for_update", ch.ObjectType, id)
 	switch {
@@ -248,6 +325,14 @@ func (s *Service) mergeTx(ctx context.Context, tx *sql.Tx, ch inbound.Change, at
 		if ext == "" || ext == ch.ExternalID {
 			continue
 		}
+		// Linked or not, the merged-away id is redirected from now on, so a
+		// late change of it cannot create a record for it.
+		if err := s.links.PutTombstoneTx(ctx, tx, links.Tombstone{
+			Destination: ch.Source, ObjectType: ch.ObjectType, ExternalID: ext,
+			Kind: links.TombstoneMerged, SurvivorID: ch.ExternalID, OccurredAt: at,
+		}); err != nil {
+			return inbound.Result{}, err
+		}
 		id, ok, err := s.links.LookupRecordTx(ctx, tx, ch.Source, ch.ObjectType, ext)
 		if err != nil {
 			return inbound.Result{}, err
@@ -284,6 +369,11 @@ func (s *Service) mergeTx(ctx context.Context, tx *sql.Tx, ch inbound.Change, at
 		if err := s.deleteTx(ctx, tx, rec, false); err != nil {
 			return inbound.Result{}, err
 		}
+	}
+	// The survivor was live at the merge, so an older tombstone of it (it had
+	// been merged away or deleted before) no longer stands.
+	if err := s.links.RemoveTombstoneTx(ctx, tx, ch.Source, ch.ObjectType, ch.ExternalID, at); err != nil {
+		return inbound.Result{}, err
 	}
 	res, err := s.upsertTx(ctx, tx, ch, at)
 	if err != nil {
