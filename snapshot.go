@@ -1,6 +1,7 @@
 package hubsync
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -35,9 +36,16 @@ func ParseSnapshot(b json.RawMessage) (*Snapshot, error) {
 	if len(b) == 0 || string(b) == "null" {
 		return nil, nil
 	}
+	// Numbers stay json.Number, so an integer beyond 2^53 keeps every digit on
+	// its way to HubSpot.
 	var s Snapshot
-	if err := json.Unmarshal(b, &s); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&s); err != nil {
 		return nil, fmt.Errorf("decode snapshot: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("decode snapshot: trailing data after the object")
 	}
 	if s.Fields == nil {
 		s.Fields = map[string]any{}

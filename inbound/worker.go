@@ -521,56 +521,56 @@ var kindRank = map[string]int{
 	store.EventDelete: 4, store.EventPrivacyDelete: 5,
 }
 
-// apply applies the ready tasks, record by record, each record's events in
-// occurredAt order.
+// apply applies the ready tasks in occurredAt order across all records, so
+// that events of different records that depend on each other (the creation of a
+// contact and its later merge into another) apply in the order they happened;
+// creations that needed a fetch from HubSpot become ready after the rest, so
+// the order of arrival in tasks means nothing. When an event of a record fails,
+// the record's later events wait with it (released, no attempt used).
 func (c *cycle) apply(ctx context.Context, tasks []*task) {
 	type key struct{ objectType, id string }
-	groups := map[key][]*task{}
-	var order []key
-	for _, t := range tasks {
-		k := key{t.ev.ObjectType, t.ev.ExternalID}
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], t)
-	}
+	slices.SortStableFunc(tasks, func(a, b *task) int {
+		return cmp.Or(
+			cmp.Compare(a.canon.OccurredAt, b.canon.OccurredAt),
+			cmp.Compare(kindRank[a.ev.EventType], kindRank[b.ev.EventType]),
+			compareNumeric(a.canon.EventID, b.canon.EventID),
+		)
+	})
+	blocked := map[key]time.Duration{} // record → release delay of its later events
+	var held []*task
 	sctx := hubsync.WithSyncSource(ctx, c.w.cfg.Source)
-	for _, k := range order {
-		g := groups[k]
-		slices.SortStableFunc(g, func(a, b *task) int {
-			return cmp.Or(
-				cmp.Compare(a.canon.OccurredAt, b.canon.OccurredAt),
-				cmp.Compare(kindRank[a.ev.EventType], kindRank[b.ev.EventType]),
-				compareNumeric(a.canon.EventID, b.canon.EventID),
-			)
-		})
-		for i, t := range g {
-			if ctx.Err() != nil {
-				return // finish releases the rest
-			}
-			res, err := c.w.cfg.Applier.Apply(sctx, t.change)
-			if err == nil {
-				outcome := OutcomeApplied
-				if res.Outcome == "stale" || (len(res.Applied) == 0 && len(res.Stale) > 0) {
-					outcome = OutcomeStale
-				}
-				c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
-					"external_id", t.change.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
-				c.complete(t, outcome)
-				continue
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, ErrPermanent) {
-				c.fail(ctx, t, err.Error())
-				continue
-			}
-			// Keep the record's order: the rest of its events wait with this one.
-			delay := c.retry(ctx, t, err.Error(), hubspot.RetryAfterOf(err))
-			c.release(ctx, delay, g[i+1:])
-			break
+	for _, t := range tasks {
+		if ctx.Err() != nil {
+			return // finish releases the rest
 		}
+		k := key{t.ev.ObjectType, t.ev.ExternalID}
+		if _, ok := blocked[k]; ok {
+			held = append(held, t)
+			continue
+		}
+		res, err := c.w.cfg.Applier.Apply(sctx, t.change)
+		if err == nil {
+			outcome := OutcomeApplied
+			if res.Outcome == "stale" || (len(res.Applied) == 0 && len(res.Stale) > 0) {
+				outcome = OutcomeStale
+			}
+			c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
+				"external_id", t.change.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
+			c.complete(t, outcome)
+			continue
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if errors.Is(err, ErrPermanent) {
+			c.fail(ctx, t, err.Error())
+			continue
+		}
+		// Keep the record's order: the rest of its events wait with this one.
+		blocked[k] = c.retry(ctx, t, err.Error(), hubspot.RetryAfterOf(err))
+	}
+	for _, t := range held {
+		c.release(ctx, blocked[key{t.ev.ObjectType, t.ev.ExternalID}], []*task{t})
 	}
 }
 

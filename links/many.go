@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/hubsync/hubsync/store"
 )
@@ -86,11 +87,13 @@ func (l *Links) LinkManyTx(ctx context.Context, tx store.DBTX, destination, obje
 	for rec := range pairs {
 		ids = append(ids, rec)
 	}
+	slices.Sort(ids) // one order for every writer: no lock-order deadlocks
 	have, err := l.LookupManyTx(ctx, tx, destination, objectType, ids)
 	if err != nil {
 		return err
 	}
-	for rec, ext := range pairs {
+	for _, rec := range ids {
+		ext := pairs[rec]
 		if ext != "" && have[rec] == ext {
 			continue
 		}

@@ -5,6 +5,22 @@
 // mapping are never sent to HubSpot, and HubSpot properties without one are never
 // written locally. HubSpot property values are strings; local fields are JSON
 // values (string, number, bool, null).
+//
+// # Upserting by a unique property
+//
+// Object.IDProperty names a HubSpot property with unique values that the
+// outbound worker upserts by while it does not yet know an object's HubSpot
+// id: a retried write then updates the object the lost attempt created
+// instead of creating a duplicate. Contacts use "email" (unique by HubSpot's
+// design). Companies and deals have no such built-in property, so the default
+// mapping upserts them by RecordIDProperty ("hubsync_record_id") holding the
+// local record id (IDField RecordIDField). On a real portal that property must
+// exist before the first sync: create a single-line text property named
+// hubsync_record_id on companies and on deals with "Require unique values for
+// this property" enabled (HubSpot accepts custom unique properties as
+// idProperty of batch upsert and batch read). Without it HubSpot rejects the
+// upserts with a validation error naming the property. A custom object's
+// mapping may use the same scheme with a unique property of its own.
 package mapping
 
 import (
@@ -57,10 +73,45 @@ type Object struct {
 	// Version increases whenever the mapping changes meaning.
 	Version int
 	// IDProperty is the unique HubSpot property to upsert by when the HubSpot id is
-	// not yet known (contacts: "email"); IDField is the local field holding it.
+	// not yet known (contacts: "email"); IDField is the local field holding it,
+	// or RecordIDField when its value is the local record id (then IDProperty
+	// must not also be a mapped field's HubSpot property, and must have unique
+	// values enabled in HubSpot; see the package doc). Without an IDProperty
+	// the outbound worker plain-creates objects, and an ambiguous failure (a
+	// lost answer, a crash before the link is stored) can leave a duplicate.
 	IDProperty string
 	IDField    string
 	Fields     []Field
+}
+
+// RecordIDField as an Object's IDField says that the IDProperty value is the
+// local record id itself rather than a field of the record.
+const RecordIDField = "$id"
+
+// RecordIDProperty is the HubSpot property the default mapping stores the
+// local record id in (companies, deals). It must exist in the portal with
+// unique values enabled; see the package doc.
+const RecordIDProperty = "hubsync_record_id"
+
+// IDFromRecordID reports whether the IDProperty value is the local record id
+// (IDField is RecordIDField).
+func (o Object) IDFromRecordID() bool { return o.IDField == RecordIDField }
+
+// IDValue returns the IDProperty value of local record recordID with fields:
+// the record id for RecordIDField, else the trimmed string value of IDField;
+// "" when the object has no IDProperty or the field is missing or not a string.
+func (o Object) IDValue(recordID string, fields map[string]any) string {
+	switch {
+	case o.IDProperty == "":
+		return ""
+	case o.IDFromRecordID():
+		return recordID
+	}
+	v, ok := fields[o.IDField].(string)
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(v)
 }
 
 // Set holds the mappings of all object types.
@@ -109,6 +160,12 @@ func (o Object) validate() error {
 	if (o.IDProperty == "") != (o.IDField == "") {
 		return fmt.Errorf("mapping %s: set IDProperty and IDField together", o.ObjectType)
 	}
+	if strings.HasPrefix(o.IDField, "$") && o.IDField != RecordIDField {
+		return fmt.Errorf("mapping %s: IDField %q is not a field; use a local field name, or %q for the record id", o.ObjectType, o.IDField, RecordIDField)
+	}
+	if o.IDFromRecordID() && seenH[o.IDProperty] {
+		return fmt.Errorf("mapping %s: IDProperty %q holds the record id (IDField %q) and cannot also be a mapped field's HubSpot property; pick another IDProperty", o.ObjectType, o.IDProperty, RecordIDField)
+	}
 	return nil
 }
 
@@ -131,7 +188,9 @@ func (s *Set) ObjectTypes() []string {
 	return slices.Sorted(maps.Keys(s.byType))
 }
 
-// Default returns hubsync's mapping (version 1) for contacts, companies and deals.
+// Default returns hubsync's mapping for contacts (version 1, upserted by
+// email), companies and deals (version 2: upserted by RecordIDProperty, which
+// the portal must define; see the package doc).
 func Default() *Set {
 	s, err := NewSet(
 		Object{
@@ -147,7 +206,8 @@ func Default() *Set {
 			},
 		},
 		Object{
-			ObjectType: "companies", HubSpotType: "companies", WebhookName: "company", Version: 1,
+			ObjectType: "companies", HubSpotType: "companies", WebhookName: "company", Version: 2,
+			IDProperty: RecordIDProperty, IDField: RecordIDField,
 			Fields: []Field{
 				{Local: "name", HubSpot: "name"},
 				{Local: "domain", HubSpot: "domain"},
@@ -157,7 +217,8 @@ func Default() *Set {
 			},
 		},
 		Object{
-			ObjectType: "deals", HubSpotType: "deals", WebhookName: "deal", Version: 1,
+			ObjectType: "deals", HubSpotType: "deals", WebhookName: "deal", Version: 2,
+			IDProperty: RecordIDProperty, IDField: RecordIDField,
 			Fields: []Field{
 				{Local: "name", HubSpot: "dealname"},
 				{Local: "amount", HubSpot: "amount", Type: Number},
@@ -280,10 +341,35 @@ func format(v any) (string, error) {
 	case int64:
 		return strconv.FormatInt(x, 10), nil
 	case json.Number:
-		return x.String(), nil
+		// Integers keep every digit (beyond float64's 2^53); anything else is
+		// written in plain decimal, as for float64, never in exponent form.
+		if _, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
+			return x.String(), nil
+		}
+		if isDigits(x.String()) {
+			return strings.TrimLeft(x.String(), "0"), nil
+		}
+		f, err := x.Float64()
+		if err != nil {
+			return "", fmt.Errorf("number %q cannot be sent: %w", x.String(), err)
+		}
+		return format(f)
 	default:
 		return "", fmt.Errorf("unsupported value of type %T; use a string, number, bool or null", v)
 	}
+}
+
+// isDigits reports whether s is a non-negative integer of any length.
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // parse turns a HubSpot property value into a local JSON value of type t.

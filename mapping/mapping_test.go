@@ -1,6 +1,7 @@
 package mapping_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
 
@@ -78,6 +79,56 @@ func TestNewSetRejectsBadMappings(t *testing.T) {
 	for i, o := range bad {
 		if _, err := mapping.NewSet(o); err == nil {
 			t.Errorf("case %d: NewSet accepted %+v", i, o)
+		}
+	}
+}
+
+func TestRecordIDAsIDProperty(t *testing.T) {
+	for _, ot := range []string{"companies", "deals"} {
+		o, ok := mapping.Default().Lookup(ot)
+		if !ok || o.IDProperty != mapping.RecordIDProperty || !o.IDFromRecordID() {
+			t.Fatalf("%s mapping = %+v; want upsert by %s holding the record id", ot, o, mapping.RecordIDProperty)
+		}
+		if got := o.IDValue("rec-1", map[string]any{"name": "x"}); got != "rec-1" {
+			t.Fatalf("%s IDValue = %q, want the record id", ot, got)
+		}
+	}
+	c, _ := mapping.Default().Lookup("contacts")
+	if got := c.IDValue("rec-1", map[string]any{"email": " a@b.c "}); got != "a@b.c" {
+		t.Fatalf("contacts IDValue = %q", got)
+	}
+	if got := c.IDValue("rec-1", map[string]any{"email": 5.0}); got != "" {
+		t.Fatalf("non-string IDField gave %q", got)
+	}
+	bad := []mapping.Object{
+		{ObjectType: "x", HubSpotType: "x", IDProperty: "p", IDField: "$record"},
+		{ObjectType: "x", HubSpotType: "x", IDProperty: "name", IDField: mapping.RecordIDField,
+			Fields: []mapping.Field{{Local: "name", HubSpot: "name"}}},
+		{ObjectType: "x", HubSpotType: "x", IDField: mapping.RecordIDField},
+	}
+	for i, o := range bad {
+		if _, err := mapping.NewSet(o); err == nil {
+			t.Errorf("bad mapping %d accepted", i)
+		}
+	}
+	if _, err := mapping.NewSet(mapping.Object{ObjectType: "x", HubSpotType: "2-1", IDProperty: "ext_id", IDField: mapping.RecordIDField}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNumbersAreSentInPlainDecimal(t *testing.T) {
+	d, _ := mapping.Default().Lookup("deals")
+	for in, want := range map[string]string{
+		"12345678901234567890": "12345678901234567890", // beyond int64 and float64: every digit
+		"250":                  "250",
+		"-7":                   "-7",
+		"2.5e-7":               "0.00000025",
+		"1e+21":                "1000000000000000000000",
+		"2.50":                 "2.5",
+	} {
+		got, err := d.ToHubSpot(map[string]any{"amount": json.Number(in)})
+		if err != nil || got["amount"] != want {
+			t.Errorf("amount %s sent as %q (%v), want %q", in, got["amount"], err, want)
 		}
 	}
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-// linkParallelism bounds the concurrent Link transactions of one cycle.
+// linkParallelism bounds the concurrent Link transactions of one cycle when
+// the Links cannot link many records at once (see BatchLinks).
 const linkParallelism = 8
 
 // cycle is the work on one claimed set of events.
@@ -38,22 +39,10 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	c := &cycle{w: w, ctx: ctx, leaseExpiry: w.cfg.Now().Add(w.cfg.LeaseDuration)}
 	c.sum.Claimed = len(evs)
 
-	links := map[RecordKey]string{}
-	seen := map[RecordKey]bool{}
-	for _, e := range evs {
-		k := RecordKey{e.ObjectType, e.RecordID}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
-		id, ok, err := w.cfg.Links.Lookup(ctx, w.cfg.Destination, k.ObjectType, k.RecordID)
-		if err != nil {
-			c.releaseEvents(evs, 0)
-			return c.sum, fmt.Errorf("outbound: look up link of %s: %w", k, err)
-		}
-		if ok {
-			links[k] = id
-		}
+	links, err := w.lookupLinks(ctx, evs)
+	if err != nil {
+		c.releaseEvents(evs, 0)
+		return c.sum, err
 	}
 	plan, err := BuildPlan(evs, links, w.cfg.Mapping)
 	if err != nil {
@@ -465,30 +454,9 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) {
 	if len(recs) == 0 {
 		return
 	}
-	cfg := c.w.cfg
 	ctx, cancel := c.storeCtx()
 	defer cancel()
-	// Link in parallel: each Link is its own transaction, and a full batch
-	// holds 100 of them.
-	errs := make([]error, len(recs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, linkParallelism)
-	for i, r := range recs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			switch {
-			case r.Op == OpArchive || r.Op == OpResolveArchive:
-				if ul, ok := cfg.Links.(Unlinker); ok {
-					errs[i] = ul.Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
-				}
-			case ids[r] != "" && ids[r] != r.HubSpotID:
-				errs[i] = cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, ids[r])
-			}
-		}()
-	}
-	wg.Wait()
+	errs := c.w.storeLinks(ctx, recs, ids)
 	var done []*RecordPlan
 	for i, r := range recs {
 		if errs[i] != nil {
@@ -607,4 +575,106 @@ func (c *cycle) releaseLeases(leases []store.Lease, delay time.Duration) {
 	}
 	c.sum.Released += n
 	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.released, int64(n))
+}
+
+// lookupLinks returns the known HubSpot ids of the records of evs: one query
+// per object type with BatchLinks, else one Lookup per record.
+func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (map[RecordKey]string, error) {
+	links := map[RecordKey]string{}
+	var types []string
+	byType := map[string][]string{}
+	seen := map[RecordKey]bool{}
+	for _, e := range evs {
+		k := RecordKey{e.ObjectType, e.RecordID}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if byType[k.ObjectType] == nil {
+			types = append(types, k.ObjectType)
+		}
+		byType[k.ObjectType] = append(byType[k.ObjectType], k.RecordID)
+	}
+	bl, batch := w.cfg.Links.(BatchLinks)
+	for _, t := range types {
+		if batch {
+			got, err := bl.LookupMany(ctx, w.cfg.Destination, t, byType[t])
+			if err != nil {
+				return nil, fmt.Errorf("outbound: look up links of %d %s: %w", len(byType[t]), t, err)
+			}
+			for rec, id := range got {
+				links[RecordKey{t, rec}] = id
+			}
+			continue
+		}
+		for _, rec := range byType[t] {
+			id, ok, err := w.cfg.Links.Lookup(ctx, w.cfg.Destination, t, rec)
+			if err != nil {
+				return nil, fmt.Errorf("outbound: look up link of %s/%s: %w", t, rec, err)
+			}
+			if ok {
+				links[RecordKey{t, rec}] = id
+			}
+		}
+	}
+	return links, nil
+}
+
+// storeLinks links the new ids of recs and unlinks the archived ones; it
+// returns each record's error. With BatchLinks the links of one object type
+// are one transaction; when it fails (a conflict), its records are linked one
+// by one so that one bad link does not hold back the rest.
+func (w *Worker) storeLinks(ctx context.Context, recs []*RecordPlan, ids map[*RecordPlan]string) []error {
+	cfg := w.cfg
+	errs := make([]error, len(recs))
+	var todo []int // indexes of recs that still need a Link or Unlink
+	byType := map[string]map[string]string{}
+	var types []string
+	bl, batch := cfg.Links.(BatchLinks)
+	for i, r := range recs {
+		switch {
+		case r.Op == OpArchive || r.Op == OpResolveArchive:
+			if _, ok := cfg.Links.(Unlinker); ok {
+				todo = append(todo, i)
+			}
+		case ids[r] != "" && ids[r] != r.HubSpotID:
+			if !batch {
+				todo = append(todo, i)
+				continue
+			}
+			t := r.Key.ObjectType
+			if byType[t] == nil {
+				byType[t] = map[string]string{}
+				types = append(types, t)
+			}
+			byType[t][r.Key.RecordID] = ids[r]
+		}
+	}
+	for _, t := range types {
+		if err := bl.LinkMany(ctx, cfg.Destination, t, byType[t]); err != nil {
+			w.log.Debug("outbound: batch link failed; linking one by one", "object_type", t, "records", len(byType[t]), "err", err)
+			for i, r := range recs {
+				if r.Key.ObjectType == t && byType[t][r.Key.RecordID] != "" && (r.Op != OpArchive && r.Op != OpResolveArchive) {
+					todo = append(todo, i)
+				}
+			}
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, linkParallelism)
+	for _, i := range todo {
+		r := recs[i]
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if r.Op == OpArchive || r.Op == OpResolveArchive {
+				errs[i] = cfg.Links.(Unlinker).Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
+				return
+			}
+			errs[i] = cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, ids[r])
+		}()
+	}
+	wg.Wait()
+	return errs
 }

@@ -219,8 +219,8 @@ func planRecord(r *RecordPlan, linkedID string, m *mapping.Set) {
 			r.Op, r.Reason = OpNone, "deleted in HubSpot itself"
 		case linkedID != "":
 			r.Op, r.HubSpotID = OpArchive, linkedID
-		case obj.IDProperty != "" && idValue(obj, lastState(evs)) != "" && !neverSent(evs):
-			r.Op, r.IDValue = OpResolveArchive, idValue(obj, lastState(evs))
+		case idValue(obj, r.Key, lastState(evs)) != "" && !neverSent(evs):
+			r.Op, r.IDValue = OpResolveArchive, idValue(obj, r.Key, lastState(evs))
 		default:
 			r.Op, r.Reason = OpNone, "never reached HubSpot"
 		}
@@ -280,7 +280,12 @@ func planRecord(r *RecordPlan, linkedID string, m *mapping.Set) {
 		}
 	}
 	r.Properties = full
-	if v := idValue(obj, last.new); v != "" {
+	if v := idValue(obj, r.Key, last.new); v != "" {
+		if obj.IDFromRecordID() {
+			// HubSpot stores the id property of an object the upsert creates;
+			// sending it says so explicitly.
+			full[obj.IDProperty] = v
+		}
 		r.Op, r.IDValue = OpUpsert, v
 		return
 	}
@@ -307,15 +312,13 @@ func lastState(evs []parsedEvent) *hubsync.Snapshot {
 	return nil
 }
 
-func idValue(obj mapping.Object, s *hubsync.Snapshot) string {
-	if obj.IDField == "" || s == nil {
+// idValue is the record's IDProperty value in snapshot s (the record id for
+// mapping.RecordIDField, whatever s holds).
+func idValue(obj mapping.Object, k RecordKey, s *hubsync.Snapshot) string {
+	if obj.IDProperty == "" || (s == nil && !obj.IDFromRecordID()) {
 		return ""
 	}
-	v, ok := s.Fields[obj.IDField].(string)
-	if !ok {
-		return ""
-	}
-	return strings.TrimSpace(v)
+	return obj.IDValue(k.RecordID, fieldsOf(s))
 }
 
 // neverSent reports whether the record cannot be in HubSpot: its claimed

@@ -30,6 +30,9 @@ const (
 	HTTPTimeoutDefault = hubspot.TimeoutDefault
 	// PollIntervalDefault is the wait after a cycle that found nothing to do.
 	PollIntervalDefault = time.Second
+	// ConcurrencyDefault is how many cycles one worker runs at once: while one
+	// waits for HubSpot, another claims, links or completes.
+	ConcurrencyDefault = 3
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
 	// CallsPerLeaseMin is how many HTTP timeouts a lease must outlast: a cycle
@@ -59,6 +62,18 @@ type Links interface {
 	Lookup(ctx context.Context, destination, objectType, recordID string) (externalID string, ok bool, err error)
 	// Link records (or replaces) the HubSpot id of a local record.
 	Link(ctx context.Context, destination, objectType, recordID, externalID string) error
+}
+
+// BatchLinks is implemented by Links that look up and link many records of
+// one object type at once (*links.Links does). The worker then spends one
+// query on a claim's lookups and one transaction on a call's links instead
+// of one per record. LinkMany is all or nothing; when it fails, the worker
+// links that call's records one by one.
+type BatchLinks interface {
+	// LookupMany returns the HubSpot ids of the linked records among recordIDs.
+	LookupMany(ctx context.Context, destination, objectType string, recordIDs []string) (map[string]string, error)
+	// LinkMany links each record id of pairs to its HubSpot id.
+	LinkMany(ctx context.Context, destination, objectType string, pairs map[string]string) error
 }
 
 // Unlinker is implemented by Links that can forget a link. The worker
@@ -94,6 +109,11 @@ type Config struct {
 	Mapping *mapping.Set
 	// Destination is the queue key to claim; default "hubspot".
 	Destination string
+	// Concurrency is how many cycles (claimed batches) the worker keeps in
+	// flight at once; default ConcurrencyDefault. The budget, not this
+	// number, keeps the call rate within HubSpot's limit: each cycle reserves
+	// its calls before making them.
+	Concurrency int
 	// BatchSize is the claim limit in events (not records: several events of
 	// one record coalesce into one write); default BatchSizeDefault.
 	BatchSize int
@@ -125,6 +145,7 @@ func (c Config) withDefaults() Config {
 		c.Mapping = mapping.Default()
 	}
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
+	c.Concurrency = cmp.Or(c.Concurrency, ConcurrencyDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
@@ -164,6 +185,9 @@ func (c Config) validate() error {
 	if c.BatchSize < 0 {
 		errs = append(errs, fmt.Errorf("Config.BatchSize is %d; use a positive number (0 means %d)", c.BatchSize, BatchSizeDefault))
 	}
+	if c.Concurrency < 0 {
+		errs = append(errs, fmt.Errorf("Config.Concurrency is %d; use a positive number (0 means %d)", c.Concurrency, ConcurrencyDefault))
+	}
 	if c.LeaseDuration < 0 || c.HTTPTimeout < 0 || c.PollInterval < 0 || c.AuthRetryDelay < 0 {
 		errs = append(errs, errors.New("Config durations must not be negative; use 0 for the defaults"))
 	}
@@ -179,7 +203,7 @@ func (c Config) validate() error {
 type Worker struct {
 	cfg    Config
 	log    *slog.Logger
-	notify chan struct{}
+	notify []chan struct{} // one per loop
 
 	mu      sync.Mutex
 	started bool
@@ -195,21 +219,27 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("outbound: %w", err)
 	}
-	return &Worker{cfg: cfg, log: cfg.Logger.With("component", "outbound", "owner", cfg.Owner), notify: make(chan struct{}, 1)}, nil
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "outbound", "owner", cfg.Owner)}
+	for range cfg.Concurrency {
+		w.notify = append(w.notify, make(chan struct{}, 1))
+	}
+	return w, nil
 }
 
 // Metrics returns the worker's counters.
 func (w *Worker) Metrics() *Metrics { return w.cfg.Metrics }
 
-// Notify wakes the worker from its poll wait (e.g. after an enqueue).
+// Notify wakes the worker's idle loops from their poll wait (e.g. after an enqueue).
 func (w *Worker) Notify() {
-	select {
-	case w.notify <- struct{}{}:
-	default:
+	for _, n := range w.notify {
+		select {
+		case n <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// Start runs the worker's loop in the background and returns at once.
+// Start runs the worker's Concurrency loops in the background and returns at once.
 // Cancelling ctx stops the loop hard (see Stop).
 func (w *Worker) Start(ctx context.Context) error {
 	w.mu.Lock()
@@ -224,10 +254,10 @@ func (w *Worker) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the loop gracefully: the in-flight cycle finishes and records
-// its outcome, and no new claim is made. If ctx ends first, the cycle is
-// cancelled (its events released, no attempt used) and Stop returns once the
-// loop has exited. Stop is idempotent and safe on a worker never started.
+// Stop stops the loops gracefully: the in-flight cycles finish and record
+// their outcome, and no new claim is made. If ctx ends first, the cycles are
+// cancelled (their events released, no attempt used) and Stop returns once
+// every loop has exited. Stop is idempotent and safe on a worker never started.
 func (w *Worker) Stop(ctx context.Context) error {
 	w.mu.Lock()
 	if !w.started {
@@ -251,7 +281,7 @@ func (w *Worker) Stop(ctx context.Context) error {
 	}
 }
 
-// Done is closed when a started worker's loop has exited.
+// Done is closed when a started worker's loops have exited.
 func (w *Worker) Done() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -260,9 +290,19 @@ func (w *Worker) Done() <-chan struct{} {
 
 func (w *Worker) run(ctx context.Context) {
 	defer close(w.done)
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	<-timer.C
+	var wg sync.WaitGroup
+	for i := range w.cfg.Concurrency {
+		wg.Go(func() { w.loop(ctx, w.notify[i]) })
+	}
+	wg.Wait()
+}
+
+// loop runs cycles back to back while they find work; it waits only when a
+// cycle found nothing (PollInterval, cut short by Notify), failed
+// (PollInterval) or was refused by the budget (until it has room).
+func (w *Worker) loop(ctx context.Context, notify <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		select {
 		case <-w.stopCh:
@@ -290,13 +330,13 @@ func (w *Worker) run(ctx context.Context) {
 		timer.Reset(wait)
 		select {
 		case <-timer.C:
-		case <-w.notify:
-			if !timer.Stop() {
-				<-timer.C
-			}
+		case <-notify:
+			timer.Stop()
 		case <-w.stopCh:
+			timer.Stop()
 			return
 		case <-ctx.Done():
+			timer.Stop()
 			return
 		}
 	}

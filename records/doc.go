@@ -14,6 +14,8 @@
 // ErrConflict. The row is changed before the events are inserted, so the row lock
 // orders concurrent writers' events in commit order.
 //
-// Service implements inbound.Applier with a per-field monotonic guard (see
-// Service.Apply), and Handler serves the JSON HTTP API.
+// Service implements inbound.Applier with a per-field monotonic guard and
+// per-external-id tombstones for deleted and merged-away ids (links.Tombstone),
+// so late, older changes never resurrect a record (see Service.Apply), and
+// Handler serves the JSON HTTP API.
 package records

@@ -76,7 +76,10 @@ type Record struct {
 	// Version starts at 1 and grows by one with every change.
 	Version int64
 	// Fields are the record's fields. Numbers read back from the database are
-	// json.Number, so large integers (ids) keep every digit.
+	// json.Number, so large integers (ids) keep every digit; encoding/json
+	// writes them as JSON numbers. Their spelling depends on the database
+	// (PostgreSQL writes 1e+21 as 1000000000000000000000): compare them by
+	// value, not by text.
 	Fields    map[string]any
 	CreatedAt time.Time
 	UpdatedAt time.Time
@@ -332,7 +335,7 @@ func (s *Service) updateTx(ctx context.Context, tx *sql.Tx, before Record, patch
 	if err != nil {
 		return Record{}, err
 	}
-	if old, err := json.Marshal(before.Fields); err == nil && bytes.Equal(old, enc) {
+	if sameJSON(before.Fields, norm) {
 		return before, nil
 	}
 	after := before
@@ -488,7 +491,9 @@ func decodeFields(b []byte) (map[string]any, error) {
 	return m, nil
 }
 
-// encode validates and encodes fields, and returns them as they will read back.
+// encode validates and encodes fields, and returns them as they will read back,
+// up to the spelling of numbers: PostgreSQL's jsonb writes 1e+21 as
+// 1000000000000000000000 and MySQL 2.50 as 2.5 (see sameJSON).
 func (s *Service) encode(fields map[string]any) ([]byte, map[string]any, error) {
 	if len(fields) > s.cfg.MaxFields {
 		return nil, nil, fmt.Errorf("%w: %d fields; at most %d are allowed", ErrTooLarge, len(fields), s.cfg.MaxFields)

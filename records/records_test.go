@@ -73,7 +73,7 @@ func TestCRUD(t *testing.T) {
 		if evs[0].Old != nil || evs[0].Payload.Version != 1 || evs[0].Payload.Fields["email"] != "a@example.com" {
 			t.Fatalf("create event = %+v / %+v", evs[0].Payload, evs[0].Old)
 		}
-		if evs[1].Old.Version != 1 || evs[1].Payload.Version != 2 || evs[1].Payload.Fields["name"] != "Ann" || evs[1].Old.Fields["age"] != 41.0 {
+		if evs[1].Old.Version != 1 || evs[1].Payload.Version != 2 || evs[1].Payload.Fields["name"] != "Ann" || evs[1].Old.Fields["age"] != json.Number("41") {
 			t.Fatalf("update event = %+v / %+v", evs[1].Payload, evs[1].Old)
 		}
 		if evs[2].Old.Version != 2 || evs[2].Payload.Version != 3 || len(evs[2].Payload.Metadata) != 0 {

@@ -18,10 +18,28 @@
 // once the lease has expired and another worker has claimed the row again. An
 // expired lease makes the row claimable without any sweep.
 //
-// A claim never hands out an event of a record while another event of the same
-// record is leased, and hands out the events of one record in creation order:
-// (ObjectType, RecordID) for outbound and internal events, (Source, ExternalID)
-// for inbound ones.
+// Events belong to records: (Destination, ObjectType, RecordID) for outbound,
+// (ObjectType, RecordID) for internal and (Source, ExternalID) for inbound events.
+// A record's head is its earliest unfinished (pending or processing) event. A
+// claim takes up to ClaimParams.Limit heads that are due and whose record has no
+// live lease, and in the same transaction the events that follow each head
+// (CreatedDate, Id order) while they are due, stopping at the first one that is
+// not (an event in backoff blocks the ones behind it), at most
+// ClaimParams.MaxPerRecord events per record. So a claim returns a record's due
+// events together, in order, and may return more than Limit events; results are
+// ordered by (CreatedDate, Id). No claim hands out an event of a record while
+// another claimer holds a live lease on that record: followers are never heads
+// while their head is unfinished, so only the claimer that took the head can take
+// them. Failed and processed events do not block their record. ClaimIDs takes only
+// the named events that are heads.
+//
+// Requeue of a dead letter returns it to pending in its original place. If it is
+// requeued while a later event of its record is being claimed (PostgreSQL, MySQL;
+// SQLite has one writer and no such race), both can be out at once: the claim's
+// snapshot still saw the dead letter as failed. Handing out followers does not
+// widen this: whoever claims the requeued event cannot take the other claimer's
+// events as its followers, so each event still goes out once. Requeue dead
+// letters of records that have nothing in flight, or accept a short overlap.
 //
 // The backends live in subpackages (sqlitestore, pgstore, mysqlstore) and pass one
 // conformance suite, storetest.Exercise.

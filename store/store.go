@@ -11,6 +11,7 @@ import (
 const (
 	LeaseDurationDefault = 2 * time.Minute
 	ClaimLimitDefault    = 100
+	MaxPerRecordDefault  = 100
 	CleanupBatchDefault  = 1000
 )
 
@@ -46,8 +47,15 @@ type ClaimParams struct {
 	// Key is the Source (inbound) or Destination (outbound) to claim from; matched
 	// exactly. Ignored by the internal queue.
 	Key string
-	// Limit is the most events handed out; default ClaimLimitDefault.
+	// Limit is the most records (head events) a claim takes; default
+	// ClaimLimitDefault. With each head come its record's due followers (see
+	// MaxPerRecord), so a claim may return more than Limit events: at most
+	// Limit × MaxPerRecord. ClaimIDs ignores it.
 	Limit int
+	// MaxPerRecord is the most events of one record a claim hands out, head
+	// included; default MaxPerRecordDefault. 1 hands out heads only. ClaimIDs
+	// ignores it (it takes only the named events).
+	MaxPerRecord int
 	// LeaseDuration is how long the claim holds the events; default LeaseDurationDefault.
 	LeaseDuration time.Duration
 	// Owner names the claiming worker (host/pid/worker), for operators.
@@ -57,6 +65,7 @@ type ClaimParams struct {
 // WithDefaults returns p with zero fields set to their defaults.
 func (p ClaimParams) WithDefaults() ClaimParams {
 	p.Limit = cmp.Or(p.Limit, ClaimLimitDefault)
+	p.MaxPerRecord = cmp.Or(p.MaxPerRecord, MaxPerRecordDefault)
 	p.LeaseDuration = cmp.Or(p.LeaseDuration, LeaseDurationDefault)
 	return p
 }
@@ -105,7 +114,8 @@ type InboundRepository interface {
 	EnqueueBatch(ctx context.Context, evs []InboundEvent) ([]EnqueueResult, error)
 	// GetPending lists claimable events of one source, oldest first, without claiming.
 	GetPending(ctx context.Context, source string, limit int) ([]InboundEvent, error)
-	// Claim leases up to p.Limit claimable events of source p.Key in one statement.
+	// Claim leases the claimable events of up to p.Limit records of source p.Key,
+	// each record's head with its due followers (see the package doc).
 	Claim(ctx context.Context, p ClaimParams) ([]InboundEvent, error)
 	// ClaimIDs leases the named events if they are claimable (push dispatch).
 	ClaimIDs(ctx context.Context, ids []string, p ClaimParams) ([]InboundEvent, error)
@@ -131,7 +141,8 @@ type OutboundRepository interface {
 	EnqueueTx(ctx context.Context, tx DBTX, ev OutboundEvent) (EnqueueResult, error)
 	// GetPending lists claimable events of one destination, oldest first, without claiming.
 	GetPending(ctx context.Context, destination string, limit int) ([]OutboundEvent, error)
-	// Claim leases up to p.Limit claimable events of destination p.Key in one statement.
+	// Claim leases the claimable events of up to p.Limit records of destination
+	// p.Key, each record's head with its due followers (see the package doc).
 	Claim(ctx context.Context, p ClaimParams) ([]OutboundEvent, error)
 	// ClaimIDs leases the named events if they are claimable (push dispatch).
 	ClaimIDs(ctx context.Context, ids []string, p ClaimParams) ([]OutboundEvent, error)
@@ -152,7 +163,8 @@ type OutboundRepository interface {
 type InternalRepository interface {
 	// EnqueueTx inserts an event inside the caller's transaction.
 	EnqueueTx(ctx context.Context, tx DBTX, ev InternalEvent) (EnqueueResult, error)
-	// Claim leases up to p.Limit claimable events (p.Key is ignored).
+	// Claim leases the claimable events of up to p.Limit records, each record's
+	// head with its due followers (p.Key is ignored).
 	Claim(ctx context.Context, p ClaimParams) ([]InternalEvent, error)
 	// Get reads one event; ErrNotFound when absent.
 	Get(ctx context.Context, id string) (InternalEvent, error)

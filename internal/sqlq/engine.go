@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hubsync/hubsync/store"
@@ -44,6 +45,13 @@ type Dialect struct {
 	// Retryable reports errors (deadlock, serialization failure) after which the
 	// engine's own short transactions are retried; nil means none.
 	Retryable func(error) bool
+	// SerializeWrites runs the engine's own write statements and transactions
+	// one at a time per Store (SQLite, which has one writer per database). Writers
+	// queue on a Go mutex in arrival order instead of polling the database lock
+	// with busy_timeout's sleeps, which starves unlucky writers under contention.
+	// Writers outside the engine (the caller's transactions, other packages on the
+	// same *sql.DB) still meet at the database lock and its busy_timeout.
+	SerializeWrites bool
 }
 
 // Store implements store.Store for a Dialect. Backends embed it.
@@ -51,6 +59,8 @@ type Store struct {
 	db  *sql.DB
 	d   Dialect
 	cfg store.Config
+	// wmu serialises writes when d.SerializeWrites is set.
+	wmu sync.Mutex
 
 	inbound  *InboundRepo
 	outbound *OutboundRepo
@@ -168,7 +178,19 @@ func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx
 	return err
 }
 
+// lockWrites takes the write mutex where the dialect serialises writes and
+// returns its release. Never call it while holding it, nor inside a caller's
+// transaction (it could wait on a database lock that transaction holds).
+func (s *Store) lockWrites() (unlock func()) {
+	if !s.d.SerializeWrites {
+		return func() {}
+	}
+	s.wmu.Lock()
+	return s.wmu.Unlock
+}
+
 func (s *Store) tryTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx) error) error {
+	defer s.lockWrites()()
 	tx, err := s.db.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

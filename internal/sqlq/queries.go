@@ -134,6 +134,11 @@ var templateFuncs = template.FuncMap{
 		t.Lock = "FOR UPDATE SKIP LOCKED"
 		return t
 	},
+	// withFollowers returns the data with Followers set.
+	"withFollowers": func(t tableData) tableData {
+		t.Followers = true
+		return t
+	},
 	// cols renders the queue's column list, each qualified by alias unless it is "".
 	"cols": func(t tableData, alias string) string {
 		parts := make([]string, len(t.Columns))

@@ -38,7 +38,7 @@ func newQueue[E any](s *Store, def queueDef[E]) (*Queue[E], error) {
 	case ClaimReturning:
 		need = append(need, "Claim", "ClaimIDs")
 	case ClaimLockThenUpdate:
-		need = append(need, "ClaimLockPending", "ClaimLockExpired", "ClaimLockIDs", "ClaimUpdate", "SelectIDs", "LockLeases")
+		need = append(need, "ClaimLockPending", "ClaimLockExpired", "ClaimLockIDs", "ClaimLockFollowers", "ClaimUpdate", "SelectIDs", "LockLeases")
 	}
 	for _, n := range need {
 		if _, ok := q[n]; !ok {
@@ -164,12 +164,12 @@ func (qu *Queue[E]) ClaimIDs(ctx context.Context, ids []string, p store.ClaimPar
 
 func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string) ([]E, error) {
 	p = p.WithDefaults()
-	if p.Limit < 0 || p.LeaseDuration < 0 {
-		return nil, fmt.Errorf("claim %s: Limit and LeaseDuration must not be negative", qu.def.data.Dir)
+	if p.Limit < 0 || p.LeaseDuration < 0 || p.MaxPerRecord < 0 {
+		return nil, fmt.Errorf("claim %s: Limit, LeaseDuration and MaxPerRecord must not be negative", qu.def.data.Dir)
 	}
 	now := qu.s.now()
 	args := params{
-		"key": p.Key, "limit": p.Limit, "owner": p.Owner, "ids": idsJSON(ids),
+		"key": p.Key, "limit": p.Limit, "owner": p.Owner, "ids": idsJSON(ids), "max_per_record": p.MaxPerRecord,
 		"now": qu.s.encodeTime(now), "lease_expires": qu.s.encodeTime(now.Add(p.LeaseDuration)),
 	}
 	if ids != nil {
@@ -183,10 +183,12 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 		if ids != nil {
 			name = "ClaimIDs"
 		}
+		unlock := qu.s.lockWrites()
 		evs, err = qu.events(ctx, qu.s.db, name, args)
+		unlock()
 	case ClaimLockThenUpdate:
 		err = qu.s.inTx(ctx, qu.s.d.ClaimTx, func(tx *sql.Tx) error {
-			evs, err = qu.claimLocked(ctx, tx, args, ids != nil, p.Limit)
+			evs, err = qu.claimLocked(ctx, tx, args, ids != nil, p.Limit, p.MaxPerRecord)
 			return err
 		})
 	}
@@ -198,7 +200,9 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 }
 
 // claimLocked is ClaimLockThenUpdate: it runs inside the claim transaction.
-func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, byID bool, limit int) ([]E, error) {
+// It locks the heads (skipping rows another claimer holds), then the heads'
+// followers, and leases them all with one UPDATE.
+func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, byID bool, limit, perRecord int) ([]E, error) {
 	var cands []candidate
 	var err error
 	if byID {
@@ -223,11 +227,52 @@ func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, by
 	for i, c := range cands {
 		ids[i] = c.id
 	}
+	if !byID && perRecord > 1 {
+		args["ids"] = idsJSON(ids)
+		fol, err := qu.followers(ctx, tx, args, perRecord)
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, fol...)
+	}
 	args["ids"] = idsJSON(ids)
 	if _, err := qu.exec(ctx, tx, "ClaimUpdate", args); err != nil {
 		return nil, err
 	}
 	return qu.events(ctx, tx, "SelectIDs", args)
+}
+
+// followers locks and reads the followers of the heads in args["ids"] and
+// returns, per head, the ones before the first that is not due, at most
+// perRecord-1 of them.
+func (qu *Queue[E]) followers(ctx context.Context, tx *sql.Tx, args params, perRecord int) ([]string, error) {
+	rows, err := qu.rows(ctx, tx, "ClaimLockFollowers", args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	var head string
+	var taken int
+	var stopped bool
+	for rows.Next() {
+		var id, h string
+		var created time.Time
+		var due int
+		if err := rows.Scan(&id, timeCol{dst: &created}, &h, &due); err != nil {
+			return nil, err
+		}
+		if h != head { // rows come grouped by head, each group in claim order
+			head, taken, stopped = h, 1, false
+		}
+		if stopped || due == 0 || taken >= perRecord {
+			stopped = true
+			continue
+		}
+		out = append(out, id)
+		taken++
+	}
+	return out, rows.Err()
 }
 
 type candidate struct {
@@ -263,7 +308,9 @@ func (qu *Queue[E]) applyLeases(ctx context.Context, name string, args params, l
 	var err error
 	switch qu.s.d.Mode {
 	case ClaimReturning:
+		unlock := qu.s.lockWrites()
 		applied, err = qu.strs(ctx, qu.s.db, name, args)
+		unlock()
 	case ClaimLockThenUpdate:
 		err = qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
 			live, err := qu.strs(ctx, tx, "LockLeases", args)
@@ -320,9 +367,11 @@ func leaseLost(l store.Lease) error { return &store.LeaseLostError{Leases: []sto
 
 // Fail marks the leased event failed (dead letter).
 func (qu *Queue[E]) Fail(ctx context.Context, lease store.Lease, errMsg string) error {
+	unlock := qu.s.lockWrites()
 	n, err := qu.exec(ctx, qu.s.db, "Fail", params{
 		"id": lease.ID, "attempt": lease.Attempt, "error": errMsg, "now": qu.s.encodeTime(qu.s.now()),
 	})
+	unlock()
 	if err != nil {
 		return qu.op("fail", err)
 	}
@@ -357,7 +406,9 @@ func (qu *Queue[E]) IncrementRetry(ctx context.Context, lease store.Lease, errMs
 	args["error"] = errMsg
 	args["next"] = qu.s.encodeTime(next)
 	args["now"] = qu.s.encodeTime(now)
+	unlock := qu.s.lockWrites()
 	n, err := qu.exec(ctx, qu.s.db, "Retry", args)
+	unlock()
 	if err != nil {
 		return store.RetryResult{}, qu.op("increment retry", err)
 	}
@@ -381,7 +432,9 @@ func (qu *Queue[E]) Cleanup(ctx context.Context, cutoff time.Time, batchSize int
 	batchSize = cmp.Or(batchSize, store.CleanupBatchDefault)
 	var total int64
 	for {
+		unlock := qu.s.lockWrites()
 		n, err := qu.exec(ctx, qu.s.db, "Cleanup", params{"cutoff": qu.s.encodeTime(cutoff), "batch": batchSize})
+		unlock()
 		total += n
 		if err != nil {
 			return total, qu.op("cleanup", err)
@@ -411,7 +464,9 @@ func (qu *Queue[E]) Requeue(ctx context.Context, ids ...string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
+	unlock := qu.s.lockWrites()
 	n, err := qu.exec(ctx, qu.s.db, "Requeue", params{"ids": idsJSON(ids), "now": qu.s.encodeTime(qu.s.now())})
+	unlock()
 	if err != nil {
 		return 0, qu.op("requeue", err)
 	}
@@ -420,7 +475,9 @@ func (qu *Queue[E]) Requeue(ctx context.Context, ids ...string) (int64, error) {
 
 // RequeueAll returns every failed event of one key to pending.
 func (qu *Queue[E]) RequeueAll(ctx context.Context, key string) (int64, error) {
+	unlock := qu.s.lockWrites()
 	n, err := qu.exec(ctx, qu.s.db, "RequeueAll", params{"key": key, "now": qu.s.encodeTime(qu.s.now())})
+	unlock()
 	if err != nil {
 		return 0, qu.op("requeue all", err)
 	}

@@ -116,11 +116,35 @@ func (r *InboundRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.Inb
 	return r.EnqueueConn(ctx, SQLConn{tx}, ev)
 }
 
-// EnqueueBatch inserts events in one transaction.
+// EnqueueBatch inserts events in one transaction. Where the dialect has an
+// InsertBatch query (PostgreSQL) the batch is one statement; otherwise one
+// statement per event.
 func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+	if len(evs) == 0 {
+		return nil, nil
+	}
+	batch, multi := r.q["InsertBatch"]
+	var rows []params
+	if multi {
+		rows = make([]params, len(evs))
+		for i, ev := range evs {
+			p, err := r.params(ev)
+			if err != nil {
+				return nil, err
+			}
+			p["ord"] = i
+			delete(p, "now")
+			rows[i] = p
+		}
+	}
 	var out []store.EnqueueResult
 	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		out = make([]store.EnqueueResult, 0, len(evs))
+		if multi {
+			var err error
+			out, err = r.insertBatch(ctx, tx, batch, rows)
+			return err
+		}
 		for _, ev := range evs {
 			res, err := r.EnqueueConn(ctx, SQLConn{tx}, ev)
 			if err != nil {
@@ -132,6 +156,57 @@ func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// insertBatch runs InsertBatch and resolves the ids it could not see: a key
+// repeated within the batch, or inserted by a concurrent transaction.
+func (r *InboundRepo) insertBatch(ctx context.Context, tx *sql.Tx, q query, rows []params) ([]store.EnqueueResult, error) {
+	doc, err := json.Marshal(rows)
+	if err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	args, err := q.args(params{"events": string(doc), "now": r.s.encodeTime(r.s.now())})
+	if err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	res, err := tx.QueryContext(ctx, q.text, args...)
+	if err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	out := make([]store.EnqueueResult, len(rows))
+	for res.Next() {
+		var ord int
+		var er store.EnqueueResult
+		if err := res.Scan(&ord, &er.ID, &er.Inserted); err != nil {
+			res.Close()
+			return nil, r.op("enqueue batch", err)
+		}
+		if ord < 0 || ord >= len(out) {
+			res.Close()
+			return nil, r.op("enqueue batch", fmt.Errorf("result for event %d of %d", ord, len(out)))
+		}
+		out[ord] = er
+	}
+	res.Close()
+	if err := res.Err(); err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	byKey := map[string]string{}
+	lookup := r.q["IDByIdempotencyKey"]
+	for i := range out {
+		key := rows[i]["idempotency_key"].(string)
+		if out[i].ID == "" {
+			if id, ok := byKey[key]; ok {
+				out[i].ID = id
+			} else if err := tx.QueryRowContext(ctx, lookup.text, mustArgs(lookup, params{"idempotency_key": key})...).Scan(&out[i].ID); err != nil {
+				return nil, r.op("enqueue batch", fmt.Errorf("look up duplicate idempotency key %q: %w", key, err))
+			}
+		}
+		if _, ok := byKey[key]; !ok {
+			byKey[key] = out[i].ID
+		}
 	}
 	return out, nil
 }
@@ -170,6 +245,7 @@ func (r *OutboundRepo) EnqueueConn(ctx context.Context, c Conn, ev store.Outboun
 
 // Enqueue inserts an event in its own transaction.
 func (r *OutboundRepo) Enqueue(ctx context.Context, ev store.OutboundEvent) (store.EnqueueResult, error) {
+	defer r.s.lockWrites()()
 	return r.EnqueueConn(ctx, SQLConn{r.s.db}, ev)
 }
 

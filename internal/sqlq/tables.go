@@ -12,11 +12,17 @@ type tableData struct {
 	Key string
 	// Record are the columns that make two events belong to one record.
 	Record []string
+	// OpenIndex is the index on the record key over unfinished events
+	// (migration 003), which reads of a record's followers must use.
+	OpenIndex string
 	// Columns are selected and scanned in this order.
 	Columns []string
 	// Lock is the row-locking clause a template adds where it renders the data
 	// through the locked function (set only there).
 	Lock string
+	// Followers is set where a template renders the data through the
+	// withFollowers function: a claim that also leases its heads' followers.
+	Followers bool
 }
 
 // queueDef binds a queue's table to its Go event type.
@@ -32,11 +38,12 @@ func withState(cols ...string) []string { return append(cols, stateColumns...) }
 
 var inboundDef = queueDef[store.InboundEvent]{
 	data: tableData{
-		Table:   "_System_IntegrationInbound",
-		Dir:     store.DirectionInbound,
-		Key:     "Source",
-		Record:  []string{"Source", "ExternalID"},
-		Columns: withState("Id", "Source", "ExternalID", "ObjectType", "EventType", "Payload", "RawPayload", "IdempotencyKey"),
+		Table:     "_System_IntegrationInbound",
+		Dir:       store.DirectionInbound,
+		Key:       "Source",
+		Record:    []string{"Source", "ExternalID"},
+		OpenIndex: "idx_inbound_open",
+		Columns:   withState("Id", "Source", "ExternalID", "ObjectType", "EventType", "Payload", "RawPayload", "IdempotencyKey"),
 	},
 	targets: func(e *store.InboundEvent) []any {
 		return append([]any{&e.ID, &e.Source, &e.ExternalID, &e.ObjectType, &e.EventType,
@@ -47,11 +54,12 @@ var inboundDef = queueDef[store.InboundEvent]{
 
 var outboundDef = queueDef[store.OutboundEvent]{
 	data: tableData{
-		Table:   "_System_IntegrationOutbound",
-		Dir:     store.DirectionOutbound,
-		Key:     "Destination",
-		Record:  []string{"Destination", "ObjectType", "RecordID"},
-		Columns: withState("Id", "Destination", "ObjectType", "RecordID", "EventType", "Payload", "OldPayload"),
+		Table:     "_System_IntegrationOutbound",
+		Dir:       store.DirectionOutbound,
+		Key:       "Destination",
+		Record:    []string{"Destination", "ObjectType", "RecordID"},
+		OpenIndex: "idx_outbound_open",
+		Columns:   withState("Id", "Destination", "ObjectType", "RecordID", "EventType", "Payload", "OldPayload"),
 	},
 	targets: func(e *store.OutboundEvent) []any {
 		return append([]any{&e.ID, &e.Destination, &e.ObjectType, &e.RecordID, &e.EventType,
@@ -62,10 +70,11 @@ var outboundDef = queueDef[store.OutboundEvent]{
 
 var internalDef = queueDef[store.InternalEvent]{
 	data: tableData{
-		Table:   "_System_OutboxEvent",
-		Dir:     store.DirectionInternal,
-		Record:  []string{"ObjectType", "RecordID"},
-		Columns: withState("Id", "EventType", "ObjectType", "RecordID", "Payload", "Metadata"),
+		Table:     "_System_OutboxEvent",
+		Dir:       store.DirectionInternal,
+		Record:    []string{"ObjectType", "RecordID"},
+		OpenIndex: "idx_outboxevent_open",
+		Columns:   withState("Id", "EventType", "ObjectType", "RecordID", "Payload", "Metadata"),
 	},
 	targets: func(e *store.InternalEvent) []any {
 		return append([]any{&e.ID, &e.EventType, &e.ObjectType, &e.RecordID,

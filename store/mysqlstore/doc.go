@@ -3,7 +3,7 @@
 // and JSON_TABLE).
 //
 // MySQL has no UPDATE … RETURNING, so a claim is one short read-committed
-// transaction: lock the due events with FOR UPDATE SKIP LOCKED, lease them, read
-// them back. Idempotent inbound enqueue uses INSERT IGNORE on the unique
+// transaction: lock the due record heads with FOR UPDATE SKIP LOCKED, lock their
+// followers (ClaimLockFollowers), lease them all, read them back. Idempotent inbound enqueue uses INSERT IGNORE on the unique
 // IdempotencyKey.
 package mysqlstore

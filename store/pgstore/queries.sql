@@ -39,11 +39,36 @@
     ORDER BY CreatedDate, Id LIMIT @limit
 ){{end}}
 
-{{define "lease"}}UPDATE {{.Table}} AS t
-SET Status = 'processing', LeaseOwner = @owner, LeaseExpiresDate = @lease_expires,
-    Attempt = t.Attempt + 1, LastModifiedDate = @now
-FROM cand WHERE t.Id = cand.Id
-RETURNING {{cols . "t"}}{{end}}
+{{/* A row that the claim may lease: due pending, or processing with an expired
+     lease. The UPDATE repeats it so that a row changed by a concurrent commit
+     after the claim's snapshot (PostgreSQL re-checks the new version) is not
+     leased: this is what keeps a follower from being handed out twice. */}}
+{{define "claimable"}}((t.Status = 'pending' AND t.NextAttemptDate <= @now)
+      OR (t.Status = 'processing' AND t.LeaseExpiresDate < @now)){{end}}
+
+{{/* The followers of each head in cand: the later unfinished events of its
+     record, in order, while they are due, at most @max_per_record - 1 of them.
+     Safe against concurrent claimers: while the head is unfinished no follower
+     is a head (an earlier event of its record is unfinished), so no other Claim
+     or ClaimIDs can select one; and the head itself was locked FOR UPDATE SKIP
+     LOCKED in cand, so only one claimer reaches its followers. */}}
+{{define "followers"}}fol AS MATERIALIZED (
+    SELECT s.Id FROM cand c JOIN {{.Table}} h ON h.Id = c.Id
+    CROSS JOIN LATERAL (
+        SELECT f.Id, SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
+                                OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
+                              THEN 0 ELSE 1 END) OVER (ORDER BY f.CreatedDate, f.Id) AS blocked
+        FROM {{.Table}} f
+        WHERE {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
+          AND (f.CreatedDate, f.Id) > (h.CreatedDate, h.Id)
+        ORDER BY f.CreatedDate, f.Id LIMIT @max_per_record - 1
+    ) s
+    WHERE s.blocked = 0
+){{end}}
+
+{{/* leaseset is the SET of a claim's UPDATE: Attempt+1 is the new fence. */}}
+{{define "leaseset"}}SET Status = 'processing', LeaseOwner = @owner, LeaseExpiresDate = @lease_expires,
+    Attempt = t.Attempt + 1, LastModifiedDate = @now{{end}}
 
 {{define "leases"}}jsonb_to_recordset(@leases::jsonb) AS l(id text, attempt int){{end}}
 
@@ -66,6 +91,33 @@ VALUES (@id, @event_type, @object_type, @record_id, @payload, @metadata,
     'pending', 0, 0, @created, @now, @created)
 {{end}}
 
+-- name: InsertBatch
+{{if eq .Dir "inbound"}}
+-- Inserts a batch in one statement. @events is a JSON array of objects, in batch
+-- order (ord); JSON documents arrive as text so RawPayload keeps its exact text.
+-- Returns, per event, the id inserted, or else the id of an existing event with
+-- the same key (NULL when that event is not in this statement's snapshot: a
+-- concurrent insert, or an earlier event of this same batch).
+WITH input AS (
+    SELECT * FROM jsonb_to_recordset(@events::jsonb) AS e(ord int, id text, source text, external_id text,
+        object_type text, event_type text, payload text, raw_payload text, idempotency_key text,
+        created timestamptz)
+), ins AS (
+    INSERT INTO _System_IntegrationInbound (Id, Source, ExternalID, ObjectType, EventType, Payload, RawPayload,
+        IdempotencyKey, Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+    SELECT id, source, external_id, object_type, event_type, payload::jsonb, raw_payload::json,
+        idempotency_key, 'pending', 0, 0, created, @now, created
+    FROM input ORDER BY ord
+    ON CONFLICT (IdempotencyKey) DO NOTHING
+    RETURNING Id
+)
+SELECT i.ord, COALESCE(ins.Id, x.Id, ''), ins.Id IS NOT NULL
+FROM input i
+LEFT JOIN ins ON ins.Id = i.id
+LEFT JOIN _System_IntegrationInbound x ON ins.Id IS NULL AND x.IdempotencyKey = i.idempotency_key
+ORDER BY i.ord
+{{end}}
+
 -- name: IDByIdempotencyKey
 {{if eq .Dir "inbound"}}
 SELECT Id FROM _System_IntegrationInbound WHERE IdempotencyKey = @idempotency_key
@@ -79,8 +131,12 @@ WITH {{template "due" .}}
 SELECT {{cols . "t"}} FROM {{.Table}} t JOIN cand ON cand.Id = t.Id
 
 -- name: Claim
-WITH {{template "due" locked .}}
-{{template "lease" .}}
+WITH {{template "due" locked .}}, {{template "followers" .}}
+UPDATE {{.Table}} AS t
+{{template "leaseset"}}
+FROM (SELECT Id FROM cand UNION ALL SELECT Id FROM fol) AS c
+WHERE t.Id = c.Id AND {{template "claimable"}}
+RETURNING {{cols . "t"}}
 
 -- name: ClaimIDs
 WITH cand AS MATERIALIZED (
@@ -91,7 +147,11 @@ WITH cand AS MATERIALIZED (
       AND {{template "unblocked" .}}
     FOR UPDATE SKIP LOCKED
 )
-{{template "lease" .}}
+UPDATE {{.Table}} AS t
+{{template "leaseset"}}
+FROM cand AS c
+WHERE t.Id = c.Id AND {{template "claimable"}}
+RETURNING {{cols . "t"}}
 
 -- name: Complete
 UPDATE {{.Table}} AS t

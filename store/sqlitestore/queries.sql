@@ -35,10 +35,31 @@
     ORDER BY CreatedDate, Id LIMIT @limit
 ){{end}}
 
+{{/* The followers of each head in cand: the later unfinished events of its
+     record, in order, while they are due, at most @max_per_record - 1 of them.
+     SQLite has one writer and the claim is one statement, so nothing can change
+     between choosing the heads and leasing their followers. CROSS JOIN and
+     INDEXED BY pin the plan heads → record → its open events (the planner
+     otherwise starts from every pending row). */}}
+{{define "followers"}}fol AS MATERIALIZED (
+    SELECT Id FROM (
+        SELECT f.Id,
+            ROW_NUMBER() OVER w AS n,
+            SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
+                       OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
+                     THEN 0 ELSE 1 END) OVER w AS blocked
+        FROM cand c CROSS JOIN {{.Table}} h ON h.Id = c.Id
+        CROSS JOIN {{.Table}} f INDEXED BY {{.OpenIndex}} ON {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
+            AND (f.CreatedDate > h.CreatedDate OR (f.CreatedDate = h.CreatedDate AND f.Id > h.Id))
+        WINDOW w AS (PARTITION BY h.Id ORDER BY f.CreatedDate, f.Id)
+    )
+    WHERE blocked = 0 AND n < @max_per_record
+){{end}}
+
 {{define "lease"}}UPDATE {{.Table}} AS t
 SET Status = 'processing', LeaseOwner = @owner, LeaseExpiresDate = @lease_expires,
     Attempt = t.Attempt + 1, LastModifiedDate = @now
-WHERE t.Id IN (SELECT Id FROM cand)
+WHERE t.Id IN (SELECT Id FROM cand{{if .Followers}} UNION ALL SELECT Id FROM fol{{end}})
 RETURNING {{cols . ""}}{{end}}
 
 -- name: Insert
@@ -73,8 +94,8 @@ WITH {{template "due" .}}
 SELECT {{cols . ""}} FROM {{.Table}} WHERE Id IN (SELECT Id FROM cand)
 
 -- name: Claim
-WITH {{template "due" .}}
-{{template "lease" .}}
+WITH {{template "due" .}}, {{template "followers" .}}
+{{template "lease" withFollowers .}}
 
 -- name: ClaimIDs
 WITH cand AS MATERIALIZED (

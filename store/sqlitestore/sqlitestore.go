@@ -18,6 +18,8 @@ var dialect = sqlq.Dialect{
 	Placeholders: sqlq.Question,
 	TimeMicros:   true,
 	Mode:         sqlq.ClaimReturning,
+	// One writer per database: queue the engine's writers in process.
+	SerializeWrites: true,
 }
 
 // Store is the SQLite store.

@@ -129,8 +129,13 @@ func testClaimExactKey(t *testing.T, b *bundle) {
 	wantIDs(t, `claim for "hubspot"`, q.mustClaimKey(t, "hubspot", 10, minute, "w"), hub1, hub2)
 }
 
+// testConcurrentClaimers runs several claimers over many records with several
+// events each: every event is handed out exactly once, in its record's order,
+// and no two claimers ever hold live leases on one record at the same time
+// (checked by recording, per record, the owners holding its leases whenever a
+// claim returns).
 func testConcurrentClaimers(t *testing.T, b *bundle) {
-	const records, perRecord, workers, batch = 50, 10, 8, 10
+	const records, perRecord, workers, batch = 50, 10, 8, 5
 	const total = records * perRecord
 	q := b.q
 	type meta struct {
@@ -155,8 +160,9 @@ func testConcurrentClaimers(t *testing.T, b *bundle) {
 	var (
 		mu       sync.Mutex
 		handed   = map[string]int{}
-		inflight = map[string]string{} // record -> leased id
+		holders  = map[string]map[string]int{} // record -> owner -> events leased
 		nextSeq  = map[string]int{}
+		grouped  int // claims that returned more than one event of a record
 		problems []string
 		done     atomic.Int64
 		wg       sync.WaitGroup
@@ -183,36 +189,52 @@ func testConcurrentClaimers(t *testing.T, b *bundle) {
 					continue
 				}
 				mu.Lock()
-				seen := map[string]bool{}
-				for _, ev := range evs {
+				perRec := map[string]int{}
+				for i, ev := range evs {
 					m, ok := metas[ev.ID]
 					handed[ev.ID]++
 					switch {
 					case !ok:
 						report("%s got unknown event %v", owner, ev)
+						continue
 					case handed[ev.ID] > 1:
 						report("%s got %v, handed out %d times", owner, ev, handed[ev.ID])
-					case ev.Attempt != 1:
-						report("%s got %v with attempt %d, want 1 (no lease expired)", owner, ev, ev.Attempt)
-					case seen[m.record]:
-						report("%s got two events of record %s in one claim", owner, m.record)
-					case inflight[m.record] != "":
-						report("%s got %s of record %s while %s of that record is leased", owner, ev.ID, m.record, inflight[m.record])
+					case ev.Attempt != 1 || ev.LeaseOwner != owner:
+						report("%s got %v owner %q, want attempt 1 (no lease expired) and its own lease", owner, ev, ev.LeaseOwner)
 					case m.seq != nextSeq[m.record]:
 						report("%s got event #%d of record %s, want #%d (creation order)", owner, m.seq, m.record, nextSeq[m.record])
+					case i > 0 && evs[i-1].CreatedDate.After(ev.CreatedDate):
+						report("%s: claim result not in CreatedDate order at %v", owner, ev)
 					}
-					seen[m.record] = true
+					for other := range holders[m.record] {
+						if other != owner {
+							report("%s got %s of record %s while %s holds live leases on that record", owner, ev.ID, m.record, other)
+						}
+					}
+					if holders[m.record] == nil {
+						holders[m.record] = map[string]int{}
+					}
+					holders[m.record][owner]++
+					perRec[m.record]++
 					nextSeq[m.record] = m.seq + 1
-					inflight[m.record] = ev.ID
 				}
-				mu.Unlock()
-				// Forget the leases just before Complete: no other event of these
-				// records may be handed out until Complete commits, so this cannot
+				if len(perRec) > batch {
+					report("%s got events of %d records in one claim, want at most Limit %d", owner, len(perRec), batch)
+				}
+				for _, n := range perRec {
+					if n > 1 {
+						grouped++
+						break
+					}
+				}
+				// Forget the leases just before Complete: no other claimer may get
+				// an event of these records until Complete commits, so this cannot
 				// report a false violation.
-				mu.Lock()
 				for _, ev := range evs {
-					if m, ok := metas[ev.ID]; ok && inflight[m.record] == ev.ID {
-						delete(inflight, m.record)
+					if m, ok := metas[ev.ID]; ok {
+						if holders[m.record][owner]--; holders[m.record][owner] == 0 {
+							delete(holders[m.record], owner)
+						}
 					}
 				}
 				mu.Unlock()
@@ -238,6 +260,9 @@ func testConcurrentClaimers(t *testing.T, b *bundle) {
 		if handed[id] != 1 {
 			t.Errorf("event %s handed out %d times, want once", id, handed[id])
 		}
+	}
+	if grouped == 0 {
+		t.Errorf("no claim returned more than one event of a record; a record's due events must come together")
 	}
 	if c := q.countRows(t, store.StatusProcessed); c != total {
 		t.Errorf("%d rows processed, want %d", c, total)

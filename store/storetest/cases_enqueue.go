@@ -128,6 +128,17 @@ func testEnqueueBatch(t *testing.T, b *bundle) {
 	if c := b.q.countRows(t, ""); c != 3 {
 		t.Errorf("%d rows, want 3", c)
 	}
+	// A key repeated within one batch is inserted once.
+	res, err = b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{mk("k4", "4"), mk("k4", "4"), mk("k2", "2")})
+	if err != nil {
+		t.Fatalf("EnqueueBatch with a key repeated in the batch: %v", err)
+	}
+	if len(res) != 3 || !res[0].Inserted || res[1].Inserted || res[1].ID != res[0].ID || res[2].Inserted || res[2].ID == "" {
+		t.Errorf("EnqueueBatch(k4, k4, k2) = %+v, want k4 inserted once (the second reporting its id) and k2 existing", res)
+	}
+	if c := b.q.countRows(t, ""); c != 4 {
+		t.Errorf("%d rows, want 4", c)
+	}
 }
 
 // jsonEqual compares JSON semantically: PostgreSQL's JSONB and MySQL's JSON

@@ -191,7 +191,10 @@ func (q *queue) mustEnqueueMany(t testing.TB, sps []spec) []string {
 }
 
 func (q *queue) claim(ctx context.Context, key string, limit int, lease time.Duration, owner string) ([]item, error) {
-	p := store.ClaimParams{Key: key, Limit: limit, LeaseDuration: lease, Owner: owner}
+	return q.claimParams(ctx, store.ClaimParams{Key: key, Limit: limit, LeaseDuration: lease, Owner: owner})
+}
+
+func (q *queue) claimParams(ctx context.Context, p store.ClaimParams) ([]item, error) {
 	switch q.dir {
 	case store.DirectionInbound:
 		evs, err := q.s.Inbound().Claim(ctx, p)

@@ -1,0 +1,66 @@
+package links_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/store"
+)
+
+func TestLookupManyLinkMany(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		st := newStore(t, d)
+		l := links.New(st)
+		ctx := context.Background()
+		pairs := map[string]string{}
+		var ids []string
+		for i := range 1500 { // more than one LookupMany chunk
+			rec := fmt.Sprintf("r%04d", i)
+			ids = append(ids, rec)
+			if i%3 != 0 {
+				pairs[rec] = fmt.Sprint(10000 + i)
+			}
+		}
+		if err := l.LinkMany(ctx, "hubspot", "companies", pairs); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.LinkMany(ctx, "hubspot", "companies", pairs); err != nil { // idempotent
+			t.Fatal(err)
+		}
+		got, err := l.LookupMany(ctx, "hubspot", "companies", append(ids, "Unknown", "r0001 "))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, pairs) {
+			t.Fatalf("LookupMany returned %d links, want %d", len(got), len(pairs))
+		}
+		if ext, ok, _ := l.Lookup(ctx, "hubspot", "companies", "r0001"); !ok || ext != "10001" {
+			t.Fatalf("Lookup after LinkMany = %q, %v", ext, ok)
+		}
+		if got, err := l.LookupMany(ctx, "hubspot", "deals", ids[:5]); err != nil || len(got) != 0 {
+			t.Fatalf("other object type: %v, %v", got, err)
+		}
+		// Re-link one, and a conflict undoes the whole batch.
+		err = l.LinkMany(ctx, "hubspot", "companies", map[string]string{"r0001": "99", "r0002": "10004"})
+		if !errors.Is(err, links.ErrConflict) {
+			t.Fatalf("conflicting LinkMany = %v, want ErrConflict", err)
+		}
+		if ext, _, _ := l.Lookup(ctx, "hubspot", "companies", "r0001"); ext != "10001" {
+			t.Fatalf("a failed LinkMany changed r0001 to %q", ext)
+		}
+		if err := l.LinkMany(ctx, "hubspot", "companies", map[string]string{"r0001": "99"}); err != nil {
+			t.Fatal(err)
+		}
+		if ext, _, _ := l.Lookup(ctx, "hubspot", "companies", "r0001"); ext != "99" {
+			t.Fatalf("re-linked r0001 = %q", ext)
+		}
+		if _, err := l.LookupMany(ctx, "hubspot", "companies", []string{""}); !errors.Is(err, links.ErrInvalid) {
+			t.Fatalf("empty id: %v", err)
+		}
+	})
+}
