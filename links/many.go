@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -31,27 +33,42 @@ func (l *Links) LookupManyTx(ctx context.Context, tx store.DBTX, destination, ob
 				return nil, err
 			}
 		}
-		list, err := json.Marshal(chunk)
+		got, err := l.many(ctx, tx, "lookup_many", destination, objectType, chunk)
 		if err != nil {
-			return nil, fmt.Errorf("links: lookup many: %w", err)
+			return nil, err
 		}
-		rows, err := tx.QueryContext(ctx, l.q.Get("lookup_many"), destination, objectType, string(list))
-		if err != nil {
-			return nil, fmt.Errorf("links: lookup many %s/%s (%d ids): %w", destination, objectType, len(chunk), err)
+		maps.Copy(out, got)
+	}
+	return out, nil
+}
+
+// many runs a lookup of many ids; the map is keyed by the first column for
+// lookup_many (record → external) and by the second for lookup_records_many
+// (external → record).
+func (l *Links) many(ctx context.Context, tx store.DBTX, query, destination, objectType string, ids []string) (map[string]string, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("links: %s: %w", query, err)
+	}
+	rows, err := tx.QueryContext(ctx, l.q.Get(query), destination, objectType, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("links: %s %s/%s (%d ids): %w", query, destination, objectType, len(ids), err)
+	}
+	defer rows.Close()
+	out := make(map[string]string, len(ids))
+	for rows.Next() {
+		var rec, ext string
+		if err := rows.Scan(&rec, &ext); err != nil {
+			return nil, fmt.Errorf("links: %s %s/%s: %w", query, destination, objectType, err)
 		}
-		for rows.Next() {
-			var rec, ext string
-			if err := rows.Scan(&rec, &ext); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("links: lookup many %s/%s: %w", destination, objectType, err)
-			}
+		if query == "lookup_many" {
 			out[rec] = ext
+		} else {
+			out[ext] = rec
 		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return nil, fmt.Errorf("links: lookup many %s/%s: %w", destination, objectType, err)
-		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("links: %s %s/%s: %w", query, destination, objectType, err)
 	}
 	return out, nil
 }
@@ -79,27 +96,72 @@ func (l *Links) LinkMany(ctx context.Context, destination, objectType string, pa
 	return nil
 }
 
-// LinkManyTx is LinkMany inside the caller's transaction. The current links
-// of the records are read in one query, so a record already linked to its
-// external id costs nothing more.
+// LinkManyTx is LinkMany inside the caller's transaction. It reads the
+// records' current links and the external ids' owners in one query each and
+// writes every changed link in one statement, whatever the number of pairs
+// (up to LookupManyMax at a time). As with LinkTx, two concurrent links of
+// one external id to different records can both pass the conflict check; the
+// unique index then fails one of them with a database error.
 func (l *Links) LinkManyTx(ctx context.Context, tx store.DBTX, destination, objectType string, pairs map[string]string) error {
 	ids := make([]string, 0, len(pairs))
-	for rec := range pairs {
+	for rec, ext := range pairs {
+		if err := check(destination, objectType, rec); err != nil {
+			return err
+		}
+		if ext == "" {
+			return fmt.Errorf("%w: empty external id for %s/%s/%s", ErrInvalid, destination, objectType, rec)
+		}
 		ids = append(ids, rec)
 	}
-	slices.Sort(ids) // one order for every writer: no lock-order deadlocks
-	have, err := l.LookupManyTx(ctx, tx, destination, objectType, ids)
+	slices.Sort(ids) // one order for every writer
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), LookupManyMax)]
+		ids = ids[len(chunk):]
+		if err := l.linkChunk(ctx, tx, destination, objectType, chunk, pairs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Links) linkChunk(ctx context.Context, tx store.DBTX, destination, objectType string, recs []string, pairs map[string]string) error {
+	have, err := l.LookupManyTx(ctx, tx, destination, objectType, recs)
 	if err != nil {
 		return err
 	}
-	for _, rec := range ids {
-		ext := pairs[rec]
-		if ext != "" && have[rec] == ext {
-			continue
+	var todo [][2]string
+	var exts []string
+	for _, rec := range recs {
+		if have[rec] != pairs[rec] {
+			todo = append(todo, [2]string{rec, pairs[rec]})
+			exts = append(exts, pairs[rec])
 		}
-		if err := l.LinkTx(ctx, tx, destination, objectType, rec, ext); err != nil {
-			return err
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	owners, err := l.many(ctx, tx, "lookup_records_many", destination, objectType, exts)
+	if err != nil {
+		return err
+	}
+	seen := map[string]string{}
+	for _, p := range todo {
+		rec, ext := p[0], p[1]
+		if owner, ok := owners[ext]; ok && owner != rec {
+			return fmt.Errorf("%w: %s %s %s is linked to record %s, not %s", ErrConflict, destination, objectType, ext, owner, rec)
 		}
+		if other, ok := seen[ext]; ok {
+			return fmt.Errorf("%w: %s %s %s is given to both record %s and %s", ErrConflict, destination, objectType, ext, other, rec)
+		}
+		seen[ext] = rec
+	}
+	list, err := json.Marshal(todo)
+	if err != nil {
+		return fmt.Errorf("links: link many: %w", err)
+	}
+	now := dialectsql.Time(l.dialect, l.st.Now())
+	if _, err := tx.ExecContext(ctx, l.q.Get("link_many"), destination, objectType, now, now, string(list)); err != nil {
+		return fmt.Errorf("links: link %d %s/%s: %w", len(todo), destination, objectType, err)
 	}
 	return nil
 }

@@ -59,6 +59,12 @@ func TestLookupManyLinkMany(t *testing.T) {
 		if ext, _, _ := l.Lookup(ctx, "hubspot", "companies", "r0001"); ext != "99" {
 			t.Fatalf("re-linked r0001 = %q", ext)
 		}
+		if _, ok, _ := l.LookupRecord(ctx, "hubspot", "companies", "10001"); ok {
+			t.Fatal("old external id still linked after a re-link by LinkMany")
+		}
+		if err := l.LinkMany(ctx, "hubspot", "companies", map[string]string{"n1": "500", "n2": "500"}); !errors.Is(err, links.ErrConflict) {
+			t.Fatalf("one external id for two records = %v, want ErrConflict", err)
+		}
 		if _, err := l.LookupMany(ctx, "hubspot", "companies", []string{""}); !errors.Is(err, links.ErrInvalid) {
 			t.Fatalf("empty id: %v", err)
 		}

@@ -59,6 +59,11 @@ func TestBenchOutbound(t *testing.T) {
 	}
 	t.Logf("enqueued %d create events", records)
 
+	conc := 0 // the default
+	if v, err := strconv.Atoi(os.Getenv("HUBSYNC_BENCH_CONCURRENCY")); err == nil {
+		conc = v
+	}
+	ph := newPhases()
 	var ws []*outbound.Worker
 	var stores []store.Store
 	for i := range 3 {
@@ -80,7 +85,8 @@ func TestBenchOutbound(t *testing.T) {
 		if mem != nil {
 			repo = mem
 		}
-		w, err := outbound.NewWorker(outbound.Config{Store: repo, HubSpot: client, Links: links.New(st), Budget: bud,
+		w, err := outbound.NewWorker(outbound.Config{Store: timedRepo{repo, ph}, HubSpot: timedHubSpot{client, ph},
+			Links: timedLinks{links.New(st), ph}, Budget: timedBudget{bud, ph}, Concurrency: conc,
 			BudgetKey: "hubspot:bench", Owner: fmt.Sprint("replica", i), Logger: testLogger(), PollInterval: 50 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
@@ -113,6 +119,7 @@ func TestBenchOutbound(t *testing.T) {
 		time.Sleep(time.Until(start.Add(d))) // a benchmark's clock, not a test's wait
 	}
 	waitUntil(warmup)
+	ph.reset()
 	p0, c0 := processed(), sim.Counters()
 	waitUntil(warmup + measure)
 	p1, c1 := processed(), sim.Counters()
@@ -128,6 +135,7 @@ func TestBenchOutbound(t *testing.T) {
 		m.RateLimited += s.RateLimited
 		m.Retried += s.Retried
 	}
+	t.Logf("per-operation latency in the steady window (all replicas, %d loops each):\n%s", ws[0].Concurrency(), ph)
 	t.Logf("steady window %s: %d events processed = %.0f records/s = %.1f%% of the 1000/s ceiling; %d calls (%.1f records/call); real 429s total %d; budget refusals %d; retries %d",
 		measure, p1-p0, rate, rate/10, calls, float64(p1-p0)/float64(max(calls, 1)), c1.RateLimited429["TEN_SECONDLY_ROLLING"], m.BudgetDenied, m.Retried)
 }

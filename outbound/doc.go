@@ -6,13 +6,18 @@
 // # A cycle
 //
 // A Worker claims up to BatchSize events (RunOnce, or ProcessIDs for a push
-// dispatcher that names events), looks up the HubSpot id of each record,
-// builds a Plan, reserves Plan.EstimateCalls calls from the shared budget and
-// makes the calls. When the budget refuses, every event is released (no
-// attempt used) until it has room. Any number of workers in any number of
-// processes cooperate through the store's leases; a cycle makes no call that
-// could be answered after its lease expires (LeaseDuration must exceed
-// CallsPerLeaseMin × HTTPTimeout).
+// dispatcher that names events), looks up the HubSpot ids of their records
+// (one query per object type when Links implements BatchLinks), builds a
+// Plan, reserves Plan.EstimateCalls calls from the shared budget and makes
+// the calls; a call's new links are stored in one transaction. When the
+// budget refuses, every event is released (no attempt used) until it has
+// room. A started worker runs Concurrency such cycles at once, back to back
+// while there is work, so that one cycle's database round trips overlap
+// another's HubSpot call; the budget, not the number of cycles, holds the
+// call rate. Any number of workers in any number of processes cooperate
+// through the store's leases; a cycle makes no call that could be answered
+// after its lease expires (LeaseDuration must exceed CallsPerLeaseMin ×
+// HTTPTimeout).
 //
 // # Coalescing (BuildPlan)
 //
@@ -30,19 +35,26 @@
 // # Calls
 //
 // Known HubSpot id → batch update by id. Unknown id with an IDProperty value
-// (contacts: email) → batch upsert by it: idempotent, so a retry after a crash
-// never duplicates a contact; two records with the same value never share a
-// call. Unknown id and no IDProperty → batch create with the record id as
-// objectWriteTraceId. A deleted record → batch archive by id; with no link
-// but an IDProperty value, a batch read by that property finds the id first
-// (unless the record provably never reached HubSpot).
+// → batch upsert by it: idempotent, so a retry after a lost answer or a crash
+// never duplicates the object; two records with the same value never share a
+// call. Contacts upsert by email; companies and deals by
+// mapping.RecordIDProperty ("hubsync_record_id"), whose value is the local
+// record id and which the upsert also sends as a property so HubSpot stores
+// it. On a real portal that property must exist on companies and deals with
+// "unique values" enabled (see package mapping). Unknown id and no
+// IDProperty (a mapping without one, or a contact without email) → batch
+// create with the record id as objectWriteTraceId. A deleted record → batch
+// archive by id; with no link but an IDProperty value, a batch read by that
+// property finds the id first (unless the record provably never reached
+// HubSpot).
 //
-// Residual risk, honestly: a create (not an upsert) whose answer is lost —
-// a timeout or a dropped connection after HubSpot applied it, or a crash
-// between HubSpot's answer and the Link — is retried and creates a duplicate.
-// The worker links each created id immediately after the call and before it
-// completes anything, which narrows but cannot close that window; map a
-// unique IDProperty wherever the object type has one.
+// Residual risk, honestly: only a plain create (a mapping without an
+// IDProperty) whose answer is lost — a timeout or a dropped connection after
+// HubSpot applied it, or a crash between HubSpot's answer and the Link — is
+// retried and creates a duplicate. The worker links each created id
+// immediately after the call and before it completes anything, which
+// narrows but cannot close that window; map a unique IDProperty (or
+// mapping.RecordIDField) for every object type.
 //
 // # Results
 //

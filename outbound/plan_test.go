@@ -77,9 +77,9 @@ func TestBuildPlanCoalescing(t *testing.T) {
 			ev("1", "contacts", "r", store.EventCreate, nil, a0, false),
 			ev("2", "contacts", "r", store.EventDelete, a0, nil, false),
 		}, "", want{OpNone, nil, ""}},
-		{"delete of an unlinked company → no call", []store.OutboundEvent{
+		{"delete of an unlinked company → resolve by record id and archive", []store.OutboundEvent{
 			ev("1", "companies", "c", store.EventDelete, f{"name": "Acme"}, nil, false),
-		}, "", want{OpNone, nil, ""}},
+		}, "", want{OpResolveArchive, nil, ""}},
 		{"delete of an unlinked contact with email → resolve and archive", []store.OutboundEvent{
 			ev("1", "contacts", "r", store.EventDelete, a0, nil, false),
 		}, "", want{OpResolveArchive, nil, ""}},
@@ -91,9 +91,9 @@ func TestBuildPlanCoalescing(t *testing.T) {
 			ev("1", "contacts", "r", store.EventDelete, a2, nil, false),
 			ev("2", "contacts", "r", store.EventCreate, nil, a0, false),
 		}, "", want{OpUpsert, map[string]string{"email": "a@x.com", "firstname": "Ann"}, ""}},
-		{"company without IDProperty → create", []store.OutboundEvent{
+		{"company → upsert by record id, which it also stores", []store.OutboundEvent{
 			ev("1", "companies", "c", store.EventCreate, nil, f{"name": "Acme", "employees": 12.0}, false),
-		}, "", want{OpCreate, map[string]string{"name": "Acme", "numberofemployees": "12"}, ""}},
+		}, "", want{OpUpsert, map[string]string{"name": "Acme", "numberofemployees": "12", mapping.RecordIDProperty: "c"}, ""}},
 		{"contact without email → create", []store.OutboundEvent{
 			ev("1", "contacts", "r", store.EventCreate, nil, f{"first_name": "Nomail"}, false),
 		}, "", want{OpCreate, map[string]string{"firstname": "Nomail"}, ""}},

@@ -110,9 +110,10 @@ type Config struct {
 	// Destination is the queue key to claim; default "hubspot".
 	Destination string
 	// Concurrency is how many cycles (claimed batches) the worker keeps in
-	// flight at once; default ConcurrencyDefault. The budget, not this
-	// number, keeps the call rate within HubSpot's limit: each cycle reserves
-	// its calls before making them.
+	// flight at once; default ConcurrencyDefault. Their claims take turns (one
+	// claimer per worker), the rest overlaps. The budget, not this number,
+	// keeps the call rate within HubSpot's limit: each cycle reserves its
+	// calls before making them.
 	Concurrency int
 	// BatchSize is the claim limit in events (not records: several events of
 	// one record coalesce into one write); default BatchSizeDefault.
@@ -204,6 +205,10 @@ type Worker struct {
 	cfg    Config
 	log    *slog.Logger
 	notify []chan struct{} // one per loop
+	// claimSem lets one Claim of this worker run at a time: its cycles overlap
+	// in everything else, while the queue sees one claimer per worker
+	// (concurrent claims of one queue contend for the same head rows).
+	claimSem chan struct{}
 
 	mu      sync.Mutex
 	started bool
@@ -219,7 +224,7 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("outbound: %w", err)
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "outbound", "owner", cfg.Owner)}
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "outbound", "owner", cfg.Owner), claimSem: make(chan struct{}, 1)}
 	for range cfg.Concurrency {
 		w.notify = append(w.notify, make(chan struct{}, 1))
 	}
@@ -378,7 +383,13 @@ func (s *Summary) add(o Summary) {
 
 // RunOnce claims up to BatchSize events and pushes them: one cycle.
 func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
+	select {
+	case w.claimSem <- struct{}{}:
+	case <-ctx.Done():
+		return Summary{}, ctx.Err()
+	}
 	evs, err := w.cfg.Store.Claim(ctx, w.claimParams())
+	<-w.claimSem
 	if err != nil {
 		return Summary{}, fmt.Errorf("outbound: claim: %w", err)
 	}
@@ -402,3 +413,6 @@ func (w *Worker) ProcessIDs(ctx context.Context, ids []string) (Summary, error) 
 func (w *Worker) claimParams() store.ClaimParams {
 	return store.ClaimParams{Key: w.cfg.Destination, Limit: w.cfg.BatchSize, LeaseDuration: w.cfg.LeaseDuration, Owner: w.cfg.Owner}
 }
+
+// Concurrency is how many cycles the worker runs at once.
+func (w *Worker) Concurrency() int { return w.cfg.Concurrency }

@@ -20,6 +20,9 @@ import (
 // adminBodyMax bounds an admin request body.
 const adminBodyMax = 1 << 20
 
+// errBodyTooLarge answers 413: the body passed adminBodyMax.
+var errBodyTooLarge = errors.New("request body too large")
+
 // adminAPI serves /admin/… behind a bearer token.
 type adminAPI struct {
 	token          []byte
@@ -52,7 +55,9 @@ func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) ht
 		}
 		if err := h(w, r); err != nil {
 			status, code := http.StatusInternalServerError, "internal"
-			if errors.Is(err, ErrBadRequest) {
+			if errors.Is(err, errBodyTooLarge) {
+				status, code = http.StatusRequestEntityTooLarge, "too_large"
+			} else if errors.Is(err, ErrBadRequest) {
 				status, code = http.StatusBadRequest, "bad_request"
 			} else if errors.Is(err, context.Canceled) {
 				return
@@ -140,6 +145,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, adminBodyMax))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return fmt.Errorf("%w: the body exceeds %d bytes", errBodyTooLarge, adminBodyMax)
+		}
 		return fmt.Errorf("%w: body: %v", ErrBadRequest, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {

@@ -12,7 +12,7 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-func adminServer(t *testing.T, b opsBundle, token string) *httptest.Server {
+func adminServer(t testing.TB, b opsBundle, token string) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	(&adminAPI{token: []byte(token), st: b.st, reconcileAfter: ReconcileAfterDefault, log: slog.New(slog.DiscardHandler)}).register(mux)

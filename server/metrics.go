@@ -15,6 +15,7 @@ import (
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -40,6 +41,16 @@ const (
 	MetricBudgetTokens        = "hubsync_budget_tokens_total"
 	MetricWebhookRequests     = "hubsync_webhook_requests_total"
 	MetricWebhookVerifyFailed = "hubsync_webhook_verification_failures_total"
+
+	// The outbound worker's own counters (outbound.Metrics), read at scrape time.
+	MetricOutboundCalls        = "hubsync_outbound_hubspot_calls_total"
+	MetricOutboundRateLimited  = "hubsync_outbound_rate_limited_total"
+	MetricOutboundCoalesced    = "hubsync_outbound_coalesced_events_total"
+	MetricOutboundEvents       = "hubsync_outbound_events_total"
+	MetricOutboundAdopted      = "hubsync_outbound_adopted_total"
+	MetricOutboundLeaseLost    = "hubsync_outbound_lease_lost_total"
+	MetricOutboundBudgetDenied = "hubsync_outbound_budget_denied_total"
+	MetricOutboundSplits       = "hubsync_outbound_batch_splits_total"
 )
 
 // instruments are the process's Prometheus metrics, on a registry of their own
@@ -57,6 +68,10 @@ type instruments struct {
 	budgetTokens        *prometheus.CounterVec
 	webhookRequests     *prometheus.CounterVec
 	webhookVerifyFailed prometheus.Counter
+
+	// outbound is shared by the outbound worker (Config.Metrics) and read by
+	// outboundCollector at each scrape.
+	outbound *outbound.Metrics
 }
 
 func newInstruments(st store.Store, log *slog.Logger) *instruments {
@@ -81,6 +96,7 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 		budgetTokens:        counter(MetricBudgetTokens, "API calls reserved from the budget (granted reservations only).", "key"),
 		webhookRequests:     counter(MetricWebhookRequests, "Webhook deliveries received, by HTTP answer code.", "code"),
 		webhookVerifyFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWebhookVerifyFailed, Help: "Webhook deliveries refused because the signature or its timestamp did not verify (401)."}),
+		outbound:            outbound.NewMetrics(),
 	}
 	// The default queues' series exist from the start, so dashboards and alerts
 	// see zeros rather than nothing.
@@ -94,7 +110,7 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 	reg.MustRegister(in.enqueued, in.claimed, in.processed, in.failed, in.retried, in.released,
 		in.hubspotCalls, in.hubspotRateLimited, in.hubspotRemaining, in.hubspotDailyRemain,
 		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed,
-		&statsCollector{st: st, log: log},
+		&statsCollector{st: st, log: log}, outboundCollector{m: in.outbound},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return in
 }
@@ -222,4 +238,58 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, q.OldestPendingAgeSeconds, string(q.Direction), q.Key)
 	}
+}
+
+// outboundCollector exports the outbound worker's counters (outbound.Metrics)
+// at scrape time. They only grow, so they are Prometheus counters; event
+// counts are in events (a record's coalesced events count one each).
+type outboundCollector struct{ m *outbound.Metrics }
+
+var (
+	descOutboundCalls        = prometheus.NewDesc(MetricOutboundCalls, "HubSpot calls of the outbound worker, by plan operation (upsert, update, create, archive, resolve_archive) and outcome (ok, partial, rate_limited, retryable, conflict, validation, not_found, auth, permanent, canceled).", []string{"op", "outcome"}, nil)
+	descOutboundRateLimited  = prometheus.NewDesc(MetricOutboundRateLimited, "429 answers the outbound worker met (the budget should keep this at 0).", nil, nil)
+	descOutboundCoalesced    = prometheus.NewDesc(MetricOutboundCoalesced, "Outbound events that rode along with another event of their record instead of costing a write of their own.", nil, nil)
+	descOutboundEvents       = prometheus.NewDesc(MetricOutboundEvents, "Outbound events settled by the worker, by result: completed (processed, skipped included), skipped (completed without a call), retried, dead (out of attempts), failed (failed at once), released (given back without using an attempt).", []string{"result"}, nil)
+	descOutboundAdopted      = prometheus.NewDesc(MetricOutboundAdopted, "Records linked to an existing HubSpot object after a 409 conflict.", nil, nil)
+	descOutboundLeaseLost    = prometheus.NewDesc(MetricOutboundLeaseLost, "Outbound events whose lease expired before the worker settled them.", nil, nil)
+	descOutboundBudgetDenied = prometheus.NewDesc(MetricOutboundBudgetDenied, "Budget reservations of the outbound worker that were refused (its events wait for room).", nil, nil)
+	descOutboundSplits       = prometheus.NewDesc(MetricOutboundSplits, "Batch calls halved to isolate an input HubSpot rejected.", nil, nil)
+)
+
+// Describe implements prometheus.Collector.
+func (c outboundCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descOutboundCalls, descOutboundRateLimited, descOutboundCoalesced, descOutboundEvents,
+		descOutboundAdopted, descOutboundLeaseLost, descOutboundBudgetDenied, descOutboundSplits} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c outboundCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.m.Snapshot()
+	calls := s.Calls
+	// The common series exist from the start, so dashboards see zeros.
+	for _, op := range []string{outbound.OpUpsert.String(), outbound.OpUpdate.String()} {
+		if _, ok := calls[outbound.CallLabel{Op: op, Outcome: "ok"}]; !ok {
+			calls[outbound.CallLabel{Op: op, Outcome: "ok"}] = 0
+		}
+	}
+	for l, n := range calls {
+		ch <- prometheus.MustNewConstMetric(descOutboundCalls, prometheus.CounterValue, float64(n), l.Op, l.Outcome)
+	}
+	counter := func(d *prometheus.Desc, n int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(n), labels...)
+	}
+	counter(descOutboundRateLimited, s.RateLimited)
+	counter(descOutboundCoalesced, s.Coalesced)
+	counter(descOutboundEvents, s.Completed, "completed")
+	counter(descOutboundEvents, s.Skipped, "skipped")
+	counter(descOutboundEvents, s.Retried, "retried")
+	counter(descOutboundEvents, s.Dead, "dead")
+	counter(descOutboundEvents, s.Failed, "failed")
+	counter(descOutboundEvents, s.Released, "released")
+	counter(descOutboundAdopted, s.Adopted)
+	counter(descOutboundLeaseLost, s.LeaseLost)
+	counter(descOutboundBudgetDenied, s.BudgetDenied)
+	counter(descOutboundSplits, s.Splits)
 }

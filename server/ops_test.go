@@ -20,7 +20,7 @@ type opsBundle struct {
 	clock *storetest.Clock
 }
 
-func setupOps(t *testing.T) opsBundle {
+func setupOps(t testing.TB) opsBundle {
 	t.Helper()
 	db := dbtest.Migrated(t, store.SQLite)
 	clock := storetest.NewClock(time.Time{})

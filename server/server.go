@@ -301,7 +301,7 @@ func (s *Server) build(ctx context.Context) error {
 		w, err := outbound.NewWorker(outbound.Config{
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
-			Now: st.Now, Logger: s.log,
+			Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 		})
 		if err != nil {
 			return err

@@ -32,6 +32,17 @@ const benchDestination = "hubspot"
 // differ between fills of one database. Enqueue is far too slow for a backlog of
 // a million rows.
 func FillOutbound(ctx context.Context, s store.Store, destination, idPrefix string, n int, base time.Time) error {
+	return FillOutboundRecords(ctx, s, destination, idPrefix, n, n, base)
+}
+
+// FillOutboundRecords is FillOutbound with the n events spread round-robin over
+// records records: event i (from 1) belongs to record idPrefix followed by
+// (i-1)%records+1, so each record's events interleave with the others' in
+// creation order, as the changes of hot records do.
+func FillOutboundRecords(ctx context.Context, s store.Store, destination, idPrefix string, n, records int, base time.Time) error {
+	if records < 1 {
+		return fmt.Errorf("fill outbound: records must be at least 1, got %d", records)
+	}
 	text, err := sqlFS.ReadFile("sql/fill_outbound." + string(s.Dialect()) + ".sql")
 	if err != nil {
 		return fmt.Errorf("fill outbound: no fill query for dialect %q: %w", s.Dialect(), err)
@@ -40,11 +51,11 @@ func FillOutbound(ctx context.Context, s store.Store, destination, idPrefix stri
 	var args []any
 	switch s.Dialect() {
 	case store.SQLite:
-		args = []any{n, destination, idPrefix, base.UnixMicro()}
+		args = []any{n, destination, idPrefix, base.UnixMicro(), records}
 	case store.Postgres:
-		args = []any{n, destination, idPrefix, base}
+		args = []any{n, destination, idPrefix, base, records}
 	case store.MySQL:
-		args = []any{destination, idPrefix, base.Format("2006-01-02 15:04:05.999999"), n}
+		args = []any{destination, idPrefix, base.Format("2006-01-02 15:04:05.999999"), records, n}
 	}
 	if _, err := s.DB().ExecContext(ctx, string(text), args...); err != nil {
 		return fmt.Errorf("fill outbound (%d rows): %w", n, err)

@@ -1,4 +1,5 @@
 -- The links of many records in one query; the third argument is a JSON array
--- of record ids.
+-- of record ids. ARRAY(...) is evaluated once, so the primary key is used.
 SELECT RecordID, ExternalID FROM hubsync_link
-WHERE Destination = ? AND ObjectType = ? AND RecordID IN (SELECT jsonb_array_elements_text(CAST(? AS jsonb)))
+WHERE Destination = ? AND ObjectType = ?
+  AND RecordID = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST(? AS jsonb))))

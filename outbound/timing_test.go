@@ -1,0 +1,115 @@
+package outbound_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/store"
+)
+
+// phases sums the latency of the worker's dependencies by operation, for the
+// benchmark's report of where a cycle's time goes.
+type phases struct {
+	mu  sync.Mutex
+	n   map[string]int
+	sum map[string]time.Duration
+}
+
+func newPhases() *phases { return &phases{n: map[string]int{}, sum: map[string]time.Duration{}} }
+
+func (p *phases) since(op string, start time.Time) {
+	d := time.Since(start)
+	p.mu.Lock()
+	p.n[op]++
+	p.sum[op] += d
+	p.mu.Unlock()
+}
+
+func (p *phases) reset() {
+	p.mu.Lock()
+	clear(p.n)
+	clear(p.sum)
+	p.mu.Unlock()
+}
+
+func (p *phases) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var b strings.Builder
+	ops := make([]string, 0, len(p.n))
+	for op := range p.n {
+		ops = append(ops, op)
+	}
+	slices.Sort(ops)
+	for _, op := range ops {
+		fmt.Fprintf(&b, "  %-22s %6d calls, mean %8s\n", op, p.n[op], (p.sum[op] / time.Duration(p.n[op])).Round(100*time.Microsecond))
+	}
+	return b.String()
+}
+
+type timedRepo struct {
+	store.OutboundRepository
+	p *phases
+}
+
+func (r timedRepo) Claim(ctx context.Context, cp store.ClaimParams) ([]store.OutboundEvent, error) {
+	defer r.p.since("store.Claim", time.Now())
+	return r.OutboundRepository.Claim(ctx, cp)
+}
+
+func (r timedRepo) Complete(ctx context.Context, leases ...store.Lease) error {
+	defer r.p.since("store.Complete", time.Now())
+	return r.OutboundRepository.Complete(ctx, leases...)
+}
+
+func (r timedRepo) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
+	defer r.p.since("store.Release", time.Now())
+	return r.OutboundRepository.Release(ctx, delay, leases...)
+}
+
+type timedHubSpot struct {
+	*hubspot.Client
+	p *phases
+}
+
+func (h timedHubSpot) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpsertInput) (*hubspot.BatchResult, error) {
+	defer h.p.since("hubspot.BatchUpsert", time.Now())
+	return h.Client.BatchUpsert(ctx, t, in)
+}
+
+type timedLinks struct {
+	*links.Links
+	p *phases
+}
+
+func (l timedLinks) LookupMany(ctx context.Context, destination, objectType string, ids []string) (map[string]string, error) {
+	defer l.p.since("links.LookupMany", time.Now())
+	return l.Links.LookupMany(ctx, destination, objectType, ids)
+}
+
+func (l timedLinks) LinkMany(ctx context.Context, destination, objectType string, pairs map[string]string) error {
+	defer l.p.since("links.LinkMany", time.Now())
+	return l.Links.LinkMany(ctx, destination, objectType, pairs)
+}
+
+type timedBudget struct {
+	budget.Budget
+	p *phases
+}
+
+func (b timedBudget) Reserve(ctx context.Context, key string, tokens int) (budget.Reservation, error) {
+	defer b.p.since("budget.Reserve", time.Now())
+	return b.Budget.Reserve(ctx, key, tokens)
+}
+
+func (b timedBudget) Observe(ctx context.Context, key string, o budget.Observation) error {
+	defer b.p.since("budget.Observe", time.Now())
+	return b.Budget.Observe(ctx, key, o)
+}

@@ -1,0 +1,52 @@
+package server
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestAdminRejectsOversizedBody(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	ids := b.deadOutbound(t, "hubspot", 1)
+	srv := adminServer(t, b, "tok")
+
+	// A valid request padded past the limit: nothing may be re-queued.
+	huge := `{"direction":"outbound","ids":["` + ids[0] + `"` + strings.Repeat(`,"x"`, adminBodyMax/4) + `]}`
+	for _, path := range []string{"/admin/deadletters/retry", "/admin/reconcile"} {
+		if code, body := call(t, "POST", srv.URL+path, "tok", huge); code != http.StatusRequestEntityTooLarge {
+			t.Errorf("POST %s with %d bytes = %d %s, want 413", path, len(huge), code, body)
+		}
+	}
+	code, body := call(t, "GET", srv.URL+"/admin/deadletters?direction=outbound", "tok", "")
+	if code != http.StatusOK || !strings.Contains(body, ids[0]) {
+		t.Fatalf("after the oversized retry the dead letter must still be listed: %d %s", code, body)
+	}
+}
+
+// FuzzAdminRetryBody sends arbitrary bodies to the admin POST routes: the answer
+// is always a JSON status of 200, 400 or 413, never a 500 or a panic.
+func FuzzAdminRetryBody(f *testing.F) {
+	for _, seed := range []string{
+		`{"direction":"outbound","ids":["a"]}`,
+		`{"direction":"inbound","key":"hubspot","all":true}`,
+		`{"direction":"internal","ids":[]}`,
+		`{"older_than":"10m"}`,
+		`{}`, `[]`, `null`, `{"direction":1}`, `{"ids":["a"]} {}`, "\x00",
+	} {
+		f.Add(seed)
+	}
+	b := setupOps(f)
+	srv := adminServer(f, b, "tok")
+	f.Fuzz(func(t *testing.T, body string) {
+		for _, path := range []string{"/admin/deadletters/retry", "/admin/reconcile"} {
+			code, resp := call(t, "POST", srv.URL+path, "tok", body)
+			switch code {
+			case http.StatusOK, http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			default:
+				t.Fatalf("POST %s %q = %d %s; want 200, 400 or 413", path, body, code, resp)
+			}
+		}
+	})
+}
