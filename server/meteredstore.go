@@ -26,10 +26,10 @@ func (s *meteredStore) Unwrap() store.Store { return s.Store }
 
 func newMeteredStore(st store.Store, in *instruments) *meteredStore {
 	ms := &meteredStore{Store: st, in: in}
-	ms.inbound = &meteredInbound{InboundRepository: st.Inbound(), m: meter{in: in, dir: store.DirectionInbound}}
-	ms.outbound = &meteredOutbound{OutboundRepository: st.Outbound(), m: meter{in: in, dir: store.DirectionOutbound}}
-	ms.internal = &meteredInternal{InternalRepository: st.Internal(), m: meter{in: in, dir: store.DirectionInternal}}
-	ms.inbound.m.leased, ms.outbound.m.leased, ms.internal.m.leased = &sync.Map{}, &sync.Map{}, &sync.Map{}
+	newMeter := func(dir store.Direction) meter { return meter{in: in, dir: dir, leased: &sync.Map{}} }
+	ms.inbound = &meteredInbound{inboundRepo{st.Inbound()}, meteredLeases{st.Inbound(), newMeter(store.DirectionInbound)}}
+	ms.outbound = &meteredOutbound{outboundRepo{st.Outbound()}, meteredLeases{st.Outbound(), newMeter(store.DirectionOutbound)}}
+	ms.internal = &meteredInternal{internalRepo{st.Internal()}, meteredLeases{st.Internal(), newMeter(store.DirectionInternal)}}
 	return ms
 }
 
@@ -127,10 +127,15 @@ func (m meter) retry(l store.Lease, r store.RetryResult, err error) {
 	}
 }
 
+// meteredInbound counts inbound enqueues and claims; meteredLeases, one level
+// shallower than the repository, shadows its fenced state changes.
 type meteredInbound struct {
-	store.InboundRepository
-	m meter
+	inboundRepo
+	meteredLeases
 }
+
+// inboundRepo pushes the repository's methods one embedding level down.
+type inboundRepo struct{ store.InboundRepository }
 
 func (r *meteredInbound) Enqueue(ctx context.Context, ev store.InboundEvent) (store.EnqueueResult, error) {
 	res, err := r.InboundRepository.Enqueue(ctx, ev)
@@ -173,34 +178,15 @@ func (r *meteredInbound) ClaimIDs(ctx context.Context, ids []string, p store.Cla
 	return evs, err
 }
 
-func (r *meteredInbound) Complete(ctx context.Context, leases ...store.Lease) error {
-	err := r.InboundRepository.Complete(ctx, leases...)
-	r.m.complete(leases, err)
-	return err
-}
-
-func (r *meteredInbound) Fail(ctx context.Context, l store.Lease, msg string) error {
-	err := r.InboundRepository.Fail(ctx, l, msg)
-	r.m.fail(l, err)
-	return err
-}
-
-func (r *meteredInbound) IncrementRetry(ctx context.Context, l store.Lease, msg string, minDelay time.Duration) (store.RetryResult, error) {
-	res, err := r.InboundRepository.IncrementRetry(ctx, l, msg, minDelay)
-	r.m.retry(l, res, err)
-	return res, err
-}
-
-func (r *meteredInbound) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
-	err := r.InboundRepository.Release(ctx, delay, leases...)
-	r.m.release(leases, err)
-	return err
-}
-
+// meteredOutbound counts outbound enqueues and claims; meteredLeases, one level
+// shallower than the repository, shadows its fenced state changes.
 type meteredOutbound struct {
-	store.OutboundRepository
-	m meter
+	outboundRepo
+	meteredLeases
 }
+
+// outboundRepo pushes the repository's methods one embedding level down.
+type outboundRepo struct{ store.OutboundRepository }
 
 func (r *meteredOutbound) Enqueue(ctx context.Context, ev store.OutboundEvent) (store.EnqueueResult, error) {
 	res, err := r.OutboundRepository.Enqueue(ctx, ev)
@@ -230,34 +216,15 @@ func (r *meteredOutbound) ClaimIDs(ctx context.Context, ids []string, p store.Cl
 	return evs, err
 }
 
-func (r *meteredOutbound) Complete(ctx context.Context, leases ...store.Lease) error {
-	err := r.OutboundRepository.Complete(ctx, leases...)
-	r.m.complete(leases, err)
-	return err
-}
-
-func (r *meteredOutbound) Fail(ctx context.Context, l store.Lease, msg string) error {
-	err := r.OutboundRepository.Fail(ctx, l, msg)
-	r.m.fail(l, err)
-	return err
-}
-
-func (r *meteredOutbound) IncrementRetry(ctx context.Context, l store.Lease, msg string, minDelay time.Duration) (store.RetryResult, error) {
-	res, err := r.OutboundRepository.IncrementRetry(ctx, l, msg, minDelay)
-	r.m.retry(l, res, err)
-	return res, err
-}
-
-func (r *meteredOutbound) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
-	err := r.OutboundRepository.Release(ctx, delay, leases...)
-	r.m.release(leases, err)
-	return err
-}
-
+// meteredInternal counts internal enqueues and claims; meteredLeases, one level
+// shallower than the repository, shadows its fenced state changes.
 type meteredInternal struct {
-	store.InternalRepository
-	m meter
+	internalRepo
+	meteredLeases
 }
+
+// internalRepo pushes the repository's methods one embedding level down.
+type internalRepo struct{ store.InternalRepository }
 
 func (r *meteredInternal) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.InternalEvent) (store.EnqueueResult, error) {
 	res, err := r.InternalRepository.EnqueueTx(ctx, tx, ev)
@@ -273,28 +240,39 @@ func (r *meteredInternal) Claim(ctx context.Context, p store.ClaimParams) ([]sto
 	return evs, err
 }
 
-func (r *meteredInternal) Complete(ctx context.Context, leases ...store.Lease) error {
-	err := r.InternalRepository.Complete(ctx, leases...)
-	r.m.complete(leases, err)
+// meteredLeases performs the fenced state changes of one queue and counts them.
+type meteredLeases struct {
+	ops store.LeaseOps
+	m   meter
+}
+
+func (l meteredLeases) Complete(ctx context.Context, leases ...store.Lease) error {
+	err := l.ops.Complete(ctx, leases...)
+	l.m.complete(leases, err)
 	return err
 }
 
-func (r *meteredInternal) Fail(ctx context.Context, l store.Lease, msg string) error {
-	err := r.InternalRepository.Fail(ctx, l, msg)
-	r.m.fail(l, err)
+func (l meteredLeases) Fail(ctx context.Context, lease store.Lease, msg string) error {
+	err := l.ops.Fail(ctx, lease, msg)
+	l.m.fail(lease, err)
 	return err
 }
 
-func (r *meteredInternal) IncrementRetry(ctx context.Context, l store.Lease, msg string, minDelay time.Duration) (store.RetryResult, error) {
-	res, err := r.InternalRepository.IncrementRetry(ctx, l, msg, minDelay)
-	r.m.retry(l, res, err)
+func (l meteredLeases) IncrementRetry(ctx context.Context, lease store.Lease, msg string, minDelay time.Duration) (store.RetryResult, error) {
+	res, err := l.ops.IncrementRetry(ctx, lease, msg, minDelay)
+	l.m.retry(lease, res, err)
 	return res, err
 }
 
-func (r *meteredInternal) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
-	err := r.InternalRepository.Release(ctx, delay, leases...)
-	r.m.release(leases, err)
+func (l meteredLeases) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
+	err := l.ops.Release(ctx, delay, leases...)
+	l.m.release(leases, err)
 	return err
 }
 
-var _ store.Store = (*meteredStore)(nil)
+var (
+	_ store.Store              = (*meteredStore)(nil)
+	_ store.InboundRepository  = (*meteredInbound)(nil)
+	_ store.OutboundRepository = (*meteredOutbound)(nil)
+	_ store.InternalRepository = (*meteredInternal)(nil)
+)

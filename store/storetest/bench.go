@@ -1,10 +1,12 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -191,4 +193,126 @@ func BenchmarkClaimLatency(b *testing.B, newStore BenchStoreFunc, backlog int) {
 		}
 		b.ReportMetric(float64(claimTime.Microseconds())/float64(b.N), "claim-us")
 	})
+}
+
+// HotClaimConfig shapes BenchmarkHotClaim. Zero fields take the defaults.
+type HotClaimConfig struct {
+	// Events is the backlog of pending outbound events; default 50,000.
+	Events int
+	// Records is how many records the events are spread over, round-robin;
+	// default Events (one event per record).
+	Records int
+	// Workers is how many goroutines claim and complete concurrently; default 1.
+	Workers int
+	// MaxPerRecord is the claims' ClaimParams.MaxPerRecord; 0 is the store's default.
+	MaxPerRecord int
+	// MaxDuration ends a drain that has not finished by then (a pathological
+	// claim can take minutes); default one minute. Events/s counts what was done.
+	MaxDuration time.Duration
+}
+
+func (c HotClaimConfig) withDefaults() HotClaimConfig {
+	c.Events = cmp.Or(c.Events, 50_000)
+	c.Records = cmp.Or(c.Records, c.Events)
+	c.Workers = cmp.Or(c.Workers, 1)
+	c.MaxDuration = cmp.Or(c.MaxDuration, time.Minute)
+	return c
+}
+
+// BenchmarkHotClaim measures claims on a backlog whose events crowd onto few
+// records, under concurrent claimers: each iteration bulk-loads cfg.Events
+// pending outbound events over cfg.Records records (outside the timer), then
+// cfg.Workers goroutines Claim(limit BenchBatchSize) and Complete what they got
+// until the backlog is drained or cfg.MaxDuration has passed. Completed rows stay
+// in the table. It reports the claim latency's median and 99th percentile
+// (claim-p50-ms, claim-p99-ms, over all claims including those that found
+// nothing because every record was leased), events/s, and claims per iteration.
+// A claim whose cost follows the backlog depth of hot records rather than what
+// it hands out shows here and not in BenchmarkClaimComplete.
+func BenchmarkHotClaim(b *testing.B, newStore BenchStoreFunc, cfg HotClaimConfig) {
+	cfg = cfg.withDefaults()
+	ctx := context.Background()
+	s := newStore(b, store.Config{})
+	base := s.Now().Add(-24 * time.Hour)
+	var (
+		lat     []time.Duration
+		latMu   sync.Mutex
+		total   atomic.Int64
+		elapsed time.Duration
+	)
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		prefix := "i" + strconv.Itoa(i) + "-"
+		if err := FillOutboundRecords(ctx, s, benchDestination, prefix, cfg.Events, cfg.Records, base); err != nil {
+			b.Fatal(err)
+		}
+		base = base.Add(time.Duration(cfg.Events+1) * time.Microsecond)
+		if err := Analyze(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		deadline := start.Add(cfg.MaxDuration)
+		var (
+			done  atomic.Int64
+			wg    sync.WaitGroup
+			errMu sync.Mutex
+			first error
+		)
+		stop := func() bool { return done.Load() >= int64(cfg.Events) || time.Now().After(deadline) }
+		for w := range cfg.Workers {
+			owner := "hot-" + strconv.Itoa(w)
+			wg.Go(func() {
+				var mine []time.Duration
+				defer func() {
+					latMu.Lock()
+					lat = append(lat, mine...)
+					latMu.Unlock()
+				}()
+				for !stop() {
+					t0 := time.Now()
+					evs, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: benchDestination, Limit: BenchBatchSize,
+						MaxPerRecord: cfg.MaxPerRecord, LeaseDuration: time.Hour, Owner: owner})
+					mine = append(mine, time.Since(t0))
+					if err == nil && len(evs) > 0 {
+						ls := make([]store.Lease, len(evs))
+						for i, ev := range evs {
+							ls[i] = ev.Lease()
+						}
+						err = s.Outbound().Complete(ctx, ls...)
+						done.Add(int64(len(evs)))
+					}
+					if err != nil {
+						errMu.Lock()
+						first = cmp.Or(first, err)
+						errMu.Unlock()
+						done.Store(int64(cfg.Events)) // stop the others
+						return
+					}
+					if len(evs) == 0 {
+						runtime.Gosched()
+					}
+				}
+			})
+		}
+		wg.Wait()
+		elapsed += time.Since(start)
+		if first != nil {
+			b.Fatal(first)
+		}
+		total.Add(done.Load())
+	}
+	b.StopTimer()
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(pct(0.50), "claim-p50-ms")
+	b.ReportMetric(pct(0.99), "claim-p99-ms")
+	b.ReportMetric(float64(total.Load())/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(len(lat))/float64(b.N), "claims/op")
 }

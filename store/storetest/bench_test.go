@@ -2,6 +2,7 @@ package storetest_test
 
 import (
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
@@ -36,4 +37,29 @@ func BenchmarkClaimLatencyPostgres(b *testing.B) {
 		}
 		storetest.BenchmarkClaimLatency(b, newBenchStore(store.Postgres), 1_000_000)
 	})
+}
+
+// BenchmarkHotClaim runs storetest.BenchmarkHotClaim per dialect: 50,000 events
+// over 300 hot records and one per record, with 1, 4 and 9 claimers, handing out
+// followers (the default) and heads only (MaxPerRecord 1).
+func BenchmarkHotClaim(b *testing.B) {
+	for _, d := range dbtest.Dialects {
+		b.Run(dbtest.Name(d), func(b *testing.B) {
+			for _, shape := range []struct {
+				name            string
+				records, perRec int
+			}{
+				{"records=300", 300, 0},
+				{"records=300/perRecord=1", 300, 1},
+				{"records=50000", 50_000, 0},
+			} {
+				for _, workers := range []int{1, 4, 9} {
+					b.Run(shape.name+"/workers="+strconv.Itoa(workers), func(b *testing.B) {
+						storetest.BenchmarkHotClaim(b, newBenchStore(d), storetest.HotClaimConfig{
+							Events: 50_000, Records: shape.records, Workers: workers, MaxPerRecord: shape.perRec})
+					})
+				}
+			}
+		})
+	}
 }

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestMeteredStoreCountsLeaseOps checks that the wrapper's fenced operations,
+// not the wrapped repository's, are the ones callers reach: each outcome moves
+// exactly its own counter.
+func TestMeteredStoreCountsLeaseOps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := hubsync.Open(ctx, dbtest.New(t, store.SQLite).URL, store.Config{Retry: store.RetryPolicy{MaxAttempts: 2}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := hubsync.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	in := newInstruments(db.Store, slog.New(slog.DiscardHandler))
+	ms := newMeteredStore(db.Store, in)
+	out := ms.Outbound()
+
+	for _, rec := range []string{"r1", "r2", "r3", "r4"} {
+		snap, _ := hubsync.Snapshot{ID: rec, Fields: map[string]any{}}.Marshal()
+		if _, err := out.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: rec, EventType: store.EventCreate, Payload: snap}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := out.Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, Owner: "t"})
+	if err != nil || len(evs) != 4 {
+		t.Fatalf("claim = %d events, %v", len(evs), err)
+	}
+	if err := out.Complete(ctx, evs[0].Lease()); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Fail(ctx, evs[1].Lease(), "bad"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := out.IncrementRetry(ctx, evs[2].Lease(), "later", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Release(ctx, 0, evs[3].Lease()); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		got  float64
+		want float64
+	}{
+		"enqueued":  {value(t, in.enqueued.WithLabelValues("outbound", "hubspot")), 4},
+		"claimed":   {value(t, in.claimed.WithLabelValues("outbound", "hubspot")), 4},
+		"processed": {value(t, in.processed.WithLabelValues("outbound", "hubspot")), 1},
+		"failed":    {value(t, in.failed.WithLabelValues("outbound", "hubspot")), 1},
+		"retried":   {value(t, in.retried.WithLabelValues("outbound", "hubspot")), 1},
+		"released":  {value(t, in.released.WithLabelValues("outbound", "hubspot")), 1},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", name, c.got, c.want)
+		}
+	}
+}
+
+func value(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
