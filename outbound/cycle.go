@@ -10,6 +10,7 @@ import (
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -39,12 +40,12 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	c := &cycle{w: w, ctx: ctx, leaseExpiry: w.cfg.Now().Add(w.cfg.LeaseDuration)}
 	c.sum.Claimed = len(evs)
 
-	links, err := w.lookupLinks(ctx, evs)
+	links, pushed, err := w.lookupLinks(ctx, evs)
 	if err != nil {
 		c.releaseEvents(evs, 0)
 		return c.sum, err
 	}
-	plan, err := BuildPlan(evs, links, w.cfg.Mapping)
+	plan, err := BuildPlanPushed(evs, links, pushed, w.cfg.Mapping)
 	if err != nil {
 		c.releaseEvents(evs, 0)
 		return c.sum, err
@@ -63,9 +64,22 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 		}
 	}
 	if len(none) > 0 {
-		n := c.complete(none)
-		c.sum.Skipped += n
-		w.cfg.Metrics.add(&w.cfg.Metrics.skipped, int64(n))
+		// HubSpot has what these records hold: record that state (not for a
+		// superseded record, whose events are older than it), then complete.
+		var record, superseded []*RecordPlan
+		for _, r := range none {
+			if r.Superseded {
+				superseded = append(superseded, r)
+			} else {
+				record = append(record, r)
+			}
+		}
+		n := c.succeed(record, nil)
+		s := c.complete(superseded)
+		c.sum.Skipped += n + s
+		c.sum.Superseded += s
+		w.cfg.Metrics.add(&w.cfg.Metrics.skipped, int64(n+s))
+		w.cfg.Metrics.add(&w.cfg.Metrics.superseded, int64(s))
 	}
 
 	if tokens := plan.EstimateCalls(); tokens > 0 {
@@ -450,9 +464,9 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 // succeed links created/adopted ids (before completing: after a crash in
 // between, the retry updates by id instead of creating again), unlinks
 // archived records, and completes every event of recs.
-func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) {
+func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 	if len(recs) == 0 {
-		return
+		return 0
 	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
@@ -467,7 +481,7 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) {
 		}
 		done = append(done, r)
 	}
-	c.complete(done)
+	return c.complete(done)
 }
 
 // complete marks every event of recs processed; it returns how many were.
@@ -577,10 +591,12 @@ func (c *cycle) releaseLeases(leases []store.Lease, delay time.Duration) {
 	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.released, int64(n))
 }
 
-// lookupLinks returns the known HubSpot ids of the records of evs: one query
-// per object type with BatchLinks, else one Lookup per record.
-func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (map[RecordKey]string, error) {
-	links := map[RecordKey]string{}
+// lookupLinks returns the known HubSpot ids of the records of evs, and with
+// PushedLinks their pushed states: one query (each) per object type with
+// BatchLinks, else one Lookup per record.
+func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (map[RecordKey]string, map[RecordKey]links.Pushed, error) {
+	linked := map[RecordKey]string{}
+	var pushed map[RecordKey]links.Pushed
 	var types []string
 	byType := map[string][]string{}
 	seen := map[RecordKey]bool{}
@@ -596,28 +612,103 @@ func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (ma
 		byType[k.ObjectType] = append(byType[k.ObjectType], k.RecordID)
 	}
 	bl, batch := w.cfg.Links.(BatchLinks)
+	pl, withPushed := w.cfg.Links.(PushedLinks)
 	for _, t := range types {
+		if withPushed {
+			got, err := pl.LookupPushedMany(ctx, w.cfg.Destination, t, byType[t])
+			if err != nil {
+				return nil, nil, fmt.Errorf("outbound: look up pushed states of %d %s: %w", len(byType[t]), t, err)
+			}
+			if pushed == nil {
+				pushed = map[RecordKey]links.Pushed{}
+			}
+			for rec, p := range got {
+				pushed[RecordKey{t, rec}] = p
+			}
+		}
 		if batch {
 			got, err := bl.LookupMany(ctx, w.cfg.Destination, t, byType[t])
 			if err != nil {
-				return nil, fmt.Errorf("outbound: look up links of %d %s: %w", len(byType[t]), t, err)
+				return nil, nil, fmt.Errorf("outbound: look up links of %d %s: %w", len(byType[t]), t, err)
 			}
 			for rec, id := range got {
-				links[RecordKey{t, rec}] = id
+				linked[RecordKey{t, rec}] = id
 			}
 			continue
 		}
 		for _, rec := range byType[t] {
 			id, ok, err := w.cfg.Links.Lookup(ctx, w.cfg.Destination, t, rec)
 			if err != nil {
-				return nil, fmt.Errorf("outbound: look up link of %s/%s: %w", t, rec, err)
+				return nil, nil, fmt.Errorf("outbound: look up link of %s/%s: %w", t, rec, err)
 			}
 			if ok {
-				links[RecordKey{t, rec}] = id
+				linked[RecordKey{t, rec}] = id
 			}
 		}
 	}
-	return links, nil
+	return linked, pushed, nil
+}
+
+// storePushed records, with PushedLinks, the state HubSpot now holds of each
+// record of recs that has one (its link, or for an archive its unlink, in the
+// same transaction); one transaction per object type, and record by record
+// when that fails (a conflict), so one bad link does not hold back the rest.
+// It returns each record's error and whether it took care of the record.
+func (w *Worker) storePushed(ctx context.Context, recs []*RecordPlan, ids map[*RecordPlan]string) (errs []error, handled []bool) {
+	cfg := w.cfg
+	errs, handled = make([]error, len(recs)), make([]bool, len(recs))
+	pl, ok := cfg.Links.(PushedLinks)
+	if !ok {
+		return errs, handled
+	}
+	states := map[string][]links.Pushed{}
+	idx := map[string][]int{}
+	var types []string
+	for i, r := range recs {
+		if r.Next == nil {
+			continue
+		}
+		st := *r.Next
+		switch {
+		case r.Op == OpArchive || r.Op == OpResolveArchive:
+			st.ExternalID = "" // archived: unlink
+		case ids[r] != "":
+			st.ExternalID = ids[r]
+		}
+		if !st.Deleted && st.ExternalID == "" {
+			continue // not in HubSpot as far as we know
+		}
+		t := r.Key.ObjectType
+		if states[t] == nil {
+			types = append(types, t)
+		}
+		states[t] = append(states[t], st)
+		idx[t] = append(idx[t], i)
+		handled[i] = true
+	}
+	for _, t := range types {
+		err := pl.PushedMany(ctx, cfg.Destination, t, states[t])
+		if err == nil {
+			continue
+		}
+		if len(states[t]) == 1 {
+			errs[idx[t][0]] = err
+			continue
+		}
+		w.log.Debug("outbound: batch pushed-state write failed; writing one by one", "object_type", t, "records", len(states[t]), "err", err)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, linkParallelism)
+		for k, st := range states[t] {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				errs[idx[t][k]] = pl.PushedMany(ctx, cfg.Destination, t, []links.Pushed{st})
+			}()
+		}
+		wg.Wait()
+	}
+	return errs, handled
 }
 
 // storeLinks links the new ids of recs and unlinks the archived ones; it
@@ -626,12 +717,15 @@ func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (ma
 // by one so that one bad link does not hold back the rest.
 func (w *Worker) storeLinks(ctx context.Context, recs []*RecordPlan, ids map[*RecordPlan]string) []error {
 	cfg := w.cfg
-	errs := make([]error, len(recs))
 	var todo []int // indexes of recs that still need a Link or Unlink
 	byType := map[string]map[string]string{}
 	var types []string
 	bl, batch := cfg.Links.(BatchLinks)
+	errs, handled := w.storePushed(ctx, recs, ids)
 	for i, r := range recs {
+		if handled[i] {
+			continue
+		}
 		switch {
 		case r.Op == OpArchive || r.Op == OpResolveArchive:
 			if _, ok := cfg.Links.(Unlinker); ok {

@@ -74,10 +74,25 @@
 // dead letters after the store's MaxAttempts. Every answer's rate-limit
 // headers go to Budget.Observe.
 //
-// Requeueing a dead letter replays that event's change as it was: if later
-// changes of the same record were pushed in the meantime, the replay can set
-// older values again. Requeue a record's dead letters before its later events
-// are pushed, or follow with a fresh local write.
+// # Dead letters and the pushed state
+//
+// With Links that implement PushedLinks (*links.Links), the worker records,
+// with each success and in the same transaction as the link, the state
+// HubSpot now holds of the record (links.Pushed: version, fields, event
+// time). The next write is diffed against that state, not against the first
+// event's OldPayload, so when an event is dead-lettered and a later change of
+// the record succeeds, the later write carries the dead letter's changes too.
+// A re-queued (or late) event whose version is not newer than the pushed
+// state, and that was created no later than it, is completed without a call
+// (Summary.Superseded, MetricsSnapshot.Superseded), so re-queueing never sets
+// older values again; re-queueing a record's newest change sends it. An
+// archive leaves a deletion marker, so a re-queued older change of an
+// archived record does not bring it back. A pushed state counts only while
+// its HubSpot id is the record's link: a re-link to another object (an
+// inbound merge) or an unlink (404) makes the next write a full one.
+// Snapshots without a Version get the event-by-event diff and no
+// superseding; for them, re-queue a record's dead letters before its later
+// events are pushed.
 //
 // # Metrics
 //

@@ -13,8 +13,8 @@ type Metrics struct {
 	mu    sync.Mutex
 	calls map[CallLabel]int64
 
-	coalesced, skipped, completed, retried, dead, failed, released atomic.Int64
-	adopted, leaseLost, rateLimited, budgetDenied, splits          atomic.Int64
+	coalesced, skipped, superseded, completed, retried, dead, failed, released atomic.Int64
+	adopted, leaseLost, rateLimited, budgetDenied, splits                      atomic.Int64
 }
 
 // CallLabel labels HubSpot calls: Op is the plan operation ("update",
@@ -34,8 +34,10 @@ type MetricsSnapshot struct {
 	Calls map[CallLabel]int64
 	// Coalesced counts events that rode along with another event of their record.
 	Coalesced int64
-	// Skipped counts events completed without a call; Completed counts all completed events.
-	Skipped, Completed int64
+	// Skipped counts events completed without a call; Completed counts all
+	// completed events; Superseded counts the skipped events that were not
+	// newer than the state HubSpot already had (re-queued or late events).
+	Skipped, Superseded, Completed int64
 	// Retried counts events scheduled for another attempt; Dead those that ran
 	// out of attempts; Failed those failed at once (validation, unmapped).
 	Retried, Dead, Failed int64
@@ -79,6 +81,7 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		Calls:        calls,
 		Coalesced:    m.coalesced.Load(),
 		Skipped:      m.skipped.Load(),
+		Superseded:   m.superseded.Load(),
 		Completed:    m.completed.Load(),
 		Retried:      m.retried.Load(),
 		Dead:         m.dead.Load(),

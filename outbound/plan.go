@@ -3,9 +3,11 @@ package outbound
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
@@ -72,6 +74,14 @@ type RecordPlan struct {
 	Properties map[string]string
 	// Reason says why OpNone or OpFail.
 	Reason string
+	// Superseded marks an OpNone whose events are not newer than the state
+	// HubSpot already has (a re-queued or late event): completed without a call.
+	Superseded bool
+	// Next is the state HubSpot holds once the plan's write (or OpNone)
+	// succeeds, for the worker to record (links.PushedMany); nil when there is
+	// nothing to record (a failure, a superseded event, no known HubSpot id).
+	// Its ExternalID is the linked id; the worker fills in a created one.
+	Next *links.Pushed
 }
 
 // Leases returns the leases of the record's events.
@@ -157,6 +167,22 @@ func (p Plan) Coalesced() int {
 // event gave it, or else its value before the first claimed event (earlier
 // events completed only after HubSpot accepted them).
 func BuildPlan(events []store.OutboundEvent, links map[RecordKey]string, m *mapping.Set) (Plan, error) {
+	return BuildPlanPushed(events, links, nil, m)
+}
+
+// BuildPlanPushed is BuildPlan with the last state HubSpot accepted of each
+// record (links.Pushed; a state that is not Current for the record's link is
+// ignored). For a record whose last claimed event has a snapshot Version:
+//   - events whose version is not newer than the pushed state's, and that were
+//     created no later than it, are superseded: OpNone without a call (a
+//     re-queued dead letter must not set older values again);
+//   - otherwise "what HubSpot has" is the pushed state rather than the first
+//     event's OldPayload, so the write carries every change since the last
+//     success, those of dead-lettered events included.
+//
+// Snapshots without a Version (an application's own events may omit it) get
+// BuildPlan's behaviour: the diff from the first OldPayload, no superseding.
+func BuildPlanPushed(events []store.OutboundEvent, linked map[RecordKey]string, pushed map[RecordKey]links.Pushed, m *mapping.Set) (Plan, error) {
 	if m == nil {
 		return Plan{}, fmt.Errorf("outbound: BuildPlan needs a mapping set")
 	}
@@ -173,7 +199,11 @@ func BuildPlan(events []store.OutboundEvent, links map[RecordKey]string, m *mapp
 		r.Events = append(r.Events, e)
 	}
 	for _, r := range plan.Records {
-		planRecord(r, links[r.Key], m)
+		var p *links.Pushed
+		if st, ok := pushed[r.Key]; ok && st.Current(linked[r.Key]) {
+			p = &st
+		}
+		planRecord(r, linked[r.Key], p, m)
 	}
 	plan.Calls = groupCalls(plan.Records)
 	return plan, nil
@@ -183,9 +213,10 @@ type parsedEvent struct {
 	ev       store.OutboundEvent
 	old, new *hubsync.Snapshot
 	sync     bool
+	version  int64 // the snapshot version after the event; 0 when unknown
 }
 
-func planRecord(r *RecordPlan, linkedID string, m *mapping.Set) {
+func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, m *mapping.Set) {
 	obj, ok := m.Lookup(r.Key.ObjectType)
 	if !ok {
 		r.Op, r.Reason = OpFail, fmt.Sprintf("no mapping for object type %q; add one to the mapping set", r.Key.ObjectType)
@@ -206,17 +237,40 @@ func planRecord(r *RecordPlan, linkedID string, m *mapping.Set) {
 		// The marker lives in the snapshot the change produced (a delete's
 		// payload, when it has one, included).
 		p.sync = p.new.SyncSourced(e.Destination)
+		switch {
+		case p.new != nil && p.new.Version > 0:
+			p.version = p.new.Version
+		case e.EventType == store.EventDelete && p.old != nil && p.old.Version > 0:
+			p.version = p.old.Version + 1 // a delete without a payload
+		}
 		if e.EventType == store.EventDelete {
 			p.new = nil // a delete leaves nothing, whatever its payload holds
 		}
 		evs[i] = p
 	}
 	last := evs[len(evs)-1]
+	version := last.version
+	var eventDate time.Time
+	for _, p := range evs {
+		if p.ev.CreatedDate.After(eventDate) {
+			eventDate = p.ev.CreatedDate
+		}
+	}
+	if version == 0 {
+		pushed = nil // no order to judge by: BuildPlan's behaviour
+	}
+	if pushed != nil && pushed.Version > 0 && version <= pushed.Version && !eventDate.After(pushed.EventDate) {
+		r.Op, r.Superseded = OpNone, true
+		r.Reason = fmt.Sprintf("superseded: version %d is not newer than version %d, which HubSpot already has", version, pushed.Version)
+		return
+	}
 
 	if last.ev.EventType == store.EventDelete {
+		gone := &links.Pushed{RecordID: r.Key.RecordID, Version: version, Deleted: true, EventDate: eventDate}
 		switch {
 		case last.sync:
 			r.Op, r.Reason = OpNone, "deleted in HubSpot itself"
+			gone.ExternalID = linkedID // HubSpot's own deletion keeps the link (inbound tombstones it)
 		case linkedID != "":
 			r.Op, r.HubSpotID = OpArchive, linkedID
 		case idValue(obj, r.Key, lastState(evs)) != "" && !neverSent(evs):
@@ -224,11 +278,19 @@ func planRecord(r *RecordPlan, linkedID string, m *mapping.Set) {
 		default:
 			r.Op, r.Reason = OpNone, "never reached HubSpot"
 		}
+		r.Next = gone
 		return
+	}
+	r.Next = &links.Pushed{RecordID: r.Key.RecordID, ExternalID: linkedID, Version: version, Fields: last.new.Fields, EventDate: eventDate}
+	if pushed != nil && pushed.Deleted {
+		pushed = nil // a new life of the record: nothing of it is in HubSpot
 	}
 
 	toSend, hubspotHas := map[string]string{}, map[string]string{}
 	for _, p := range evs {
+		if pushed != nil && p.version > 0 && p.version <= pushed.Version && !p.ev.CreatedDate.After(pushed.EventDate) {
+			continue // already in HubSpot's state
+		}
 		d, err := obj.Diff(fieldsOf(p.old), fieldsOf(p.new))
 		if err != nil {
 			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", p.ev.ID, err)
@@ -244,7 +306,23 @@ func planRecord(r *RecordPlan, linkedID string, m *mapping.Set) {
 		}
 	}
 	var baseline map[string]string
-	if first := evs[0]; first.old != nil {
+	if pushed != nil {
+		// Everything that differs from what HubSpot accepted last, unless
+		// HubSpot itself wrote it since (a sync-sourced event).
+		d, err := obj.Diff(pushed.Fields, last.new.Fields)
+		if err == nil {
+			baseline, err = obj.ToHubSpot(pushed.Fields)
+		}
+		if err != nil {
+			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", last.ev.ID, err)
+			return
+		}
+		for prop, v := range d {
+			if _, byHubSpot := hubspotHas[prop]; !byHubSpot {
+				toSend[prop] = v
+			}
+		}
+	} else if first := evs[0]; first.old != nil {
 		var err error
 		if baseline, err = obj.ToHubSpot(first.old.Fields); err != nil {
 			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", first.ev.ID, err)

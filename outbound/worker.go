@@ -15,6 +15,7 @@ import (
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
@@ -74,6 +75,22 @@ type BatchLinks interface {
 	LookupMany(ctx context.Context, destination, objectType string, recordIDs []string) (map[string]string, error)
 	// LinkMany links each record id of pairs to its HubSpot id.
 	LinkMany(ctx context.Context, destination, objectType string, pairs map[string]string) error
+}
+
+// PushedLinks is implemented by Links that remember the last state of each
+// record that HubSpot accepted (*links.Links does, in hubsync_pushed). The
+// worker then diffs each write against that state instead of the first
+// event's OldPayload, so a success carries the changes of earlier dead
+// letters too, and completes without a call an event that is not newer than
+// it (a re-queued dead letter whose record was pushed since). Without it the
+// worker diffs event by event, and a dead letter's change reaches HubSpot
+// only when it is re-queued (and may then set older values again).
+type PushedLinks interface {
+	// LookupPushedMany returns the stored states among recordIDs.
+	LookupPushedMany(ctx context.Context, destination, objectType string, recordIDs []string) (map[string]links.Pushed, error)
+	// PushedMany stores states together with their links (or, for an
+	// archive, the unlink), all or nothing.
+	PushedMany(ctx context.Context, destination, objectType string, states []links.Pushed) error
 }
 
 // Unlinker is implemented by Links that can forget a link. The worker
@@ -358,8 +375,9 @@ type Summary struct {
 	// Calls is how many HubSpot calls the cycle made.
 	Calls int
 	// Completed counts events marked processed, Skipped the subset that needed
-	// no call (nothing changed, sync-sourced, never in HubSpot).
-	Completed, Skipped int
+	// no call (nothing changed, sync-sourced, never in HubSpot, superseded),
+	// Superseded the subset of those not newer than what HubSpot already had.
+	Completed, Skipped, Superseded int
 	// Retried counts events scheduled for another attempt, Failed those
 	// dead-lettered, Released those returned without using an attempt.
 	Retried, Failed, Released int
@@ -375,6 +393,7 @@ func (s *Summary) add(o Summary) {
 	s.Calls += o.Calls
 	s.Completed += o.Completed
 	s.Skipped += o.Skipped
+	s.Superseded += o.Superseded
 	s.Retried += o.Retried
 	s.Failed += o.Failed
 	s.Released += o.Released

@@ -39,6 +39,7 @@ func TestOutboundMetricsExported(t *testing.T) {
 		MetricOutboundCoalesced + " 0",
 		MetricOutboundEvents + `{result="completed"} 0`,
 		MetricOutboundEvents + `{result="failed"} 0`,
+		MetricOutboundEvents + `{result="superseded"} 0`,
 		MetricOutboundBudgetDenied + " 0",
 	} {
 		if !strings.Contains(body, want) {

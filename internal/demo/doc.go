@@ -24,7 +24,10 @@
 // and the simulator's objects: every live local record must have a live HubSpot
 // object with equal mapped properties, every live HubSpot object a live local
 // record, and the workload's own expectations (the values it wrote last, the
-// records it deleted) must hold on both sides. Differences explained by a dead
-// letter the workload provoked on purpose (an injected VALIDATION_ERROR) are
-// listed as expected, not as disagreement.
+// records it deleted) must hold on both sides. When both sides first settle,
+// the run reports the dead letters (the injected VALIDATION_ERRORs) with their
+// messages, clears the faults, re-queues them through server.RetryDeadLetters
+// (the path of `hubsync dlq retry`) and waits to settle again; only then does
+// it compare. CONSISTENT means every live record equal with no exception, no
+// dead letter left and no loop.
 package demo

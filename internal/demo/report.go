@@ -44,10 +44,15 @@ type Report struct {
 
 	// Queues counts each queue's events by status and its failed attempts.
 	Queues map[store.Direction]QueueCount
-	// DeadLetters are every failed event, with its error message.
+	// FirstDeadLetters are the dead letters when both sides first settled,
+	// with their error messages; Requeued is how many of them were re-queued
+	// (with the faults cleared) before the comparison.
+	FirstDeadLetters []server.DeadLetter
+	Requeued         int64
+	// DeadLetters are the failed events left at the comparison; any fails the run.
 	DeadLetters []server.DeadLetter
-	// ExpectedDeadLetters counts the dead letters provoked on purpose (the
-	// injected VALIDATION_ERROR); the others fail the run.
+	// ExpectedDeadLetters counts those of FirstDeadLetters provoked on purpose
+	// (the injected VALIDATION_ERROR).
 	ExpectedDeadLetters int
 
 	// HubSpot is what the simulator counted: API calls, 429s by policy
@@ -72,14 +77,12 @@ func (r *Report) Limit429() int64 {
 	return n
 }
 
-// UnexpectedDeadLetters counts the dead letters not provoked on purpose.
-func (r *Report) UnexpectedDeadLetters() int { return len(r.DeadLetters) - r.ExpectedDeadLetters }
-
-// OK reports whether both sides agree: converged, no difference, no loop, no
-// unexpected dead letter.
+// OK reports whether both sides agree: converged after the dead letters were
+// re-queued, every live record equal on both sides with no exception (no
+// difference explained away), no loop, and no dead letter left.
 func (r *Report) OK() bool {
-	return r.Problem == "" && r.Converged && r.Comparison.Consistent() &&
-		r.LoopsOutbound == 0 && r.EchoWrites == 0 && r.UnexpectedDeadLetters() == 0
+	return r.Problem == "" && r.Converged && r.Comparison.Consistent() && len(r.Comparison.Explained) == 0 &&
+		r.LoopsOutbound == 0 && r.EchoWrites == 0 && len(r.DeadLetters) == 0
 }
 
 type collectInput struct {
@@ -122,19 +125,9 @@ func collect(ctx context.Context, in collectInput) (*Report, error) {
 		}
 	}
 
-	for _, dir := range []store.Direction{store.DirectionOutbound, store.DirectionInbound, store.DirectionInternal} {
-		dls, err := server.ListDeadLetters(ctx, in.st, server.DeadLetterQuery{Direction: dir, Limit: server.DeadLetterLimitMax})
-		if err != nil {
-			return nil, fmt.Errorf("demo: dead letters: %w", err)
-		}
-		for _, dl := range dls {
-			dl.Payload = nil
-			r.DeadLetters = append(r.DeadLetters, dl)
-			if dir == store.DirectionOutbound && strings.Contains(dl.ErrorMessage, explainedMarker) {
-				r.ExpectedDeadLetters++
-				state.Explained[dl.ObjectType+"/"+dl.RecordID] = "expected dead letter: " + dl.ErrorMessage
-			}
-		}
+	var err error
+	if r.DeadLetters, err = listDeadLetters(ctx, in.st); err != nil {
+		return nil, err
 	}
 
 	// Expectations of records whose HubSpot edits were skipped do not hold;
@@ -159,7 +152,6 @@ func collect(ctx context.Context, in collectInput) (*Report, error) {
 	}
 	r.Comparison = Compare(in.m, state, exp, tgs)
 
-	var err error
 	if r.Queues, err = in.q.queueCounts(ctx); err != nil {
 		return nil, err
 	}
@@ -193,7 +185,7 @@ func (r *Report) Write(w io.Writer) {
 		r.Steps[HubSpotCreate]+r.Steps[HubSpotUpdate]+r.Steps[HubSpotDelete]+r.Steps[HubSpotMerge],
 		r.Steps[HubSpotCreate], r.Steps[HubSpotUpdate], r.Steps[HubSpotDelete], r.Steps[HubSpotMerge])
 	if r.SkippedHubSpot > 0 {
-		p("  %d HubSpot edits skipped: their record never reached HubSpot (expected dead letter)", r.SkippedHubSpot)
+		p("  %d HubSpot edits skipped: their record had not reached HubSpot (its create was dead-lettered)", r.SkippedHubSpot)
 	}
 	p("")
 	p("records (live, per side):")
@@ -234,16 +226,16 @@ func (r *Report) Write(w io.Writer) {
 	p("")
 	p("loops: %d outbound events from HubSpot's own sync, %d echoes applied to records only edited locally (both must be 0)", r.LoopsOutbound, r.EchoWrites)
 	p("")
-	p("dead letters: %d (%d expected: injected VALIDATION_ERROR)", len(r.DeadLetters), r.ExpectedDeadLetters)
-	for _, dl := range r.DeadLetters {
+	p("dead letters when both sides first settled: %d (%d provoked on purpose: injected VALIDATION_ERROR)", len(r.FirstDeadLetters), r.ExpectedDeadLetters)
+	for _, dl := range r.FirstDeadLetters {
 		p("  %s %s %s/%s %s after %d attempts: %s", dl.Direction, dl.Key, dl.ObjectType, dl.RecordID, dl.EventType, dl.Attempt, dl.ErrorMessage)
 	}
-	if n := len(r.Comparison.Explained); n > 0 {
-		p("")
-		p("expected differences (explained by a dead letter): %d", n)
-		for _, d := range r.Comparison.Explained {
-			p("  %s", d)
-		}
+	if len(r.FirstDeadLetters) > 0 {
+		p("  faults cleared, %d re-queued as `hubsync dlq retry` does, both sides settled again", r.Requeued)
+	}
+	p("dead letters left at the comparison: %d", len(r.DeadLetters))
+	for _, dl := range r.DeadLetters {
+		p("  %s %s %s/%s %s after %d attempts: %s", dl.Direction, dl.Key, dl.ObjectType, dl.RecordID, dl.EventType, dl.Attempt, dl.ErrorMessage)
 	}
 	if r.Conflicts > 0 {
 		p("")
@@ -267,7 +259,7 @@ func (r *Report) Write(w io.Writer) {
 		p("kept: %s (database hubsync.db, service log hubsync.log)", r.Dir)
 	}
 	if r.OK() {
-		p("RESULT: CONSISTENT — both sides agree on every record, loops 0")
+		p("RESULT: CONSISTENT — every live record is equal on both sides, no exceptions, no dead letters left, loops 0")
 	} else {
 		var why []string
 		if !r.Converged {
@@ -279,8 +271,11 @@ func (r *Report) Write(w io.Writer) {
 		if r.LoopsOutbound+r.EchoWrites > 0 {
 			why = append(why, fmt.Sprintf("%d loops", r.LoopsOutbound+r.EchoWrites))
 		}
-		if n := r.UnexpectedDeadLetters(); n > 0 {
-			why = append(why, fmt.Sprintf("%d unexpected dead letters", n))
+		if n := len(r.Comparison.Explained); n > 0 {
+			why = append(why, fmt.Sprintf("%d differences explained by dead letters", n))
+		}
+		if n := len(r.DeadLetters); n > 0 {
+			why = append(why, fmt.Sprintf("%d dead letters left", n))
 		}
 		p("RESULT: THE SIDES DIFFER — %s", strings.Join(why, ", "))
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -237,6 +238,30 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		converged = convergeErr == nil
 	}
+	var firstDead []server.DeadLetter
+	var requeued int64
+	if converged {
+		// The operator's part: read the dead letters and why, fix the cause
+		// (here: turn the injected faults off), re-queue them the way
+		// `hubsync dlq retry` does, and let both sides settle again.
+		if firstDead, err = listDeadLetters(runCtx, st); err != nil {
+			return nil, err
+		}
+		if len(firstDead) > 0 {
+			mon.setPhase(fmt.Sprintf("re-queueing %d dead letters with the faults cleared", len(firstDead)))
+			if err := sim.SetFaults(hubspotsim.Faults{}); err != nil {
+				return nil, fmt.Errorf("demo: clear faults: %w", err)
+			}
+			if requeued, err = requeueDeadLetters(runCtx, st, firstDead); err != nil {
+				return nil, err
+			}
+			mon.setPhase("waiting for both sides to settle after the re-queue")
+			if convergeErr = waitConverged(runCtx, sim, q); convergeErr != nil {
+				convergeErr = fmt.Errorf("after re-queueing the dead letters: %w (-duration %s)", convergeErr, cfg.Duration)
+			}
+			converged = convergeErr == nil
+		}
+	}
 	mon.setPhase("done")
 	prog.Stop()
 	d.http.CloseIdleConnections()
@@ -261,6 +286,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Elapsed = time.Since(start)
 	rep.Converged = converged
+	rep.FirstDeadLetters, rep.Requeued = firstDead, requeued
+	for _, dl := range firstDead {
+		if dl.Direction == store.DirectionOutbound && strings.Contains(dl.ErrorMessage, explainedMarker) {
+			rep.ExpectedDeadLetters++
+		}
+	}
 	switch {
 	case driveErr != nil && errors.Is(runCtx.Err(), context.DeadlineExceeded):
 		rep.Problem = fmt.Sprintf("not converged before the deadline (-duration %s): the workload itself had not finished (%d of %d local changes, %d of %d HubSpot edits made)",
@@ -275,6 +306,43 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.LogFile = filepath.Join(dir, "hubsync.log")
 	return rep, nil
+}
+
+// listDeadLetters returns the dead letters of every queue, without payloads.
+func listDeadLetters(ctx context.Context, st store.Store) ([]server.DeadLetter, error) {
+	var out []server.DeadLetter
+	for _, dir := range []store.Direction{store.DirectionOutbound, store.DirectionInbound, store.DirectionInternal} {
+		dls, err := server.ListDeadLetters(ctx, st, server.DeadLetterQuery{Direction: dir, Limit: server.DeadLetterLimitMax})
+		if err != nil {
+			return nil, fmt.Errorf("demo: dead letters: %w", err)
+		}
+		for _, dl := range dls {
+			dl.Payload = nil
+			out = append(out, dl)
+		}
+	}
+	return out, nil
+}
+
+// requeueDeadLetters re-queues dls through server.RetryDeadLetters, the code
+// path of `hubsync dlq retry` and POST /admin/deadletters/retry.
+func requeueDeadLetters(ctx context.Context, st store.Store, dls []server.DeadLetter) (int64, error) {
+	ids := map[store.Direction][]string{}
+	for _, dl := range dls {
+		ids[dl.Direction] = append(ids[dl.Direction], dl.ID)
+	}
+	var n int64
+	for _, dir := range []store.Direction{store.DirectionOutbound, store.DirectionInbound, store.DirectionInternal} {
+		if len(ids[dir]) == 0 {
+			continue
+		}
+		res, err := server.RetryDeadLetters(ctx, st, server.RetryRequest{Direction: dir, IDs: ids[dir]})
+		n += res.Requeued
+		if err != nil {
+			return n, fmt.Errorf("demo: %w", err)
+		}
+	}
+	return n, nil
 }
 
 func onOff(b bool) string {

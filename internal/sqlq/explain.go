@@ -29,7 +29,7 @@ func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.C
 	}
 	p = p.WithDefaults()
 	now := s.now()
-	args, err := qs[name].args(params{"key": p.Key, "limit": p.Limit, "max_per_record": p.MaxPerRecord, "owner": p.Owner, "now": s.encodeTime(now),
+	args, err := qs[name].args(params{"key": p.Key, "limit": p.Limit, "window": claimWindow(p.Limit), "max_per_record": p.MaxPerRecord, "owner": p.Owner, "now": s.encodeTime(now),
 		"lease_expires": s.encodeTime(now.Add(p.LeaseDuration))})
 	if err != nil {
 		return nil, err

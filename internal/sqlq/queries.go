@@ -128,6 +128,15 @@ var templateFuncs = template.FuncMap{
 		}
 		return strings.Join(parts, " AND ")
 	},
+	// tuple renders "a.C1, a.C2, a.C3", the record key's columns qualified by
+	// alias, in key order: for row comparisons and ORDER BY over records.
+	"tuple": func(t tableData, a string) string {
+		parts := make([]string, len(t.Record))
+		for i, c := range t.Record {
+			parts[i] = a + "." + c
+		}
+		return strings.Join(parts, ", ")
+	},
 	// locked returns the data with Lock set, for a shared block rendered both
 	// as a plain read and as a claim's locking read.
 	"locked": func(t tableData) tableData {

@@ -141,13 +141,23 @@ func (qu *Queue[E]) Get(ctx context.Context, id string) (E, error) {
 // GetPending lists claimable events of one key, oldest first, without claiming.
 func (qu *Queue[E]) GetPending(ctx context.Context, key string, limit int) ([]E, error) {
 	limit = cmp.Or(limit, store.ClaimLimitDefault)
-	evs, err := qu.events(ctx, qu.s.db, "Pending", params{"key": key, "now": qu.s.encodeTime(qu.s.now()), "limit": limit})
+	evs, err := qu.events(ctx, qu.s.db, "Pending", params{"key": key, "now": qu.s.encodeTime(qu.s.now()), "limit": limit,
+		"window": claimWindow(limit)})
 	if err != nil {
 		return nil, qu.op("get pending", err)
 	}
 	qu.sortEvents(evs)
 	return evs, nil
 }
+
+// claimWindowFactor sizes a claim's window: how many due pending events, in
+// claim order, a claim walks looking for heads before it turns to a walk over
+// records (see the backends' queries). Ten times the limit leaves room for the
+// heads that concurrent claimers have locked.
+const claimWindowFactor = 10
+
+// claimWindow is the window of a claim with this limit.
+func claimWindow(limit int) int { return max(limit, 1) * claimWindowFactor }
 
 // Claim leases up to p.Limit claimable events of key p.Key.
 func (qu *Queue[E]) Claim(ctx context.Context, p store.ClaimParams) ([]E, error) {
@@ -169,7 +179,7 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 	}
 	now := qu.s.now()
 	args := params{
-		"key": p.Key, "limit": p.Limit, "owner": p.Owner, "ids": idsJSON(ids), "max_per_record": p.MaxPerRecord,
+		"key": p.Key, "limit": p.Limit, "window": claimWindow(p.Limit), "owner": p.Owner, "ids": idsJSON(ids), "max_per_record": p.MaxPerRecord,
 		"now": qu.s.encodeTime(now), "lease_expires": qu.s.encodeTime(now.Add(p.LeaseDuration)),
 	}
 	if ids != nil {

@@ -3,39 +3,86 @@
 -- binds the @named parameters as $n. Lists of ids and leases arrive as one JSON
 -- array parameter.
 --
--- A claim is one statement: CTEs pick the due events of one key in order with
--- FOR UPDATE SKIP LOCKED and the UPDATE leases them.
+-- A claim is one statement: CTEs pick the due heads of one key in order with
+-- FOR UPDATE SKIP LOCKED, and their followers, and the UPDATE leases them.
 
 {{define "keyed"}}{{if .Key}}e.{{.Key}} = @key AND {{end}}{{end}}
 
-{{/* A candidate e is the head of its record: no earlier event of its record is
-     unfinished, and no other one holds a live lease. So a record has at most one
-     event out at a time, in creation order; failed and processed events do not
-     block. Concurrent claimers cannot both take events of one record: a later
-     event is blocked by the earlier one in any snapshot, and the head itself is
-     arbitrated by its row lock (a claimer that finds it claimed after the lock
-     re-evaluates the row and drops it). */}}
-{{define "unblocked"}}NOT EXISTS (
+{{/* A candidate e is the head of its record: the record's earliest unfinished
+     event, and no other event of the record holds a live lease. So a record has
+     at most one event out at a time, in creation order; failed and processed
+     events do not block. Concurrent claimers cannot both take events of one
+     record: a later event is not its record's first unfinished one in any
+     snapshot, and the head itself is arbitrated by its row lock (a claimer that
+     finds it claimed after the lock re-evaluates the row and drops it).
+
+     Both checks are one index probe each, whatever the record's backlog: the
+     first entry of the record's unfinished events (idx_*_open, in CreatedDate
+     order), and the record's live leases (idx_*_lease, migration 008). The
+     NOT EXISTS over earlier events that this replaced was planned on the
+     record's whole history (idx_outbound_record) and cost each candidate time
+     in proportion to its record's past and present events. */}}
+{{define "head"}}e.Id = (
+        SELECT x.Id FROM {{.Table}} x
+        WHERE {{same . "x" "e"}} AND x.Status IN ('pending', 'processing')
+        ORDER BY x.CreatedDate, x.Id LIMIT 1)
+      AND NOT EXISTS (
         SELECT 1 FROM {{.Table}} x
-        WHERE {{same . "x" "e"}} AND x.Id <> e.Id AND x.Status IN ('pending', 'processing')
-          AND (x.CreatedDate < e.CreatedDate OR (x.CreatedDate = e.CreatedDate AND x.Id < e.Id)
-            OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
+        WHERE {{same . "x" "e"}} AND x.Status = 'processing' AND x.LeaseExpiresDate >= @now)
 {{end}}
 
-{{/* The due events of one key in claim order: pending ones whose time has come
-     and processing ones whose lease expired, each from its own index range. */}}
-{{define "due"}}p AS MATERIALIZED (
+{{/* The due events of one key in claim order: pending heads whose time has
+     come and processing heads whose lease expired.
+
+     Pending heads come from two places. p walks the first @window due pending
+     events in CreatedDate order (win) and keeps the heads: enough when most
+     events are heads. When records are hot, most pending events wait behind
+     their record's head (or its lease), and a walk in CreatedDate order would
+     pass thousands of them to find nothing: so when the window is full and p
+     found fewer than @limit, ps visits the records with unfinished events
+     instead (a loose index scan over idx_*_open, one probe per record: recs)
+     and takes their heads past the window. A claim thus reads at most @window
+     events plus one head per record, never a hot record's backlog. */}}
+{{define "due"}}win AS MATERIALIZED (
+    SELECT COUNT(*) AS n, MAX(w.CreatedDate) AS upto FROM (
+        SELECT e.CreatedDate FROM {{.Table}} e
+        WHERE {{template "keyed" .}}e.Status = 'pending' AND e.NextAttemptDate <= @now
+        ORDER BY e.CreatedDate, e.Id LIMIT @window) w
+), p AS MATERIALIZED (
     SELECT e.Id, e.CreatedDate FROM {{.Table}} e
     WHERE {{template "keyed" .}}e.Status = 'pending' AND e.NextAttemptDate <= @now
-      AND {{template "unblocked" .}}
+      AND e.CreatedDate <= (SELECT upto FROM win)
+      AND {{template "head" .}}
     ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}
+), recs AS (
+    (SELECT {{tuple . "x"}} FROM {{.Table}} x
+    WHERE {{if .Key}}x.{{.Key}} = @key AND {{end}}x.Status IN ('pending', 'processing')
+      AND (SELECT n FROM win) >= @window AND (SELECT COUNT(*) FROM p) < @limit
+    ORDER BY {{tuple . "x"}} LIMIT 1)
+    UNION ALL
+    SELECT nx.* FROM recs r CROSS JOIN LATERAL (
+        SELECT {{tuple . "x"}} FROM {{.Table}} x
+        WHERE {{if .Key}}x.{{.Key}} = @key AND {{end}}x.Status IN ('pending', 'processing')
+          AND ({{tuple . "x"}}) > ({{tuple . "r"}})
+        ORDER BY {{tuple . "x"}} LIMIT 1) nx
+), ps AS MATERIALIZED (
+    SELECT e.Id, e.CreatedDate FROM recs r
+    CROSS JOIN LATERAL (
+        SELECT x.Id FROM {{.Table}} x
+        WHERE {{same . "x" "r"}} AND x.Status IN ('pending', 'processing')
+        ORDER BY x.CreatedDate, x.Id LIMIT 1) h
+    JOIN {{.Table}} e ON e.Id = h.Id
+    WHERE e.Status = 'pending' AND e.NextAttemptDate <= @now AND e.CreatedDate > (SELECT upto FROM win)
+      AND {{template "head" .}}
+    ORDER BY e.CreatedDate, e.Id LIMIT @limit{{if .Lock}} FOR UPDATE OF e SKIP LOCKED{{end}}
 ), xp AS MATERIALIZED (
     SELECT e.Id, e.CreatedDate FROM {{.Table}} e
     WHERE {{template "keyed" .}}e.Status = 'processing' AND e.LeaseExpiresDate < @now
-      AND {{template "unblocked" .}}
+      AND {{template "head" .}}
     ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}
 ), cand AS MATERIALIZED (
-    SELECT Id FROM (SELECT Id, CreatedDate FROM p UNION ALL SELECT Id, CreatedDate FROM xp) u
+    SELECT Id FROM (SELECT Id, CreatedDate FROM p UNION ALL SELECT Id, CreatedDate FROM ps
+        UNION ALL SELECT Id, CreatedDate FROM xp) u
     ORDER BY CreatedDate, Id LIMIT @limit
 ){{end}}
 
@@ -127,11 +174,11 @@ SELECT Id FROM _System_IntegrationInbound WHERE IdempotencyKey = @idempotency_ke
 SELECT {{cols . ""}} FROM {{.Table}} WHERE Id = @id
 
 -- name: Pending
-WITH {{template "due" .}}
+WITH RECURSIVE {{template "due" .}}
 SELECT {{cols . "t"}} FROM {{.Table}} t JOIN cand ON cand.Id = t.Id
 
 -- name: Claim
-WITH {{template "due" locked .}}, {{template "followers" .}}
+WITH RECURSIVE {{template "due" locked .}}, {{template "followers" .}}
 UPDATE {{.Table}} AS t
 {{template "leaseset"}}
 FROM (SELECT Id FROM cand UNION ALL SELECT Id FROM fol) AS c
@@ -144,7 +191,7 @@ WITH cand AS MATERIALIZED (
     WHERE e.Id IN (SELECT jsonb_array_elements_text(@ids::jsonb))
       AND ((e.Status = 'pending' AND e.NextAttemptDate <= @now)
         OR (e.Status = 'processing' AND e.LeaseExpiresDate < @now))
-      AND {{template "unblocked" .}}
+      AND {{template "head" .}}
     FOR UPDATE SKIP LOCKED
 )
 UPDATE {{.Table}} AS t

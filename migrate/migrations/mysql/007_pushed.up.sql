@@ -1,0 +1,20 @@
+-- The last state of each local record that a destination accepted: the
+-- outbound worker diffs the next write against it (so a later success carries
+-- the changes of an earlier dead letter) and completes, without a call, an
+-- event older than it (a re-queued dead letter must not regress the
+-- destination). ExternalID is the object the state was written to; a state
+-- whose ExternalID is not the record's current link is stale and ignored
+-- (re-link after a merge, unlink after a 404). Deleted marks an archive: the
+-- record is gone there, and events created up to EventDate are superseded.
+CREATE TABLE hubsync_pushed (
+    Destination      VARCHAR(50)  NOT NULL,
+    ObjectType       VARCHAR(100) NOT NULL,
+    RecordID         VARCHAR(255) NOT NULL,
+    ExternalID       VARCHAR(255) NOT NULL,
+    Version          BIGINT       NOT NULL,
+    Fields           JSON,
+    Deleted          BOOLEAN      NOT NULL,
+    EventDate        DATETIME(6)  NOT NULL,
+    LastModifiedDate DATETIME(6)  NOT NULL,
+    PRIMARY KEY (Destination, ObjectType, RecordID)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
