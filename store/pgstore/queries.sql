@@ -39,32 +39,62 @@
      events are heads. When records are hot, most pending events wait behind
      their record's head (or its lease), and a walk in CreatedDate order would
      pass thousands of them to find nothing: so when the window is full and p
-     found fewer than @limit, ps visits the records with unfinished events
-     instead (a loose index scan over idx_*_open, one probe per record: recs)
-     and takes their heads past the window. A claim thus reads at most @window
-     events plus one head per record, never a hot record's backlog. */}}
+     found fewer than @limit, and not because concurrent claimers hold the
+     window's heads (wh counts them, unlocked), ps visits the records with
+     unfinished events instead (a loose index scan over idx_*_open, one probe
+     per record: recs) and takes their heads past the window. A claim thus
+     reads at most @window events, or, when those are mostly not heads, one
+     head per record with unfinished events; never a hot record's backlog.
+     When the window is full of heads but concurrent claimers hold them, pd
+     reads the next @window events in CreatedDate order, as p would have. */}}
 {{define "due"}}win AS MATERIALIZED (
     SELECT COUNT(*) AS n, MAX(w.CreatedDate) AS upto FROM (
         SELECT e.CreatedDate FROM {{.Table}} e
         WHERE {{template "keyed" .}}e.Status = 'pending' AND e.NextAttemptDate <= @now
         ORDER BY e.CreatedDate, e.Id LIMIT @window) w
 ), p AS MATERIALIZED (
-    SELECT e.Id, e.CreatedDate FROM {{.Table}} e
-    WHERE {{template "keyed" .}}e.Status = 'pending' AND e.NextAttemptDate <= @now
-      AND e.CreatedDate <= (SELECT upto FROM win)
-      AND {{template "head" .}}
-    ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}
+    SELECT e.Id, e.CreatedDate FROM (
+        SELECT w.Id, w.CreatedDate FROM {{.Table}} w
+        WHERE {{if .Key}}w.{{.Key}} = @key AND {{end}}w.Status = 'pending' AND w.NextAttemptDate <= @now
+        ORDER BY w.CreatedDate, w.Id LIMIT @window) w
+    JOIN {{.Table}} e ON e.Id = w.Id
+    WHERE e.Status = 'pending' AND e.NextAttemptDate <= @now AND {{template "head" .}}
+    ORDER BY w.CreatedDate, w.Id LIMIT @limit{{if .Lock}} FOR UPDATE OF e SKIP LOCKED{{end}}
+), wh AS MATERIALIZED (
+    SELECT COUNT(*) AS n FROM (
+        SELECT e.Id FROM (
+            SELECT w.Id FROM {{.Table}} w
+            WHERE {{if .Key}}w.{{.Key}} = @key AND {{end}}w.Status = 'pending' AND w.NextAttemptDate <= @now
+            ORDER BY w.CreatedDate, w.Id LIMIT @window) w
+        JOIN {{.Table}} e ON e.Id = w.Id
+        WHERE {{template "head" .}}
+        LIMIT @limit) z
+), pd AS MATERIALIZED (
+    SELECT e.Id, e.CreatedDate FROM (
+        SELECT w.Id, w.CreatedDate FROM {{.Table}} w
+        WHERE {{if .Key}}w.{{.Key}} = @key AND {{end}}w.Status = 'pending' AND w.NextAttemptDate <= @now
+          AND (SELECT n FROM win) >= @window AND (SELECT COUNT(*) FROM p) < @limit
+          AND (SELECT n FROM wh) >= @limit
+        ORDER BY w.CreatedDate, w.Id LIMIT @window OFFSET @window) w
+    JOIN {{.Table}} e ON e.Id = w.Id
+    WHERE e.Status = 'pending' AND e.NextAttemptDate <= @now AND {{template "head" .}}
+    ORDER BY w.CreatedDate, w.Id LIMIT @limit{{if .Lock}} FOR UPDATE OF e SKIP LOCKED{{end}}
 ), recs AS (
     (SELECT {{tuple . "x"}} FROM {{.Table}} x
     WHERE {{if .Key}}x.{{.Key}} = @key AND {{end}}x.Status IN ('pending', 'processing')
       AND (SELECT n FROM win) >= @window AND (SELECT COUNT(*) FROM p) < @limit
+      AND (SELECT n FROM wh) < @limit
     ORDER BY {{tuple . "x"}} LIMIT 1)
     UNION ALL
     SELECT nx.* FROM recs r CROSS JOIN LATERAL (
         SELECT {{tuple . "x"}} FROM {{.Table}} x
-        WHERE {{if .Key}}x.{{.Key}} = @key AND {{end}}x.Status IN ('pending', 'processing')
-          AND ({{tuple . "x"}}) > ({{tuple . "r"}})
+        WHERE x.Status IN ('pending', 'processing') AND ({{tuple . "x"}}) > ({{tuple . "r"}})
         ORDER BY {{tuple . "x"}} LIMIT 1) nx
+    {{- if .Key}}
+    -- The key is tested out here: inside, an equality on the index's first
+    -- column would position the scan at the key's first entry and leave the row
+    -- comparison to filter, a walk over every earlier record at each step.
+    WHERE nx.{{.Key}} = @key{{end}}
 ), ps AS MATERIALIZED (
     SELECT e.Id, e.CreatedDate FROM recs r
     CROSS JOIN LATERAL (
@@ -81,8 +111,8 @@
       AND {{template "head" .}}
     ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}
 ), cand AS MATERIALIZED (
-    SELECT Id FROM (SELECT Id, CreatedDate FROM p UNION ALL SELECT Id, CreatedDate FROM ps
-        UNION ALL SELECT Id, CreatedDate FROM xp) u
+    SELECT Id FROM (SELECT Id, CreatedDate FROM p UNION ALL SELECT Id, CreatedDate FROM pd
+        UNION ALL SELECT Id, CreatedDate FROM ps UNION ALL SELECT Id, CreatedDate FROM xp) u
     ORDER BY CreatedDate, Id LIMIT @limit
 ){{end}}
 

@@ -160,3 +160,45 @@ func (q *queue) mustClaimP(t testing.TB, p store.ClaimParams) []item {
 	}
 	return evs
 }
+
+// testHotRecordBacklog checks claims when a hot record's backlog fills the
+// front of the queue: the heads of other records behind it are still found
+// (PostgreSQL switches from walking events to walking records there), oldest
+// first, and nothing of a record is handed out while it is leased.
+func testHotRecordBacklog(t *testing.T, b *bundle) {
+	q := b.q
+	ctx := context.Background()
+	var sps []spec
+	for range 40 {
+		sps = append(sps, spec{Record: "A"})
+	}
+	sps = append(sps, spec{Record: "C"}, spec{Record: "B"}, spec{Record: "C"})
+	got := q.mustEnqueueMany(t, sps)
+	a, c1, b1, c2 := got[:40], got[40], got[41], got[42]
+	one := func(owner string, limit int) []item {
+		return q.mustClaimP(t, store.ClaimParams{Key: keyDefault, Limit: limit, LeaseDuration: minute, Owner: owner, MaxPerRecord: 1})
+	}
+	wantIDs(t, "claim(limit 1, MaxPerRecord 1)", one("w1", 1), a[0])
+	wantIDs(t, "claim(1) behind A's leased backlog: the oldest other head", one("w2", 1), c1)
+	wantIDs(t, "claim(1) next", one("w3", 1), b1)
+	if got := one("w4", 1); len(got) != 0 {
+		t.Fatalf("claim while A, B and C are all leased got %v, want nothing", got)
+	}
+	if q.dir != store.DirectionInternal {
+		pend, err := q.getPending(ctx, keyDefault, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantIDs(t, "GetPending(1) while every record is leased", pend)
+	}
+	b.clock.Advance(2 * minute) // every lease expires
+	wantIDs(t, "claim(10) after the leases expired: each record's head, oldest first", one("w5", 10), a[0], c1, b1)
+	got2 := q.mustClaimP(t, store.ClaimParams{Key: keyDefault, Limit: 10, LeaseDuration: minute, Owner: "w6"})
+	if len(got2) != 0 {
+		t.Fatalf("claim while w5 holds every record got %v, want nothing", got2)
+	}
+	b.clock.Advance(2 * minute)
+	all := q.mustClaimP(t, store.ClaimParams{Key: keyDefault, Limit: 10, LeaseDuration: minute, Owner: "w7", MaxPerRecord: 50})
+	want := append(append([]string{}, a...), c1, b1, c2)
+	wantIDs(t, "claim(10, MaxPerRecord 50) of everything", all, want...)
+}

@@ -49,6 +49,7 @@ var cases = []testCase{
 	{name: "RecordFollowers", run: testRecordFollowers},
 	{name: "FollowerBackoffBlocks", run: testFollowerBackoffBlocks},
 	{name: "MaxPerRecord", run: testMaxPerRecord},
+	{name: "HotRecordBacklog", run: testHotRecordBacklog},
 	{name: "RecordKey", run: testRecordKey},
 	{name: "BackoffAndMaxAttempts", run: testBackoff},
 	{name: "DeadLetterRequeue", run: testDeadLetters},
