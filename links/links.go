@@ -79,18 +79,9 @@ func (l *Links) one(ctx context.Context, tx store.DBTX, query, destination, obje
 // idempotent, and re-links a record that had another external id. It returns
 // ErrConflict when externalID already belongs to another local record.
 func (l *Links) Link(ctx context.Context, destination, objectType, recordID, externalID string) error {
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("links: begin: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := l.LinkTx(ctx, tx, destination, objectType, recordID, externalID); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("links: commit: %w", err)
-	}
-	return nil
+	return dialectsql.InTx(ctx, l.db, "links", func(tx *sql.Tx) error {
+		return l.LinkTx(ctx, tx, destination, objectType, recordID, externalID)
+	})
 }
 
 // LinkTx is Link inside the caller's transaction. Two concurrent links of one

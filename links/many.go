@@ -2,6 +2,7 @@ package links
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -82,18 +83,9 @@ func (l *Links) LinkMany(ctx context.Context, destination, objectType string, pa
 	if len(pairs) == 0 {
 		return nil
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("links: begin: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := l.LinkManyTx(ctx, tx, destination, objectType, pairs); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("links: commit: %w", err)
-	}
-	return nil
+	return dialectsql.InTx(ctx, l.db, "links", func(tx *sql.Tx) error {
+		return l.LinkManyTx(ctx, tx, destination, objectType, pairs)
+	})
 }
 
 // LinkManyTx is LinkMany inside the caller's transaction. It reads the

@@ -113,18 +113,9 @@ func (l *Links) PushedMany(ctx context.Context, destination, objectType string, 
 	if len(states) == 0 {
 		return nil
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("links: begin: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := l.PushedManyTx(ctx, tx, destination, objectType, states); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("links: commit: %w", err)
-	}
-	return nil
+	return dialectsql.InTx(ctx, l.db, "links", func(tx *sql.Tx) error {
+		return l.PushedManyTx(ctx, tx, destination, objectType, states)
+	})
 }
 
 type pushedRow struct {

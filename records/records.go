@@ -557,18 +557,7 @@ func checkFieldName(k string) error {
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
 func (s *Service) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("records: begin: %w", err)
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("records: commit: %w", err)
-	}
-	return nil
+	return dialectsql.InTx(ctx, s.db, "records", fn)
 }
 
 func oneRow(res sql.Result, before Record) error {
