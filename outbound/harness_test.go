@@ -415,18 +415,6 @@ func (c *counting) BatchUpdate(ctx context.Context, t hubspot.ObjectType, in []h
 	return res, err
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition, not hoping
-	}
-}
-
 // testLogger discards logs unless HUBSYNC_TEST_LOG is set.
 func testLogger() *slog.Logger {
 	if os.Getenv("HUBSYNC_TEST_LOG") != "" {

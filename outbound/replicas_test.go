@@ -3,6 +3,7 @@ package outbound_test
 import (
 	"context"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"sync"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func TestTwoReplicasOnPostgres(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "queue drained", func() bool {
+	testwait.For(t, "queue drained", func() bool {
 		c := b.counts(t)
 		return c[store.StatusPending] == 0 && c[store.StatusProcessing] == 0
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"strings"
 	"sync"
 	"testing"
@@ -355,7 +356,7 @@ func TestTwoWorkersCooperate(t *testing.T) {
 			ws[i%2].Notify()
 		}
 	}
-	waitFor(t, "queue drained", func() bool {
+	testwait.For(t, "queue drained", func() bool {
 		c := b.counts(t)
 		return c[store.StatusPending] == 0 && c[store.StatusProcessing] == 0
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"log/slog"
 	"sync"
 	"testing"
@@ -76,18 +77,6 @@ func (b *bundle) newRelay(t *testing.T, owner string) *Relay {
 	return r
 }
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func (b *bundle) allProcessed(t *testing.T, ids []string) func() bool {
 	return func() bool {
 		for _, id := range ids {
@@ -143,7 +132,7 @@ func TestDeliversToEverySubscriberInOrder(t *testing.T) {
 	r := b.newRelay(t, "relay-1")
 	r.Notify()
 	all := append(append([]string{}, r1...), r2...)
-	eventually(t, "every event processed", b.allProcessed(t, all))
+	testwait.For(t, "every event processed", b.allProcessed(t, all))
 	for _, rec := range []*recorder{&a, &c} {
 		got := rec.ids()
 		if len(got) != len(all) {
@@ -187,7 +176,7 @@ func TestSubscriberErrorRetries(t *testing.T) {
 	ids := b.enqueue(t, "r1", 2)
 	r := b.newRelay(t, "relay-1")
 	r.Notify()
-	eventually(t, "the failure recorded", func() bool {
+	testwait.For(t, "the failure recorded", func() bool {
 		ev, err := b.st.Internal().Get(context.Background(), ids[0])
 		return err == nil && ev.RetryCount == 1 && ev.Status == store.StatusPending
 	})
@@ -196,7 +185,7 @@ func TestSubscriberErrorRetries(t *testing.T) {
 	}
 	b.clock.Advance(time.Minute) // past the backoff
 	r.Notify()
-	eventually(t, "every event processed", b.allProcessed(t, ids))
+	testwait.For(t, "every event processed", b.allProcessed(t, ids))
 	if got := ok.ids(); fmt.Sprint(got) != fmt.Sprint([]string{ids[0], ids[0], ids[1]}) {
 		t.Fatalf("healthy subscriber saw %v; want the first event twice (at least once), then the second", got)
 	}
@@ -245,7 +234,7 @@ func TestAtLeastOnceAcrossCrash(t *testing.T) {
 	r2 := b.newRelay(t, "relay-2")
 	b.clock.Advance(time.Minute + time.Second) // the dead relay's leases expire
 	r2.Notify()
-	eventually(t, "every event processed by the second relay", b.allProcessed(t, ids))
+	testwait.For(t, "every event processed by the second relay", b.allProcessed(t, ids))
 	mu.Lock()
 	defer mu.Unlock()
 	for _, id := range ids {

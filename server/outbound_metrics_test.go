@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -55,7 +56,7 @@ func TestOutboundMetricsExported(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create = %d", resp.StatusCode)
 	}
-	waitFor(t, "the upsert and its completion on /metrics", func() bool {
+	testwait.For(t, "the upsert and its completion on /metrics", func() bool {
 		_, body := get(t, base+"/metrics")
 		return strings.Contains(body, MetricOutboundCalls+`{op="upsert",outcome="ok"} 1`) &&
 			strings.Contains(body, MetricOutboundEvents+`{result="completed"} 1`)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"io"
 	"log/slog"
 	"net/http"
@@ -26,18 +27,6 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 	)
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 func get(t *testing.T, url string) (int, string) {
@@ -153,7 +142,7 @@ func TestRecordReachesHubSpotAndStopIsIdempotent(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("create = %d", resp.StatusCode)
 	}
-	waitFor(t, "the contact in HubSpot", func() bool {
+	testwait.For(t, "the contact in HubSpot", func() bool {
 		for _, o := range sim.Objects("contacts") {
 			if o.Properties["email"] == "inproc@example.com" {
 				return true

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"io"
 	"net/http"
 	"os"
@@ -45,20 +46,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// deadline bounds every wait on a condition.
-const deadline = 30 * time.Second
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(deadline)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-}
-
 // baseEnv is an environment with nothing of the caller's hubsync settings.
 func baseEnv(extra ...string) []string {
 	var env []string
@@ -73,7 +60,7 @@ func baseEnv(extra ...string) []string {
 // runCmd runs hubsync to completion and returns its exit code and output.
 func runCmd(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	ctx, cancel := context.WithTimeout(context.Background(), testwait.Deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Env = env
@@ -152,7 +139,7 @@ func startServe(t *testing.T, env []string, args ...string) *service {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-s.exited:
-		case <-time.After(deadline):
+		case <-time.After(testwait.Deadline):
 			_ = cmd.Process.Kill()
 			<-s.exited
 		}
@@ -164,7 +151,7 @@ func startServe(t *testing.T, env []string, args ...string) *service {
 	case s.base = <-addr:
 	case <-s.exited:
 		t.Fatalf("serve exited before serving: %v\n%s", s.err, s.logs())
-	case <-time.After(deadline):
+	case <-time.After(testwait.Deadline):
 		t.Fatalf("serve did not start:\n%s", s.logs())
 	}
 	return s
@@ -178,7 +165,7 @@ func (s *service) stop(t *testing.T) int {
 	}
 	select {
 	case <-s.exited:
-	case <-time.After(deadline):
+	case <-time.After(testwait.Deadline):
 		t.Fatalf("serve did not exit after SIGTERM:\n%s", s.logs())
 	}
 	return s.cmd.ProcessState.ExitCode()
@@ -255,7 +242,7 @@ func twoWay(t *testing.T, dbURL string) {
 		t.Fatal(err)
 	}
 	var remote hubspotsim.Object
-	waitFor(t, "the contact in HubSpot", func() bool {
+	testwait.For(t, "the contact in HubSpot", func() bool {
 		o, ok := findContact(sim, "ada@example.com")
 		remote = o
 		return ok && o.Properties["firstname"] == "Ada"
@@ -264,13 +251,13 @@ func twoWay(t *testing.T, dbURL string) {
 	if err := sim.UserUpdate("contacts", remote.ID, map[string]string{"firstname": "Augusta"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the HubSpot edit in the local record", func() bool {
+	testwait.For(t, "the HubSpot edit in the local record", func() bool {
 		code, body := svc.do(t, "GET", "/api/records/contacts/"+rec.ID, "", nil)
 		var got recordJSON
 		return code == 200 && json.Unmarshal(body, &got) == nil && got.Fields["first_name"] == "Augusta"
 	})
 	// No loop: the applied edit is not written back to HubSpot as a new change.
-	waitFor(t, "the queues to drain", func() bool {
+	testwait.For(t, "the queues to drain", func() bool {
 		code, body := svc.do(t, "GET", "/admin/metrics", "admin-secret", nil)
 		var m struct{ Pending, DeadLetters int64 }
 		return code == 200 && json.Unmarshal(body, &m) == nil && m.Pending == 0 && m.DeadLetters == 0
@@ -366,7 +353,7 @@ func countStatus(t *testing.T, dbURL string, status store.Status) int {
 
 // TestServeDrainsOnSIGTERM stops serve while the outbound worker holds leases:
 // with a slow HubSpot the in-flight batch finishes; with a hanging one the drain
-// deadline passes and the batch is released. Either way the process exits 0 and
+// testwait.Deadline passes and the batch is released. Either way the process exits 0 and
 // leaves no event in processing.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
@@ -390,7 +377,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 					t.Fatalf("create = %d %s", code, body)
 				}
 			}
-			waitFor(t, "an outbound lease", func() bool { return countStatus(t, dbURL, store.StatusProcessing) > 0 })
+			testwait.For(t, "an outbound lease", func() bool { return countStatus(t, dbURL, store.StatusProcessing) > 0 })
 			// No HUBSYNC_ADMIN_TOKEN: the admin API does not exist.
 			if code, _ := svc.do(t, "GET", "/admin/metrics", "anything", nil); code != http.StatusNotFound {
 				t.Errorf("admin API without a configured token = %d, want 404", code)

@@ -3,6 +3,7 @@ package hubspotsim
 import (
 	"context"
 	"errors"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"net/http"
 	"testing"
 	"time"
@@ -151,7 +152,7 @@ func TestHangStopsOnClose(t *testing.T) {
 		_, err := b.try(AccessTokenDefault, "GET", "/crm/v3/objects/contacts", nil)
 		errc <- err
 	}()
-	waitFor(t, "the request to hang", func() bool { return b.srv.Counters().FaultsInjected["hang"] == 1 })
+	testwait.For(t, "the request to hang", func() bool { return b.srv.Counters().FaultsInjected["hang"] == 1 })
 	if err := b.srv.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,28 @@
+// Package testwait lets tests wait on a condition instead of sleeping and
+// hoping: it polls the condition until it holds, and fails the test with what
+// it was waiting for when a generous deadline passes.
+package testwait
+
+import (
+	"testing"
+	"time"
+)
+
+// Deadline bounds every wait. It is generous because CI runs the tests under the
+// race detector on two cores; a condition that holds returns at once anyway.
+const Deadline = 60 * time.Second
+
+// pollInterval is how often the condition is checked.
+const pollInterval = 5 * time.Millisecond
+
+// For polls cond until it returns true, or fails t naming what was awaited.
+func For(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(Deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out after %s waiting for %s", Deadline, what)
+		}
+		time.Sleep(pollInterval)
+	}
+}
