@@ -353,7 +353,7 @@ func countStatus(t *testing.T, dbURL string, status store.Status) int {
 
 // TestServeDrainsOnSIGTERM stops serve while the outbound worker holds leases:
 // with a slow HubSpot the in-flight batch finishes; with a hanging one the drain
-// testwait.Deadline passes and the batch is released. Either way the process exits 0 and
+// deadline passes and the batch is released. Either way the process exits 0 and
 // leaves no event in processing.
 func TestServeDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
@@ -401,6 +401,36 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 				t.Logf("serve logs:\n%s", svc.logs())
 			}
 		})
+	}
+}
+
+// TestServeSecondSignalAborts: while serve drains (a batch hangs in HubSpot and
+// the drain timeout is long), a second SIGTERM ends the process at once with
+// status 130 instead of waiting for the drain.
+func TestServeSecondSignalAborts(t *testing.T) {
+	t.Parallel()
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{Faults: hubspotsim.Faults{HangProbability: 1, HangDuration: 10 * time.Minute}})
+	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "hubsync.db")
+	svc := startServe(t, simEnv(sim, dbURL), "-webhooks=false", "-drain-timeout=10m")
+	if code, body := svc.do(t, "POST", "/api/records/contacts", "", map[string]any{"fields": map[string]any{"email": "abort@example.com"}}); code != http.StatusCreated {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	testwait.For(t, "an outbound lease", func() bool { return countStatus(t, dbURL, store.StatusProcessing) > 0 })
+
+	if err := svc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the graceful stop to begin", func() bool { return strings.Contains(svc.logs(), "stopping gracefully") })
+	if err := svc.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-svc.exited:
+	case <-time.After(testwait.Deadline):
+		t.Fatalf("serve did not exit after the second SIGTERM:\n%s", svc.logs())
+	}
+	if code := svc.cmd.ProcessState.ExitCode(); code != 130 {
+		t.Fatalf("exit code after a second SIGTERM = %d, want 130 (aborted)\n%s", code, svc.logs())
 	}
 }
 

@@ -63,19 +63,23 @@ func run(args []string, stdout, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
+	finished := make(chan struct{}) // closed when the command returns
+	defer close(finished)
 	go func() {
 		select {
 		case <-sigs:
-		case <-ctx.Done():
+		case <-finished:
 			return
 		}
 		fmt.Fprintln(stderr, "hubsync: stopping gracefully; send the signal again to abort")
 		cancel()
+		// Not ctx.Done(): it is already closed, and the second signal must
+		// still abort while the command drains.
 		select {
 		case <-sigs:
 			fmt.Fprintln(stderr, "hubsync: aborted")
 			os.Exit(130)
-		case <-ctx.Done():
+		case <-finished:
 		}
 	}()
 
