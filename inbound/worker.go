@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -280,6 +281,25 @@ type cycle struct {
 	log       *slog.Logger
 	completes []*task
 	errs      []error
+	// held are the records whose creation could not be read from HubSpot this
+	// cycle (released or retried), with the delay before they are due again:
+	// their later events wait with them, so a record never applies out of order.
+	held map[recordKey]time.Duration
+}
+
+// recordKey names an inbound record: its object type and external id.
+type recordKey struct{ objectType, id string }
+
+func (t *task) key() recordKey { return recordKey{t.ev.ObjectType, t.ev.ExternalID} }
+
+// hold marks the tasks' records as waiting for delay.
+func (c *cycle) hold(tasks []*task, delay time.Duration) {
+	if c.held == nil {
+		c.held = map[recordKey]time.Duration{}
+	}
+	for _, t := range tasks {
+		c.held[t.key()] = max(c.held[t.key()], delay)
+	}
 }
 
 // ProcessBatch claims up to BatchSize events and handles them; it returns how
@@ -442,12 +462,14 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			if ctx.Err() == nil {
 				c.log.Warn("inbound: budget reserve failed; releasing creation events", "err", err)
 				c.release(ctx, w.cfg.PollInterval, tasks)
+				c.hold(tasks, w.cfg.PollInterval)
 			}
 			return nil
 		}
 		if !res.Granted {
 			c.log.Debug("inbound: no HubSpot budget; releasing creation events", "events", len(tasks), "retry_after", res.RetryAfter)
 			c.release(ctx, res.RetryAfter, tasks)
+			c.hold(tasks, res.RetryAfter)
 			return nil
 		}
 	}
@@ -457,16 +479,20 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			return nil
 		}
 		c.observeRateLimit(ctx, err)
-		if hubspot.KindOf(err) == hubspot.KindNotFound {
+		if hubspot.KindOf(err) == hubspot.KindNotFound && len(ids) == 1 {
 			// Created and deleted since: the deletion event carries the rest.
+			// Only for a single id: a whole-call 404 for several ids says the
+			// object type is wrong (a mapping error), not that all were deleted.
 			for _, t := range tasks {
 				c.complete(t, OutcomeIgnored)
 			}
 			return nil
 		}
+		var delay time.Duration
 		for _, t := range tasks {
-			c.retry(ctx, t, fmt.Sprintf("read %s from HubSpot: %v", obj.HubSpotType, err), hubspot.RetryAfterOf(err))
+			delay = max(delay, c.retry(ctx, t, fmt.Sprintf("read %s from HubSpot: %v", obj.HubSpotType, err), hubspot.RetryAfterOf(err)))
 		}
+		c.hold(tasks, delay)
 		return nil
 	}
 	var ready []*task
@@ -528,7 +554,6 @@ var kindRank = map[string]int{
 // the order of arrival in tasks means nothing. When an event of a record fails,
 // the record's later events wait with it (released, no attempt used).
 func (c *cycle) apply(ctx context.Context, tasks []*task) {
-	type key struct{ objectType, id string }
 	slices.SortStableFunc(tasks, func(a, b *task) int {
 		return cmp.Or(
 			cmp.Compare(a.canon.OccurredAt, b.canon.OccurredAt),
@@ -536,14 +561,17 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 			compareNumeric(a.canon.EventID, b.canon.EventID),
 		)
 	})
-	blocked := map[key]time.Duration{} // record → release delay of its later events
+	blocked := maps.Clone(c.held) // record → release delay of its later events
+	if blocked == nil {
+		blocked = map[recordKey]time.Duration{}
+	}
 	var held []*task
 	sctx := hubsync.WithSyncSource(ctx, c.w.cfg.Source)
 	for _, t := range tasks {
 		if ctx.Err() != nil {
 			return // finish releases the rest
 		}
-		k := key{t.ev.ObjectType, t.ev.ExternalID}
+		k := t.key()
 		if _, ok := blocked[k]; ok {
 			held = append(held, t)
 			continue
@@ -570,7 +598,7 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 		blocked[k] = c.retry(ctx, t, err.Error(), hubspot.RetryAfterOf(err))
 	}
 	for _, t := range held {
-		c.release(ctx, blocked[key{t.ev.ObjectType, t.ev.ExternalID}], []*task{t})
+		c.release(ctx, blocked[t.key()], []*task{t})
 	}
 }
 

@@ -449,3 +449,55 @@ func TestWorkerConfigValidation(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// A creation that cannot be read (no budget) holds back the record's later
+// events of the same claim: an update must not run ahead and create a bare record.
+func TestWorkerHeldCreationHoldsItsRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{objects: map[string]hubspot.Object{"1": contactObj("1", "a@example.com", "A", time.UnixMilli(t0))}}
+	bud := &fakeBudget{left: 0, retryAfter: 30 * time.Second}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
+	b.deliverEvents(t,
+		whEvent("contact.creation", 1, t0),
+		whEvent("contact.propertyChange", 1, t0+10, prop("lastname", "Lovelace")),
+	)
+	if n, err := w.ProcessBatch(context.Background()); n != 2 || err != nil {
+		t.Fatalf("ProcessBatch = %d, %v; want both events of the record claimed together", n, err)
+	}
+	if _, ok := b.applier.record("contacts", "1"); ok {
+		t.Fatal("the update was applied while its record's creation was held back")
+	}
+	for _, ev := range b.all(t) {
+		if ev.Status != store.StatusPending || ev.RetryCount != 0 {
+			t.Fatalf("event %s (%s): status %s retries %d; want pending with no attempt used", ev.ID, ev.EventType, ev.Status, ev.RetryCount)
+		}
+	}
+	b.clock.Advance(31 * time.Second)
+	bud.mu.Lock()
+	bud.left = 10
+	bud.mu.Unlock()
+	drain(t, w)
+	rec, ok := b.applier.record("contacts", "1")
+	if !ok || rec.Fields["email"] != "a@example.com" || rec.Fields["last_name"] != "Lovelace" {
+		t.Fatalf("contact 1 = %+v, %v; want created from HubSpot, then updated", rec, ok)
+	}
+}
+
+// A 404 for a whole read of several ids means the object type is wrong, not
+// that every object was deleted: the creations are retried, not dropped.
+func TestWorkerWholeCall404IsRetried(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{err: &hubspot.Error{StatusCode: 404, Kind: hubspot.KindNotFound, Message: "unknown object type"}}
+	w := b.newWorker(t, reader, "w1")
+	b.deliverEvents(t, whEvent("contact.creation", 1, t0), whEvent("contact.creation", 2, t0))
+	if _, err := w.ProcessBatch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range b.all(t) {
+		if ev.Status != store.StatusPending || ev.RetryCount != 1 {
+			t.Fatalf("event %s: status %s retries %d; want pending, retried once", ev.ID, ev.Status, ev.RetryCount)
+		}
+	}
+}
