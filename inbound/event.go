@@ -60,6 +60,7 @@ type ParseError struct {
 	Reason string
 }
 
+// Error names the event and field that did not parse.
 func (e *ParseError) Error() string {
 	switch {
 	case e.Index < 0:

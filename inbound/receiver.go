@@ -32,16 +32,16 @@ const (
 
 // Reject reasons passed to ReceiverHooks.OnReject.
 const (
-	RejectMethod           = "method"
-	RejectContentType      = "content_type"
-	RejectTooLarge         = "too_large"
-	RejectBodyRead         = "body_read"
-	RejectSignatureMissing = "signature_missing"
-	RejectSignatureInvalid = "signature_invalid"
-	RejectTimestampStale   = "timestamp_stale"
-	RejectMalformed        = "malformed"
-	RejectTooManyEvents    = "too_many_events"
-	RejectStore            = "store_error"
+	RejectMethod           = "method"            // 405: not a POST
+	RejectContentType      = "content_type"      // 415: not application/json
+	RejectTooLarge         = "too_large"         // 413: body past MaxBodyBytes
+	RejectBodyRead         = "body_read"         // 400: the body could not be read
+	RejectSignatureMissing = "signature_missing" // 401: no signature header
+	RejectSignatureInvalid = "signature_invalid" // 401: the signature does not match
+	RejectTimestampStale   = "timestamp_stale"   // 401: timestamp outside MaxSkew
+	RejectMalformed        = "malformed"         // 400: not a JSON array of valid events
+	RejectTooManyEvents    = "too_many_events"   // 400: more than hubspot.MaxWebhookBatch events
+	RejectStore            = "store_error"       // 500: the events could not be stored; HubSpot retries
 )
 
 // ReceiverHooks are optional callbacks for metrics. They run on the request's

@@ -583,6 +583,7 @@ type ConflictError struct {
 	Expected, Current int64
 }
 
+// Error says which version was expected and which is current.
 func (e *ConflictError) Error() string {
 	return fmt.Sprintf("records: version conflict on %s/%s: expected version %d, current is %d; read the record again and retry", e.ObjectType, e.ID, e.Expected, e.Current)
 }

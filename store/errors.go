@@ -22,6 +22,7 @@ type LeaseLostError struct {
 	Leases []Lease
 }
 
+// Error lists the lost leases as id@attempt.
 func (e *LeaseLostError) Error() string {
 	ids := make([]string, 0, len(e.Leases))
 	for _, l := range e.Leases {
