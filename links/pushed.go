@@ -38,6 +38,10 @@ type Pushed struct {
 	// a record deleted and created again restarts its versions, so only an
 	// event created up to EventDate can be older than the state.
 	EventDate time.Time
+	// Carried are the owed fields (AddOwed) the write carried; PushedMany
+	// removes them from the record's owed fields in the same transaction.
+	// Never read back by LookupPushedMany.
+	Carried []string
 }
 
 // Current reports whether p describes the object the record is linked to now
@@ -145,6 +149,11 @@ func (l *Links) PushedManyTx(ctx context.Context, tx store.DBTX, destination, ob
 			unlink = append(unlink, p.RecordID)
 		}
 		byRec[p.RecordID] = p // the last state of a record wins
+		if len(p.Carried) > 0 {
+			if err := l.clearOwedTx(ctx, tx, destination, objectType, p.RecordID, p.Carried); err != nil {
+				return err
+			}
+		}
 	}
 	if err := l.LinkManyTx(ctx, tx, destination, objectType, pairs); err != nil {
 		return err

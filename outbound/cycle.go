@@ -23,6 +23,7 @@ type cycle struct {
 	w           *Worker
 	ctx         context.Context // the caller's; HubSpot calls use it
 	leaseExpiry time.Time
+	leaseShort  bool // the lease has too little time left for another call
 	sum         Summary
 	errs        []error
 }
@@ -37,15 +38,15 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	if len(evs) == 0 {
 		return Summary{}, nil
 	}
-	c := &cycle{w: w, ctx: ctx, leaseExpiry: w.cfg.Now().Add(w.cfg.LeaseDuration)}
+	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration))}
 	c.sum.Claimed = len(evs)
 
-	links, pushed, err := w.lookupLinks(ctx, evs)
+	links, pushed, owed, err := w.lookupLinks(ctx, evs)
 	if err != nil {
 		c.releaseEvents(evs, 0)
 		return c.sum, err
 	}
-	plan, err := BuildPlanPushed(evs, links, pushed, w.cfg.Mapping)
+	plan, err := BuildPlanOwed(evs, links, pushed, owed, w.cfg.Mapping)
 	if err != nil {
 		c.releaseEvents(evs, 0)
 		return c.sum, err
@@ -113,6 +114,22 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	return c.sum, errors.Join(c.errs...)
 }
 
+// leaseExpiry is the earliest lease expiry of evs: the store stamps a lease
+// when the claim starts, not when it returns. fallback is for events that
+// carry no expiry.
+func leaseExpiry(evs []store.OutboundEvent, fallback time.Time) time.Time {
+	var at time.Time
+	for _, e := range evs {
+		if e.LeaseExpiresDate != nil && (at.IsZero() || e.LeaseExpiresDate.Before(at)) {
+			at = *e.LeaseExpiresDate
+		}
+	}
+	if at.IsZero() {
+		return fallback
+	}
+	return at
+}
+
 // reserve takes tokens from the budget for recs' calls; when refused (or the
 // budget fails) it releases recs and reports false.
 func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
@@ -151,8 +168,13 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 			return
 		}
 	}
-	if cfg.Now().Add(cfg.HTTPTimeout * time.Duration(callsOf(op))).After(c.leaseExpiry) {
-		// The answer could arrive after another worker re-claimed the events.
+	// The calls must be answered, and their results stored (links, pushed
+	// state, completion), before the lease expires; otherwise the answer could
+	// arrive after another worker re-claimed the events. Once the lease is too
+	// short, every later call of the cycle is released too.
+	margin := min(storeOpTimeout, cfg.HTTPTimeout)
+	if c.leaseShort || !cfg.Now().Add(cfg.HTTPTimeout*time.Duration(callsOf(op))+margin).Before(c.leaseExpiry) {
+		c.leaseShort = true
 		c.release(recs, 0)
 		return
 	}
@@ -300,6 +322,10 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 			ctx, cancel := c.storeCtx()
 			err := cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, existingID)
 			cancel()
+			if errors.Is(err, links.ErrConflict) {
+				c.fail(r, c.conflictMessage(r, existingID))
+				return
+			}
 			if err != nil {
 				c.errs = append(c.errs, fmt.Errorf("outbound: adopt %s as %s: %w", r.Key, existingID, err))
 				return
@@ -473,8 +499,19 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 	errs := c.w.storeLinks(ctx, recs, ids)
 	var done []*RecordPlan
 	for i, r := range recs {
+		if errors.Is(errs[i], links.ErrConflict) {
+			// Another local record is linked to the same HubSpot object: no
+			// retry can fix that, so dead-letter instead of leaving the events
+			// leased to be re-claimed forever.
+			id := ids[r]
+			if id == "" {
+				id = r.HubSpotID
+			}
+			c.fail(r, c.conflictMessage(r, id))
+			continue
+		}
 		if errs[i] != nil {
-			// Leave the events leased: they come back after the lease, and the
+			// A transient failure: leave the events leased: they come back after the lease, and the
 			// write they carry is repeated (idempotently for updates and upserts).
 			c.errs = append(c.errs, fmt.Errorf("outbound: link %s: %w", r.Key, errs[i]))
 			continue
@@ -517,8 +554,10 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	for _, r := range recs {
+		dead := false
 		for _, e := range r.Events {
 			res, err := c.w.cfg.Store.IncrementRetry(ctx, e.Lease(), msg, minDelay)
+			dead = dead || (err == nil && res.Dead)
 			switch {
 			case errors.Is(err, store.ErrLeaseLost):
 				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.leaseLost, 1)
@@ -532,11 +571,60 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.retried, 1)
 			}
 		}
+		if dead {
+			c.owe(r)
+		}
+	}
+}
+
+// conflictMessage describes a link conflict: HubSpot object hubspotID is
+// linked to another local record than r.
+func (c *cycle) conflictMessage(r *RecordPlan, hubspotID string) string {
+	other := "another local record"
+	if rl, ok := c.w.cfg.Links.(RecordLookup); ok {
+		ctx, cancel := c.storeCtx()
+		rec, found, err := rl.LookupRecord(ctx, c.w.cfg.Destination, r.Key.ObjectType, hubspotID)
+		cancel()
+		if err == nil && found {
+			other = "local record " + r.Key.ObjectType + "/" + rec
+		}
+	}
+	return fmt.Sprintf("link conflict: HubSpot %s object %s is already linked to %s, so %s cannot be linked to it "+
+		"(two local records share one HubSpot object, e.g. one email); merge or fix the records, then re-queue",
+		r.HubSpotType, hubspotID, other, r.Key)
+}
+
+// owe records, with OwedLinks, the local fields r's write would have set, so
+// that the record's next successful write carries them after r's events are
+// dead-lettered.
+func (c *cycle) owe(r *RecordPlan) {
+	ol, ok := c.w.cfg.Links.(OwedLinks)
+	if _, pushed := c.w.cfg.Links.(PushedLinks); !ok || !pushed || len(r.Properties) == 0 {
+		return
+	}
+	obj, ok := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
+	if !ok {
+		return
+	}
+	var fields []string
+	for prop := range r.Properties {
+		if f, ok := obj.LocalField(prop); ok {
+			fields = append(fields, f.Local)
+		}
+	}
+	if len(fields) == 0 {
+		return
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	if err := ol.AddOwed(ctx, c.w.cfg.Destination, r.Key.ObjectType, r.Key.RecordID, fields); err != nil {
+		c.errs = append(c.errs, fmt.Errorf("outbound: record owed fields of dead-lettered %s: %w", r.Key, err))
 	}
 }
 
 // fail dead-letters every event of r at once.
 func (c *cycle) fail(r *RecordPlan, msg string) {
+	c.owe(r)
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	c.w.log.Warn("outbound: record failed", "record", r.Key.String(), "reason", msg)
@@ -594,9 +682,10 @@ func (c *cycle) releaseLeases(leases []store.Lease, delay time.Duration) {
 // lookupLinks returns the known HubSpot ids of the records of evs, and with
 // PushedLinks their pushed states: one query (each) per object type with
 // BatchLinks, else one Lookup per record.
-func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (map[RecordKey]string, map[RecordKey]links.Pushed, error) {
+func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (map[RecordKey]string, map[RecordKey]links.Pushed, map[RecordKey][]string, error) {
 	linked := map[RecordKey]string{}
 	var pushed map[RecordKey]links.Pushed
+	var owed map[RecordKey][]string
 	var types []string
 	byType := map[string][]string{}
 	seen := map[RecordKey]bool{}
@@ -613,11 +702,25 @@ func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (ma
 	}
 	bl, batch := w.cfg.Links.(BatchLinks)
 	pl, withPushed := w.cfg.Links.(PushedLinks)
+	ol, withOwed := w.cfg.Links.(OwedLinks)
+	withOwed = withOwed && withPushed // PushedMany clears what a write carried
 	for _, t := range types {
+		if withOwed {
+			got, err := ol.LookupOwedMany(ctx, w.cfg.Destination, t, byType[t])
+			if err != nil {
+				return nil, nil, nil, fmt.Errorf("outbound: look up owed fields of %d %s: %w", len(byType[t]), t, err)
+			}
+			for rec, f := range got {
+				if owed == nil {
+					owed = map[RecordKey][]string{}
+				}
+				owed[RecordKey{t, rec}] = f
+			}
+		}
 		if withPushed {
 			got, err := pl.LookupPushedMany(ctx, w.cfg.Destination, t, byType[t])
 			if err != nil {
-				return nil, nil, fmt.Errorf("outbound: look up pushed states of %d %s: %w", len(byType[t]), t, err)
+				return nil, nil, nil, fmt.Errorf("outbound: look up pushed states of %d %s: %w", len(byType[t]), t, err)
 			}
 			if pushed == nil {
 				pushed = map[RecordKey]links.Pushed{}
@@ -629,7 +732,7 @@ func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (ma
 		if batch {
 			got, err := bl.LookupMany(ctx, w.cfg.Destination, t, byType[t])
 			if err != nil {
-				return nil, nil, fmt.Errorf("outbound: look up links of %d %s: %w", len(byType[t]), t, err)
+				return nil, nil, nil, fmt.Errorf("outbound: look up links of %d %s: %w", len(byType[t]), t, err)
 			}
 			for rec, id := range got {
 				linked[RecordKey{t, rec}] = id
@@ -639,14 +742,14 @@ func (w *Worker) lookupLinks(ctx context.Context, evs []store.OutboundEvent) (ma
 		for _, rec := range byType[t] {
 			id, ok, err := w.cfg.Links.Lookup(ctx, w.cfg.Destination, t, rec)
 			if err != nil {
-				return nil, nil, fmt.Errorf("outbound: look up link of %s/%s: %w", t, rec, err)
+				return nil, nil, nil, fmt.Errorf("outbound: look up link of %s/%s: %w", t, rec, err)
 			}
 			if ok {
 				linked[RecordKey{t, rec}] = id
 			}
 		}
 	}
-	return linked, pushed, nil
+	return linked, pushed, owed, nil
 }
 
 // storePushed records, with PushedLinks, the state HubSpot now holds of each

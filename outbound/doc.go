@@ -23,11 +23,12 @@
 //
 // All claimed events of one record become one write of its latest state and
 // complete together: create (+updates) → one upsert/create; updates → one
-// update of the properties whose final value differs from what HubSpot has;
+// update of the properties the events changed;
 // anything + delete → archive; delete then create → the create (an update of
 // the same object when it is still linked). Sync-sourced events (anti-loop
 // layer 3) cost no call but keep their place in the order: a property last
-// written by one is not echoed back, a local change to another property is.
+// written by one is not echoed back, a local change to another property is
+// (see "What a write sends").
 // Coalescing needs a claim that hands out several events of a record together;
 // a store that hands out only a record's oldest unfinished event per claim
 // gets one write per change (still batched 100 records to a call).
@@ -74,25 +75,57 @@
 // dead letters after the store's MaxAttempts. Every answer's rate-limit
 // headers go to Budget.Observe.
 //
+// # What a write sends, and why
+//
+// An update sends only the fields that the claimed local events themselves
+// changed (per event, the mapped properties that differ between its
+// OldPayload and Payload), with the values of the latest claimed snapshot.
+// It never sends the difference between the last pushed state and the
+// record: changes applied from HubSpot (inbound, sync-sourced) produce no
+// event for HubSpot and do not update the pushed state, so such a difference
+// would echo HubSpot's own changes back, with the local, possibly already
+// stale, values (HubSpot sets a name A→B→C, B is applied locally while C is
+// in flight, a local phone edit would send name B: permanent divergence).
+// HubSpot-originated changes are therefore never echoed back. Two edits of
+// the same field, one in HubSpot and one locally, at about the same time,
+// remain last-write-wins: whichever reaches the other side last stays.
+// Creates and upserts of a record with no link send the full mapped snapshot.
+//
 // # Dead letters and the pushed state
 //
-// With Links that implement PushedLinks (*links.Links), the worker records,
-// with each success and in the same transaction as the link, the state
-// HubSpot now holds of the record (links.Pushed: version, fields, event
-// time). The next write is diffed against that state, not against the first
-// event's OldPayload, so when an event is dead-lettered and a later change of
-// the record succeeds, the later write carries the dead letter's changes too.
-// A re-queued (or late) event whose version is not newer than the pushed
-// state, and that was created no later than it, is completed without a call
-// (Summary.Superseded, MetricsSnapshot.Superseded), so re-queueing never sets
-// older values again; re-queueing a record's newest change sends it. An
-// archive leaves a deletion marker, so a re-queued older change of an
-// archived record does not bring it back. A pushed state counts only while
-// its HubSpot id is the record's link: a re-link to another object (an
-// inbound merge) or an unlink (404) makes the next write a full one.
-// Snapshots without a Version get the event-by-event diff and no
-// superseding; for them, re-queue a record's dead letters before its later
-// events are pushed.
+// A change whose events are dead-lettered (failed permanently, or out of
+// attempts) would then never reach HubSpot. With Links that implement
+// OwedLinks and PushedLinks (*links.Links: hubsync_owed, hubsync_pushed),
+// the worker records, when it dead-letters a record's events, the local
+// fields that write would have set as owed; the record's next write carries
+// them with their latest values, and its success clears them (in the same
+// transaction as the link and pushed state). With each success the worker
+// also records the state HubSpot now holds of the record (links.Pushed:
+// version, fields, event time). A re-queued (or late) event whose version is
+// not newer than the pushed state, and that was created no later than it, is
+// completed without a call (Summary.Superseded, MetricsSnapshot.Superseded),
+// so re-queueing never sets older values again; re-queueing a record's
+// newest change sends it. An archive leaves a deletion marker, so a
+// re-queued older change of an archived record does not bring it back. A
+// pushed state counts only while its HubSpot id is the record's link: a
+// re-link to another object (an inbound merge) or an unlink (404) ignores
+// it. Snapshots without a Version get event-by-event diffs and no
+// superseding.
+//
+// A link conflict (the HubSpot object a write reached is already linked to
+// another local record, e.g. two local contacts with one email) cannot be
+// fixed by a retry: the record's events are dead-lettered with a message
+// naming both records and the HubSpot id. Other failures to store a link
+// leave the events leased; they come back after the lease.
+//
+// # Leases
+//
+// A claim's lease runs from the start of the claim (the earliest
+// LeaseExpiresDate of the claimed events). Before each call the worker
+// requires Now + the call's requests × HTTPTimeout + a margin for storing
+// the result (min(15 s, HTTPTimeout)) to be before that expiry; otherwise it
+// releases that call's and every later call's events, without using an
+// attempt.
 //
 // # Metrics
 //

@@ -72,6 +72,8 @@ type RecordPlan struct {
 	IDValue string
 	// Properties are the HubSpot properties to write (OpUpdate, OpUpsert, OpCreate).
 	Properties map[string]string
+	// Owed are the owed local fields (BuildPlanOwed) the write carries.
+	Owed []string
 	// Reason says why OpNone or OpFail.
 	Reason string
 	// Superseded marks an OpNone whose events are not newer than the state
@@ -155,8 +157,9 @@ func (p Plan) Coalesced() int {
 //   - the last event is a delete → archive (OpArchive by id; OpResolveArchive
 //     by IDProperty when the id is unknown; OpNone when the record never
 //     reached HubSpot or HubSpot deleted it itself);
-//   - otherwise, with a known id → update the properties whose final value
-//     differs from what HubSpot has; with no known id → upsert by IDProperty,
+//   - otherwise, with a known id → update the properties that the claimed
+//     local events changed (with the latest claimed values), and not back to
+//     what HubSpot had before them; with no known id → upsert by IDProperty,
 //     or create, with the full final snapshot (HubSpot may not have it at all).
 //
 // Sync-sourced events (produced by applying a change from HubSpot, seed §8.2
@@ -176,13 +179,23 @@ func BuildPlan(events []store.OutboundEvent, links map[RecordKey]string, m *mapp
 //   - events whose version is not newer than the pushed state's, and that were
 //     created no later than it, are superseded: OpNone without a call (a
 //     re-queued dead letter must not set older values again);
-//   - otherwise "what HubSpot has" is the pushed state rather than the first
-//     event's OldPayload, so the write carries every change since the last
-//     success, those of dead-lettered events included.
+//   - otherwise events not newer than the pushed state are skipped, and the
+//     write carries only what the remaining local events changed (never the
+//     difference between the pushed state and the snapshot, which would echo
+//     back changes HubSpot made itself).
 //
 // Snapshots without a Version (an application's own events may omit it) get
-// BuildPlan's behaviour: the diff from the first OldPayload, no superseding.
+// BuildPlan's behaviour: event-by-event diffs, no superseding.
 func BuildPlanPushed(events []store.OutboundEvent, linked map[RecordKey]string, pushed map[RecordKey]links.Pushed, m *mapping.Set) (Plan, error) {
+	return BuildPlanOwed(events, linked, pushed, nil, m)
+}
+
+// BuildPlanOwed is BuildPlanPushed with the fields each record is owed
+// (local field names of dead-lettered changes that no write carried yet; see
+// links.Links.AddOwed): a record's next write (an update, or a full
+// upsert/create) carries them with their latest values, and its Owed and
+// Next.Carried name them so that the success clears them.
+func BuildPlanOwed(events []store.OutboundEvent, linked map[RecordKey]string, pushed map[RecordKey]links.Pushed, owed map[RecordKey][]string, m *mapping.Set) (Plan, error) {
 	if m == nil {
 		return Plan{}, fmt.Errorf("outbound: BuildPlan needs a mapping set")
 	}
@@ -203,7 +216,7 @@ func BuildPlanPushed(events []store.OutboundEvent, linked map[RecordKey]string, 
 		if st, ok := pushed[r.Key]; ok && st.Current(linked[r.Key]) {
 			p = &st
 		}
-		planRecord(r, linked[r.Key], p, m)
+		planRecord(r, linked[r.Key], p, owed[r.Key], m)
 	}
 	plan.Calls = groupCalls(plan.Records)
 	return plan, nil
@@ -216,7 +229,7 @@ type parsedEvent struct {
 	version  int64 // the snapshot version after the event; 0 when unknown
 }
 
-func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, m *mapping.Set) {
+func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []string, m *mapping.Set) {
 	obj, ok := m.Lookup(r.Key.ObjectType)
 	if !ok {
 		r.Op, r.Reason = OpFail, fmt.Sprintf("no mapping for object type %q; add one to the mapping set", r.Key.ObjectType)
@@ -286,10 +299,30 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, m *mapping
 		pushed = nil // a new life of the record: nothing of it is in HubSpot
 	}
 
+	// Only what the claimed local events themselves changed is sent, with the
+	// latest claimed values: a field HubSpot changed (applied inbound, which
+	// makes no event for HubSpot) is never echoed back, even when the pushed
+	// state still holds its older value.
+	latest, err := obj.ToHubSpot(last.new.Fields)
+	if err != nil {
+		r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", last.ev.ID, err)
+		return
+	}
 	toSend, hubspotHas := map[string]string{}, map[string]string{}
+	var baseline map[string]string // the values before the first considered event
+	first := true
 	for _, p := range evs {
 		if pushed != nil && p.version > 0 && p.version <= pushed.Version && !p.ev.CreatedDate.After(pushed.EventDate) {
 			continue // already in HubSpot's state
+		}
+		if first {
+			first = false
+			if p.old != nil {
+				if baseline, err = obj.ToHubSpot(p.old.Fields); err != nil {
+					r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", p.ev.ID, err)
+					return
+				}
+			}
 		}
 		d, err := obj.Diff(fieldsOf(p.old), fieldsOf(p.new))
 		if err != nil {
@@ -300,33 +333,11 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, m *mapping
 			if p.sync {
 				delete(toSend, prop)
 				hubspotHas[prop] = v
+			} else if lv, ok := latest[prop]; ok {
+				toSend[prop] = lv
 			} else {
 				toSend[prop] = v
 			}
-		}
-	}
-	var baseline map[string]string
-	if pushed != nil {
-		// Everything that differs from what HubSpot accepted last, unless
-		// HubSpot itself wrote it since (a sync-sourced event).
-		d, err := obj.Diff(pushed.Fields, last.new.Fields)
-		if err == nil {
-			baseline, err = obj.ToHubSpot(pushed.Fields)
-		}
-		if err != nil {
-			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", last.ev.ID, err)
-			return
-		}
-		for prop, v := range d {
-			if _, byHubSpot := hubspotHas[prop]; !byHubSpot {
-				toSend[prop] = v
-			}
-		}
-	} else if first := evs[0]; first.old != nil {
-		var err error
-		if baseline, err = obj.ToHubSpot(first.old.Fields); err != nil {
-			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", first.ev.ID, err)
-			return
 		}
 	}
 	for prop, v := range toSend {
@@ -338,20 +349,30 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, m *mapping
 			delete(toSend, prop)
 		}
 	}
+	// Fields owed by dead-lettered events go with the latest values, unless
+	// HubSpot itself wrote them since.
+	for _, name := range owed {
+		for _, f := range obj.Fields {
+			if f.Local != name || f.Direction == mapping.FromHubSpot {
+				continue
+			}
+			if _, byHubSpot := hubspotHas[f.HubSpot]; !byHubSpot {
+				toSend[f.HubSpot] = latest[f.HubSpot]
+			}
+		}
+	}
 	if len(toSend) == 0 {
 		r.Op, r.Reason = OpNone, "no mapped property changed"
 		return
 	}
+	r.Owed = owed
+	r.Next.Carried = owed
 	if linkedID != "" {
 		r.Op, r.HubSpotID, r.Properties = OpUpdate, linkedID, toSend
 		return
 	}
 	// Unknown to us: HubSpot may not have the object at all, so send all of it.
-	full, err := obj.ToHubSpot(last.new.Fields)
-	if err != nil {
-		r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", last.ev.ID, err)
-		return
-	}
+	full := latest
 	for k, v := range full {
 		if v == "" {
 			delete(full, k) // clearing a property of a new object is noise

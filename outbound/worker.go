@@ -79,18 +79,36 @@ type BatchLinks interface {
 
 // PushedLinks is implemented by Links that remember the last state of each
 // record that HubSpot accepted (*links.Links does, in hubsync_pushed). The
-// worker then diffs each write against that state instead of the first
-// event's OldPayload, so a success carries the changes of earlier dead
-// letters too, and completes without a call an event that is not newer than
-// it (a re-queued dead letter whose record was pushed since). Without it the
-// worker diffs event by event, and a dead letter's change reaches HubSpot
-// only when it is re-queued (and may then set older values again).
+// worker completes without a call an event that is not newer than it (a
+// re-queued dead letter whose record was pushed since), and, with OwedLinks,
+// clears the owed fields a write carried in the same transaction.
 type PushedLinks interface {
 	// LookupPushedMany returns the stored states among recordIDs.
 	LookupPushedMany(ctx context.Context, destination, objectType string, recordIDs []string) (map[string]links.Pushed, error)
 	// PushedMany stores states together with their links (or, for an
 	// archive, the unlink), all or nothing.
 	PushedMany(ctx context.Context, destination, objectType string, states []links.Pushed) error
+}
+
+// OwedLinks is implemented by Links that remember, per record, the fields
+// of dead-lettered changes that no write carried yet (*links.Links does, in
+// hubsync_owed). The worker sends only the fields the claimed events changed;
+// with OwedLinks (together with PushedLinks, whose PushedMany clears what a
+// write carried) a dead letter's fields ride along with the record's next
+// successful write. Without it, a dead letter's change reaches HubSpot only
+// when it is re-queued.
+type OwedLinks interface {
+	// AddOwed records fields (local field names) as owed for a record.
+	AddOwed(ctx context.Context, destination, objectType, recordID string, fields []string) error
+	// LookupOwedMany returns the owed fields among recordIDs.
+	LookupOwedMany(ctx context.Context, destination, objectType string, recordIDs []string) (map[string][]string, error)
+}
+
+// RecordLookup is implemented by Links that find the record linked to a
+// HubSpot id (*links.Links does); the worker names that record in the dead
+// letter of a link conflict.
+type RecordLookup interface {
+	LookupRecord(ctx context.Context, destination, objectType, externalID string) (recordID string, ok bool, err error)
 }
 
 // Unlinker is implemented by Links that can forget a link. The worker

@@ -1,0 +1,6 @@
+-- The owed fields of many records in one query; the third argument is a JSON
+-- array of record ids.
+SELECT RecordID, Fields FROM hubsync_owed
+WHERE Destination = ? AND ObjectType = ? AND RecordID IN (
+    SELECT j.id FROM JSON_TABLE(?, '$[*]' COLUMNS (id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin PATH '$')) AS j
+)

@@ -1,0 +1,5 @@
+-- The owed fields of many records in one query; the third argument is a JSON
+-- array of record ids. ARRAY(...) is evaluated once, so the primary key is used.
+SELECT RecordID, Fields FROM hubsync_owed
+WHERE Destination = ? AND ObjectType = ?
+  AND RecordID = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST(? AS jsonb))))
