@@ -1,0 +1,3 @@
+-- No change on this database: PostgreSQL's 009 re-predicates its lease indexes
+-- for its claim query (store/pgstore/queries.sql). This file keeps the dialects'
+-- migration versions aligned.
