@@ -26,21 +26,31 @@ func (l *Links) LookupMany(ctx context.Context, destination, objectType string, 
 // LookupManyTx is LookupMany inside the caller's transaction.
 func (l *Links) LookupManyTx(ctx context.Context, tx store.DBTX, destination, objectType string, recordIDs []string) (map[string]string, error) {
 	out := make(map[string]string, len(recordIDs))
-	for len(recordIDs) > 0 {
-		chunk := recordIDs[:min(len(recordIDs), LookupManyMax)]
-		recordIDs = recordIDs[len(chunk):]
-		for _, id := range chunk {
-			if err := check(destination, objectType, id); err != nil {
-				return nil, err
-			}
-		}
+	err := eachChunk(destination, objectType, recordIDs, func(chunk []string) error {
 		got, err := l.many(ctx, tx, "lookup_many", destination, objectType, chunk)
-		if err != nil {
-			return nil, err
-		}
 		maps.Copy(out, got)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachChunk validates recordIDs and hands them to fn LookupManyMax at a time,
+// so one query's parameter stays bounded.
+func eachChunk(destination, objectType string, recordIDs []string, fn func(chunk []string) error) error {
+	for chunk := range slices.Chunk(recordIDs, LookupManyMax) {
+		for _, id := range chunk {
+			if err := check(destination, objectType, id); err != nil {
+				return err
+			}
+		}
+		if err := fn(chunk); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // many runs a lookup of many ids; the map is keyed by the first column for

@@ -36,21 +36,15 @@ func (l *Links) AddOwed(ctx context.Context, destination, objectType, recordID s
 // have any, by record id, in one query per LookupManyMax ids.
 func (l *Links) LookupOwedMany(ctx context.Context, destination, objectType string, recordIDs []string) (map[string][]string, error) {
 	out := map[string][]string{}
-	for len(recordIDs) > 0 {
-		chunk := recordIDs[:min(len(recordIDs), LookupManyMax)]
-		recordIDs = recordIDs[len(chunk):]
-		for _, id := range chunk {
-			if err := check(destination, objectType, id); err != nil {
-				return nil, err
-			}
-		}
+	err := eachChunk(destination, objectType, recordIDs, func(chunk []string) error {
 		list, err := json.Marshal(chunk)
 		if err != nil {
-			return nil, fmt.Errorf("links: lookup owed: %w", err)
+			return fmt.Errorf("links: lookup owed: %w", err)
 		}
-		if err := l.owedChunk(ctx, destination, objectType, string(list), out); err != nil {
-			return nil, err
-		}
+		return l.owedChunk(ctx, destination, objectType, string(list), out)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -60,17 +60,11 @@ func (l *Links) LookupPushedMany(ctx context.Context, destination, objectType st
 // LookupPushedManyTx is LookupPushedMany inside the caller's transaction.
 func (l *Links) LookupPushedManyTx(ctx context.Context, tx store.DBTX, destination, objectType string, recordIDs []string) (map[string]Pushed, error) {
 	out := make(map[string]Pushed, len(recordIDs))
-	for len(recordIDs) > 0 {
-		chunk := recordIDs[:min(len(recordIDs), LookupManyMax)]
-		recordIDs = recordIDs[len(chunk):]
-		for _, id := range chunk {
-			if err := check(destination, objectType, id); err != nil {
-				return nil, err
-			}
-		}
-		if err := l.pushedChunk(ctx, tx, destination, objectType, chunk, out); err != nil {
-			return nil, err
-		}
+	err := eachChunk(destination, objectType, recordIDs, func(chunk []string) error {
+		return l.pushedChunk(ctx, tx, destination, objectType, chunk, out)
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
