@@ -63,22 +63,27 @@ func Open(ctx context.Context, databaseURL string, cfg store.Config) (*DB, error
 		sqldb.Close()
 		return nil, fmt.Errorf("open %s database: cannot reach it; check HUBSYNC_DATABASE_URL and that the server is up: %w", u.Dialect, err)
 	}
-	var s store.Store
-	switch u.Dialect {
-	case store.SQLite:
-		s, err = sqlitestore.New(sqldb, cfg)
-	case store.Postgres:
-		s, err = pgstore.New(sqldb, cfg)
-	case store.MySQL:
-		s, err = mysqlstore.New(sqldb, cfg)
-	default:
-		err = fmt.Errorf("no store for dialect %q", u.Dialect)
-	}
+	s, err := NewStore(sqldb, u.Dialect, cfg)
 	if err != nil {
 		sqldb.Close()
 		return nil, fmt.Errorf("open %s store: %w", u.Dialect, err)
 	}
 	return &DB{Store: s, SQL: sqldb, Dialect: u.Dialect}, nil
+}
+
+// NewStore returns the backend of dialect over an open database: sqlitestore,
+// pgstore or mysqlstore. Open uses it; so can an application that opens its own
+// *sql.DB.
+func NewStore(db *sql.DB, dialect store.Dialect, cfg store.Config) (store.Store, error) {
+	switch dialect {
+	case store.SQLite:
+		return sqlitestore.New(db, cfg)
+	case store.Postgres:
+		return pgstore.New(db, cfg)
+	case store.MySQL:
+		return mysqlstore.New(db, cfg)
+	}
+	return nil, fmt.Errorf("no store for dialect %q; use sqlite, postgres or mysql", dialect)
 }
 
 func configurePool(db *sql.DB, u store.DatabaseURL) {

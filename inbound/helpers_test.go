@@ -21,7 +21,6 @@ import (
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/store"
-	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
@@ -167,19 +166,7 @@ func (b *bundle) deliverEvents(t testing.TB, evs ...hubspot.WebhookEvent) {
 
 func openStore(t testing.TB, d store.Dialect, db *sql.DB, cfg store.Config) store.Store {
 	t.Helper()
-	var (
-		st  store.Store
-		err error
-	)
-	switch d {
-	case store.SQLite:
-		st, err = sqlitestore.New(db, cfg)
-	default:
-		st, err = openOtherStore(d, db, cfg)
-	}
-	if errors.Is(err, errBackendMissing) {
-		t.Skip(err)
-	}
+	st, err := hubsync.NewStore(db, d, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,31 +3,18 @@ package links_test
 import (
 	"context"
 	"errors"
+	"github.com/hubsync/hubsync"
 	"testing"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
-	"github.com/hubsync/hubsync/store/mysqlstore"
-	"github.com/hubsync/hubsync/store/pgstore"
-	"github.com/hubsync/hubsync/store/sqlitestore"
 )
 
 func newStore(t *testing.T, d store.Dialect) store.Store {
 	t.Helper()
 	db := dbtest.Migrated(t, d)
-	var st store.Store
-	var err error
-	switch d {
-	case store.SQLite:
-		st, err = sqlitestore.New(db.DB, store.Config{})
-	case store.Postgres:
-		st, err = pgstore.New(db.DB, store.Config{})
-	case store.MySQL:
-		st, err = mysqlstore.New(db.DB, store.Config{})
-	default:
-		t.Fatalf("unknown dialect %s", d)
-	}
+	st, err := hubsync.NewStore(db.DB, d, store.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

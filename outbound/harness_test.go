@@ -3,6 +3,7 @@ package outbound_test
 import (
 	"context"
 	"fmt"
+	"github.com/hubsync/hubsync"
 	"log/slog"
 	"maps"
 	"math/rand/v2"
@@ -22,8 +23,6 @@ import (
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
-	"github.com/hubsync/hubsync/store/pgstore"
-	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
@@ -57,16 +56,7 @@ type bundle struct {
 func openStore(t *testing.T, db *dbtest.DB, clock *storetest.Clock) store.Store {
 	t.Helper()
 	cfg := store.Config{Now: clock.Now, Retry: testRetry}
-	var st store.Store
-	var err error
-	switch db.Dialect {
-	case store.SQLite:
-		st, err = sqlitestore.New(db.DB, cfg)
-	case store.Postgres:
-		st, err = pgstore.New(db.DB, cfg)
-	default:
-		t.Fatalf("no store for %s", db.Dialect)
-	}
+	st, err := hubsync.NewStore(db.DB, db.Dialect, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,27 +10,13 @@ import (
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
-	"github.com/hubsync/hubsync/store/mysqlstore"
-	"github.com/hubsync/hubsync/store/pgstore"
-	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
 func newStore(t *testing.T, d store.Dialect, cfg store.Config) store.Store {
 	t.Helper()
 	db := dbtest.Migrated(t, d)
-	var st store.Store
-	var err error
-	switch d {
-	case store.SQLite:
-		st, err = sqlitestore.New(db.DB, cfg)
-	case store.Postgres:
-		st, err = pgstore.New(db.DB, cfg)
-	case store.MySQL:
-		st, err = mysqlstore.New(db.DB, cfg)
-	default:
-		t.Fatalf("unknown dialect %s", d)
-	}
+	st, err := hubsync.NewStore(db.DB, d, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package storetest_test
 import (
 	"context"
 	"database/sql"
+	"github.com/hubsync/hubsync"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,29 +11,13 @@ import (
 
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/store"
-	"github.com/hubsync/hubsync/store/mysqlstore"
-	"github.com/hubsync/hubsync/store/pgstore"
-	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
 // open returns a store of dialect d on db.
 func open(tb testing.TB, d store.Dialect, db *sql.DB, cfg store.Config) store.Store {
 	tb.Helper()
-	var (
-		s   store.Store
-		err error
-	)
-	switch d {
-	case store.SQLite:
-		s, err = sqlitestore.New(db, cfg)
-	case store.Postgres:
-		s, err = pgstore.New(db, cfg)
-	case store.MySQL:
-		s, err = mysqlstore.New(db, cfg)
-	default:
-		tb.Fatalf("unknown dialect %q", d)
-	}
+	s, err := hubsync.NewStore(db, d, cfg)
 	if err != nil {
 		tb.Fatalf("open %s store: %v", d, err)
 	}
