@@ -102,43 +102,12 @@ func BenchmarkClaimComplete(b *testing.B, newStore BenchStoreFunc) {
 			if err := Analyze(ctx, s); err != nil {
 				b.Fatal(err)
 			}
-			var (
-				done  atomic.Int64
-				wg    sync.WaitGroup
-				errMu sync.Mutex
-				first error
-			)
 			b.ResetTimer()
-			for w := range workers {
-				owner := "bench-" + strconv.Itoa(w)
-				wg.Go(func() {
-					for done.Load() < int64(b.N) {
-						evs, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: benchDestination, Limit: BenchBatchSize, LeaseDuration: time.Hour, Owner: owner})
-						if err == nil && len(evs) > 0 {
-							ls := make([]store.Lease, len(evs))
-							for i, ev := range evs {
-								ls[i] = ev.Lease()
-							}
-							err = s.Outbound().Complete(ctx, ls...)
-							done.Add(int64(len(evs)))
-						}
-						if err != nil {
-							errMu.Lock()
-							first = err
-							errMu.Unlock()
-							done.Store(int64(b.N)) // stop the others
-							return
-						}
-						if len(evs) == 0 {
-							runtime.Gosched()
-						}
-					}
-				})
-			}
-			wg.Wait()
+			p := store.ClaimParams{Key: benchDestination, Limit: BenchBatchSize, LeaseDuration: time.Hour}
+			_, _, err := claimCompleteWorkers(ctx, s, workers, "bench-", p, int64(b.N), time.Time{})
 			b.StopTimer()
-			if first != nil {
-				b.Fatal(first)
+			if err != nil {
+				b.Fatal(err)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 		})
@@ -236,8 +205,7 @@ func BenchmarkHotClaim(b *testing.B, newStore BenchStoreFunc, cfg HotClaimConfig
 	base := s.Now().Add(-24 * time.Hour)
 	var (
 		lat     []time.Duration
-		latMu   sync.Mutex
-		total   atomic.Int64
+		total   int64
 		elapsed time.Duration
 	)
 	b.ResetTimer()
@@ -253,55 +221,14 @@ func BenchmarkHotClaim(b *testing.B, newStore BenchStoreFunc, cfg HotClaimConfig
 		}
 		b.StartTimer()
 		start := time.Now()
-		deadline := start.Add(cfg.MaxDuration)
-		var (
-			done  atomic.Int64
-			wg    sync.WaitGroup
-			errMu sync.Mutex
-			first error
-		)
-		stop := func() bool { return done.Load() >= int64(cfg.Events) || time.Now().After(deadline) }
-		for w := range cfg.Workers {
-			owner := "hot-" + strconv.Itoa(w)
-			wg.Go(func() {
-				var mine []time.Duration
-				defer func() {
-					latMu.Lock()
-					lat = append(lat, mine...)
-					latMu.Unlock()
-				}()
-				for !stop() {
-					t0 := time.Now()
-					evs, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: benchDestination, Limit: BenchBatchSize,
-						MaxPerRecord: cfg.MaxPerRecord, LeaseDuration: time.Hour, Owner: owner})
-					mine = append(mine, time.Since(t0))
-					if err == nil && len(evs) > 0 {
-						ls := make([]store.Lease, len(evs))
-						for i, ev := range evs {
-							ls[i] = ev.Lease()
-						}
-						err = s.Outbound().Complete(ctx, ls...)
-						done.Add(int64(len(evs)))
-					}
-					if err != nil {
-						errMu.Lock()
-						first = cmp.Or(first, err)
-						errMu.Unlock()
-						done.Store(int64(cfg.Events)) // stop the others
-						return
-					}
-					if len(evs) == 0 {
-						runtime.Gosched()
-					}
-				}
-			})
-		}
-		wg.Wait()
+		p := store.ClaimParams{Key: benchDestination, Limit: BenchBatchSize, MaxPerRecord: cfg.MaxPerRecord, LeaseDuration: time.Hour}
+		done, claims, err := claimCompleteWorkers(ctx, s, cfg.Workers, "hot-", p, int64(cfg.Events), start.Add(cfg.MaxDuration))
+		lat = append(lat, claims...)
 		elapsed += time.Since(start)
-		if first != nil {
-			b.Fatal(first)
+		if err != nil {
+			b.Fatal(err)
 		}
-		total.Add(done.Load())
+		total += done
 	}
 	b.StopTimer()
 	slices.Sort(lat)
@@ -313,6 +240,60 @@ func BenchmarkHotClaim(b *testing.B, newStore BenchStoreFunc, cfg HotClaimConfig
 	}
 	b.ReportMetric(pct(0.50), "claim-p50-ms")
 	b.ReportMetric(pct(0.99), "claim-p99-ms")
-	b.ReportMetric(float64(total.Load())/elapsed.Seconds(), "events/s")
+	b.ReportMetric(float64(total)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(len(lat))/float64(b.N), "claims/op")
+}
+
+// claimCompleteWorkers runs workers goroutines that claim with p (Owner set to
+// ownerPrefix+n) and complete each batch at once, until target events are done,
+// the deadline passes (zero: none) or one fails. It returns the events
+// completed, every Claim's latency, and the first error.
+func claimCompleteWorkers(ctx context.Context, s store.Store, workers int, ownerPrefix string, p store.ClaimParams, target int64, deadline time.Time) (int64, []time.Duration, error) {
+	var (
+		done  atomic.Int64
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		lat   []time.Duration
+	)
+	stop := func() bool {
+		return done.Load() >= target || (!deadline.IsZero() && time.Now().After(deadline))
+	}
+	for w := range workers {
+		p := p
+		p.Owner = ownerPrefix + strconv.Itoa(w)
+		wg.Go(func() {
+			var mine []time.Duration
+			defer func() {
+				mu.Lock()
+				lat = append(lat, mine...)
+				mu.Unlock()
+			}()
+			for !stop() {
+				t0 := time.Now()
+				evs, err := s.Outbound().Claim(ctx, p)
+				mine = append(mine, time.Since(t0))
+				if err == nil && len(evs) > 0 {
+					ls := make([]store.Lease, len(evs))
+					for i, ev := range evs {
+						ls[i] = ev.Lease()
+					}
+					err = s.Outbound().Complete(ctx, ls...)
+					done.Add(int64(len(evs)))
+				}
+				if err != nil {
+					mu.Lock()
+					first = cmp.Or(first, err)
+					mu.Unlock()
+					done.Store(target) // stop the others
+					return
+				}
+				if len(evs) == 0 {
+					runtime.Gosched()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return done.Load(), lat, first
 }
