@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/startstop"
 	"log/slog"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	hubsync "github.com/hubsync/hubsync"
@@ -149,13 +149,7 @@ func (c WorkerConfig) validate() error {
 type SyncWorker struct {
 	cfg    WorkerConfig
 	notify chan struct{}
-
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	stopCh  chan struct{}
-	cancel  context.CancelFunc
-	done    chan struct{}
+	svc    startstop.Service
 }
 
 // NewSyncWorker validates cfg and returns a SyncWorker.
@@ -174,50 +168,21 @@ var ErrStopped = errors.New("inbound: worker stopped")
 // the loop hard (in-flight events are released); Stop stops it gracefully.
 // Starting a running worker does nothing.
 func (w *SyncWorker) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped {
+	switch err := w.svc.Start(ctx, w.run); {
+	case errors.Is(err, startstop.ErrStopped):
 		return ErrStopped
-	}
-	if w.started {
+	case errors.Is(err, startstop.ErrStarted):
 		return nil
+	default:
+		return err
 	}
-	w.started = true
-	workCtx, cancel := context.WithCancel(ctx)
-	w.cancel = cancel
-	w.stopCh = make(chan struct{})
-	w.done = make(chan struct{})
-	go w.run(workCtx)
-	return nil
 }
 
 // Stop asks the loop to stop after the cycle in flight and waits for it. If
 // ctx ends first, the cycle is cancelled (its unfinished events are released,
 // not failed) and Stop returns ctx's error once the loop has exited. Stop is
 // idempotent and safe before Start.
-func (w *SyncWorker) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	if !w.started {
-		w.stopped = true
-		w.mu.Unlock()
-		return nil
-	}
-	if !w.stopped {
-		w.stopped = true
-		close(w.stopCh)
-	}
-	done, cancel := w.done, w.cancel
-	w.mu.Unlock()
-	select {
-	case <-done:
-		cancel()
-		return nil
-	case <-ctx.Done():
-		cancel()
-		<-done
-		return ctx.Err()
-	}
-}
+func (w *SyncWorker) Stop(ctx context.Context) error { return w.svc.Stop(ctx) }
 
 // Notify wakes the worker to claim at once (for example after the Receiver
 // stored a delivery). It never blocks.
@@ -228,14 +193,13 @@ func (w *SyncWorker) Notify() {
 	}
 }
 
-func (w *SyncWorker) run(ctx context.Context) {
-	defer close(w.done)
+func (w *SyncWorker) run(ctx context.Context, stop <-chan struct{}) {
 	log := w.cfg.Logger.With("worker", w.cfg.Owner, "source", w.cfg.Source)
 	log.Debug("inbound: sync worker started")
 	defer log.Debug("inbound: sync worker stopped")
 	for {
 		select {
-		case <-w.stopCh:
+		case <-stop:
 			return
 		default:
 		}
@@ -253,7 +217,7 @@ func (w *SyncWorker) run(ctx context.Context) {
 		}
 		t := time.NewTimer(w.cfg.PollInterval)
 		select {
-		case <-w.stopCh:
+		case <-stop:
 			t.Stop()
 			return
 		case <-ctx.Done():

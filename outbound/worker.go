@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/startstop"
 	"log/slog"
 	"os"
 	"sync"
@@ -124,7 +125,8 @@ type Unlinker interface {
 // their events are released (no attempt used) rather than failed.
 var ErrAuth = errors.New("outbound: HubSpot refused the access token")
 
-// ErrStarted is returned by Start on a worker that is already running.
+// ErrStarted is returned by Start on a worker that is running or was stopped:
+// a Worker runs once.
 var ErrStarted = errors.New("outbound: worker already started")
 
 // Config configures a Worker. Zero values mean the defaults; Store, HubSpot,
@@ -245,12 +247,7 @@ type Worker struct {
 	// (concurrent claims of one queue contend for the same head rows).
 	claimSem chan struct{}
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
-	stopCh  chan struct{} // closed by Stop: finish the cycle, claim no more
-	cancel  context.CancelFunc
-	done    chan struct{}
+	svc startstop.Service
 }
 
 // NewWorker validates cfg and returns a Worker.
@@ -282,15 +279,9 @@ func (w *Worker) Notify() {
 // Start runs the worker's Concurrency loops in the background and returns at once.
 // Cancelling ctx stops the loop hard (see Stop).
 func (w *Worker) Start(ctx context.Context) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.started {
-		return ErrStarted
+	if err := w.svc.Start(ctx, w.run); err != nil {
+		return ErrStarted // running, or stopped: a Worker runs once
 	}
-	w.started = true
-	runCtx, cancel := context.WithCancel(ctx)
-	w.cancel, w.stopCh, w.done = cancel, make(chan struct{}), make(chan struct{})
-	go w.run(runCtx)
 	return nil
 }
 
@@ -299,40 +290,19 @@ func (w *Worker) Start(ctx context.Context) error {
 // cancelled (their events released, no attempt used) and Stop returns once
 // every loop has exited. Stop is idempotent and safe on a worker never started.
 func (w *Worker) Stop(ctx context.Context) error {
-	w.mu.Lock()
-	if !w.started {
-		w.mu.Unlock()
-		return nil
+	if err := w.svc.Stop(ctx); err != nil {
+		return fmt.Errorf("outbound: stop: in-flight cycle cancelled: %w", err)
 	}
-	if !w.stopped {
-		w.stopped = true
-		close(w.stopCh)
-	}
-	done, cancel := w.done, w.cancel
-	w.mu.Unlock()
-	select {
-	case <-done:
-		cancel()
-		return nil
-	case <-ctx.Done():
-		cancel()
-		<-done
-		return fmt.Errorf("outbound: stop: in-flight cycle cancelled: %w", ctx.Err())
-	}
+	return nil
 }
 
 // Done is closed when a started worker's loops have exited.
-func (w *Worker) Done() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.done
-}
+func (w *Worker) Done() <-chan struct{} { return w.svc.Done() }
 
-func (w *Worker) run(ctx context.Context) {
-	defer close(w.done)
+func (w *Worker) run(ctx context.Context, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for i := range w.cfg.Concurrency {
-		wg.Go(func() { w.loop(ctx, w.notify[i]) })
+		wg.Go(func() { w.loop(ctx, stop, w.notify[i]) })
 	}
 	wg.Wait()
 }
@@ -340,12 +310,12 @@ func (w *Worker) run(ctx context.Context) {
 // loop runs cycles back to back while they find work; it waits only when a
 // cycle found nothing (PollInterval, cut short by Notify), failed
 // (PollInterval) or was refused by the budget (until it has room).
-func (w *Worker) loop(ctx context.Context, notify <-chan struct{}) {
+func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		select {
-		case <-w.stopCh:
+		case <-stop:
 			return
 		case <-ctx.Done():
 			return
@@ -372,7 +342,7 @@ func (w *Worker) loop(ctx context.Context, notify <-chan struct{}) {
 		case <-timer.C:
 		case <-notify:
 			timer.Stop()
-		case <-w.stopCh:
+		case <-stop:
 			timer.Stop()
 			return
 		case <-ctx.Done():

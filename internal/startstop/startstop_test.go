@@ -1,0 +1,72 @@
+package startstop
+
+import (
+	"context"
+	"errors"
+	"testing"
+)
+
+func TestGracefulStopLetsTheCycleFinish(t *testing.T) {
+	var s Service
+	finished := make(chan bool, 1)
+	running := make(chan struct{})
+	err := s.Start(context.Background(), func(ctx context.Context, stop <-chan struct{}) {
+		close(running)
+		<-stop
+		finished <- ctx.Err() == nil // the cycle ends on its own, not cancelled
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	if err := s.Start(context.Background(), nil); !errors.Is(err, ErrStarted) {
+		t.Fatalf("second Start = %v, want ErrStarted", err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !<-finished {
+		t.Fatal("a graceful stop cancelled the loop's context")
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatalf("second Stop = %v, want nil", err)
+	}
+	if err := s.Start(context.Background(), nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after Stop = %v, want ErrStopped", err)
+	}
+}
+
+func TestStopWithEndedContextCancelsTheLoop(t *testing.T) {
+	var s Service
+	running := make(chan struct{})
+	if err := s.Start(context.Background(), func(ctx context.Context, stop <-chan struct{}) {
+		close(running)
+		<-ctx.Done() // ignores stop: only a hard stop ends it
+	}); err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := s.Stop(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Stop with an ended context = %v, want context.Canceled", err)
+	}
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Stop returned before the loop did")
+	}
+}
+
+func TestStopBeforeStart(t *testing.T) {
+	var s Service
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s.Done() != nil {
+		t.Fatal("Done before Start must be nil")
+	}
+	if err := s.Start(context.Background(), func(context.Context, <-chan struct{}) {}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after Stop = %v, want ErrStopped", err)
+	}
+}
