@@ -8,8 +8,10 @@
 // outbound worker pushes them to HubSpot in batches within a shared API budget.
 // Internal record events go through _System_OutboxEvent to in-process subscribers.
 //
-// Open a database with Open, apply the schema with Migrate, and enqueue an
-// outbound change inside your own transaction with EnqueueTx. A write made while
-// applying a change from a source carries WithSyncSource, so it is never sent back
-// to that source.
+// This package is the facade that opens a database: Open (or NewStore over an
+// open *sql.DB), Migrate and CheckSchema. It imports every backend and its
+// driver; the workers do not import it. The vocabulary of the data path lives
+// in leaf packages: outbox (EnqueueTx, Snapshot, WithSyncSource) to enqueue an
+// outbound change inside your own transaction, pgstore.EnqueuePgxTx for a
+// pgx.Tx, and apply for an Applier of inbound changes to your own tables.
 package hubsync

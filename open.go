@@ -40,7 +40,7 @@ type DB struct {
 	// Store holds the three queues.
 	Store store.Store
 	// SQL is the database; use it for the application's own tables so a record
-	// change and its outbound event commit in one transaction (EnqueueTx).
+	// change and its outbound event commit in one transaction (outbox.EnqueueTx).
 	SQL *sql.DB
 	// Dialect names the database.
 	Dialect store.Dialect

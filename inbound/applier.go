@@ -55,7 +55,7 @@ var ErrPermanent = errors.New("inbound: permanent apply error")
 // Applier applies inbound changes to the application's records. hubsync's own
 // records service implements it; an application with its own schema can too.
 //
-// Apply is called with a context marked by hubsync.WithSyncSource(ctx, Source),
+// Apply is called with a context marked by outbox.WithSyncSource(ctx, Source),
 // so the write must not enqueue an outbound event back to Source. Each call must
 // be atomic: the record change and its guard state commit together. It must be
 // idempotent: applying the same Change twice leaves the same state.

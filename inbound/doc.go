@@ -12,7 +12,7 @@
 //   - SyncWorker, a service that claims inbound events by Source (exactly, never by
 //     prefix), fetches what creation events lack from HubSpot (batched, counted
 //     against the shared API budget) and applies each change through an Applier,
-//     with the context marked hubsync.WithSyncSource(ctx, "hubspot") so that the
+//     with the context marked outbox.WithSyncSource(ctx, "hubspot") so that the
 //     write is not pushed back to HubSpot (anti-loop, seed §4.3 and §8.2).
 //
 // # Stored events

@@ -20,6 +20,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/storetest"
 )
@@ -221,7 +222,7 @@ var errNoSyncSource = errors.New("memApplier: context not marked with sync sourc
 func (a *memApplier) Apply(ctx context.Context, ch Change) (Result, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if hubsync.SyncSource(ctx) != hubsync.SyncSourceHubSpot {
+	if outbox.SyncSource(ctx) != outbox.SyncSourceHubSpot {
 		return Result{}, fmt.Errorf("%w: %w", ErrPermanent, errNoSyncSource)
 	}
 	a.calls = append(a.calls, ch)

@@ -14,10 +14,10 @@ import (
 	"strconv"
 	"time"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -103,7 +103,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	if c.Mapping == nil {
 		c.Mapping = mapping.Default()
 	}
-	c.Source = cmp.Or(c.Source, hubsync.SyncSourceHubSpot)
+	c.Source = cmp.Or(c.Source, outbox.SyncSourceHubSpot)
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, store.LeaseDurationDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
@@ -530,7 +530,7 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 		blocked = map[recordKey]time.Duration{}
 	}
 	var held []*task
-	sctx := hubsync.WithSyncSource(ctx, c.w.cfg.Source)
+	sctx := outbox.WithSyncSource(ctx, c.w.cfg.Source)
 	for _, t := range tasks {
 		if ctx.Err() != nil {
 			return // finish releases the rest

@@ -8,13 +8,13 @@ import (
 	"testing"
 	"time"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/pgstore"
 )
@@ -49,7 +49,7 @@ func TestBenchOutbound(t *testing.T) {
 		mem = newMemRepo(time.Now)
 		for i := range records {
 			id := fmt.Sprintf("b1-%07d", i)
-			payload, _ := hubsync.Snapshot{ID: id, Fields: map[string]any{"email": id + "@example.com", "first_name": "B"}}.Marshal()
+			payload, _ := outbox.Snapshot{ID: id, Fields: map[string]any{"email": id + "@example.com", "first_name": "B"}}.Marshal()
 			if _, err := mem.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: id, EventType: store.EventCreate, Payload: payload}); err != nil {
 				t.Fatal(err)
 			}
@@ -190,10 +190,10 @@ func hotEvent(id string, i, change int) store.OutboundEvent {
 		return map[string]any{"email": fmt.Sprintf("hot%d@example.com", i), "first_name": fmt.Sprint("v", c)}
 	}
 	ev := store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: id, EventType: store.EventCreate}
-	ev.Payload, _ = hubsync.Snapshot{ID: id, Fields: fields(change)}.Marshal()
+	ev.Payload, _ = outbox.Snapshot{ID: id, Fields: fields(change)}.Marshal()
 	if change > 0 {
 		ev.EventType = store.EventUpdate
-		ev.OldPayload, _ = hubsync.Snapshot{ID: id, Fields: fields(change - 1)}.Marshal()
+		ev.OldPayload, _ = outbox.Snapshot{ID: id, Fields: fields(change - 1)}.Marshal()
 	}
 	return ev
 }
@@ -213,7 +213,7 @@ func enqueue(t *testing.T, db *dbtest.DB, n int, seed int) {
 		}
 		for j := 0; j < 1000 && i < n; j, i = j+1, i+1 {
 			id := fmt.Sprintf("b%d-%07d", seed, i)
-			payload, _ := hubsync.Snapshot{ID: id, Fields: map[string]any{"email": id + "@example.com", "first_name": "B"}}.Marshal()
+			payload, _ := outbox.Snapshot{ID: id, Fields: map[string]any{"email": id + "@example.com", "first_name": "B"}}.Marshal()
 			if _, err := st.Outbound().EnqueueTx(ctx, tx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts",
 				RecordID: id, EventType: store.EventCreate, Payload: payload}); err != nil {
 				t.Fatal(err)

@@ -5,10 +5,10 @@ import (
 	"strings"
 	"time"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -224,7 +224,7 @@ func BuildPlanOwed(events []store.OutboundEvent, linked map[RecordKey]string, pu
 
 type parsedEvent struct {
 	ev       store.OutboundEvent
-	old, new *hubsync.Snapshot
+	old, new *outbox.Snapshot
 	sync     bool
 	version  int64 // the snapshot version after the event; 0 when unknown
 }
@@ -240,8 +240,8 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 	for i, e := range r.Events {
 		p := parsedEvent{ev: e}
 		var err error
-		if p.old, err = hubsync.ParseSnapshot(e.OldPayload); err == nil {
-			p.new, err = hubsync.ParseSnapshot(e.Payload)
+		if p.old, err = outbox.ParseSnapshot(e.OldPayload); err == nil {
+			p.new, err = outbox.ParseSnapshot(e.Payload)
 		}
 		if err != nil {
 			r.Op, r.Reason = OpFail, fmt.Sprintf("event %s: %v", e.ID, err)
@@ -391,7 +391,7 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 	r.Op = OpCreate
 }
 
-func fieldsOf(s *hubsync.Snapshot) map[string]any {
+func fieldsOf(s *outbox.Snapshot) map[string]any {
 	if s == nil {
 		return nil
 	}
@@ -399,7 +399,7 @@ func fieldsOf(s *hubsync.Snapshot) map[string]any {
 }
 
 // lastState is the latest non-nil snapshot of the record.
-func lastState(evs []parsedEvent) *hubsync.Snapshot {
+func lastState(evs []parsedEvent) *outbox.Snapshot {
 	for i := len(evs) - 1; i >= 0; i-- {
 		if evs[i].new != nil {
 			return evs[i].new
@@ -413,7 +413,7 @@ func lastState(evs []parsedEvent) *hubsync.Snapshot {
 
 // idValue is the record's IDProperty value in snapshot s (the record id for
 // mapping.RecordIDField, whatever s holds).
-func idValue(obj mapping.Object, k RecordKey, s *hubsync.Snapshot) string {
+func idValue(obj mapping.Object, k RecordKey, s *outbox.Snapshot) string {
 	if obj.IDProperty == "" || (s == nil && !obj.IDFromRecordID()) {
 		return ""
 	}

@@ -6,8 +6,8 @@ import (
 	"maps"
 	"testing"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -19,9 +19,9 @@ func ev(id, objectType, recordID, eventType string, old, new f, syncSourced bool
 		if fields == nil {
 			return nil
 		}
-		s := hubsync.Snapshot{ID: recordID, Fields: fields}
+		s := outbox.Snapshot{ID: recordID, Fields: fields}
 		if syncSourced {
-			s.Metadata = map[string]string{hubsync.MetadataSyncSource: "hubspot"}
+			s.Metadata = map[string]string{outbox.MetadataSyncSource: "hubspot"}
 		}
 		b, err := s.Marshal()
 		if err != nil {

@@ -13,11 +13,11 @@ import (
 	"sync"
 	"time"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -177,7 +177,7 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	c.Destination = cmp.Or(c.Destination, hubsync.SyncSourceHubSpot)
+	c.Destination = cmp.Or(c.Destination, outbox.SyncSourceHubSpot)
 	c.BudgetKey = cmp.Or(c.BudgetKey, c.Destination)
 	if c.Mapping == nil {
 		c.Mapping = mapping.Default()

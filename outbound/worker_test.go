@@ -10,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -142,9 +142,9 @@ func TestCoalescingReducesCalls(t *testing.T) {
 			if old == nil {
 				ev.EventType = store.EventCreate
 			} else {
-				ev.OldPayload, _ = hubsync.Snapshot{ID: id, Fields: old}.Marshal()
+				ev.OldPayload, _ = outbox.Snapshot{ID: id, Fields: old}.Marshal()
 			}
-			ev.Payload, _ = hubsync.Snapshot{ID: id, Fields: new}.Marshal()
+			ev.Payload, _ = outbox.Snapshot{ID: id, Fields: new}.Marshal()
 			if _, err := repo.Enqueue(ctx, ev); err != nil {
 				t.Fatal(err)
 			}
@@ -203,7 +203,7 @@ func TestSyncSourcedNotEchoed(t *testing.T) {
 	w := b.worker(t, nil)
 	ctx := context.Background()
 	id := "rec-1"
-	snap := hubsync.Snapshot{ID: id, Fields: map[string]any{"email": "x@example.com"}, Metadata: map[string]string{hubsync.MetadataSyncSource: "hubspot"}}
+	snap := outbox.Snapshot{ID: id, Fields: map[string]any{"email": "x@example.com"}, Metadata: map[string]string{outbox.MetadataSyncSource: "hubspot"}}
 	payload, _ := snap.Marshal()
 	if _, err := b.st.Outbound().Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: id, EventType: store.EventCreate, Payload: payload}); err != nil {
 		t.Fatal(err)

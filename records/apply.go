@@ -8,9 +8,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -27,7 +27,7 @@ const (
 )
 
 // Apply applies one inbound change in one transaction, under
-// hubsync.WithSyncSource(ctx, ch.Source), so nothing is enqueued back to the
+// outbox.WithSyncSource(ctx, ch.Source), so nothing is enqueued back to the
 // source while other destinations and the internal queue still get events.
 //
 // Matching: the record linked to ch.ExternalID on ch.Source; else, for a
@@ -76,7 +76,7 @@ func (s *Service) Apply(ctx context.Context, ch inbound.Change) (inbound.Result,
 	if err := s.checkChange(ch); err != nil {
 		return inbound.Result{}, fmt.Errorf("%w: %w", inbound.ErrPermanent, err)
 	}
-	ctx = hubsync.WithSyncSource(ctx, ch.Source)
+	ctx = outbox.WithSyncSource(ctx, ch.Source)
 	at := ch.OccurredAt.UTC().Truncate(time.Microsecond) // the clocks' precision
 	var res inbound.Result
 	err := s.inTx(ctx, func(tx *sql.Tx) error {

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -19,7 +19,7 @@ func change(kind, ext string, at time.Time, fields map[string]any) inbound.Chang
 
 func apply(t *testing.T, b *bundle, ch inbound.Change) inbound.Result {
 	t.Helper()
-	res, err := b.svc.Apply(hubsync.WithSyncSource(context.Background(), ch.Source), ch)
+	res, err := b.svc.Apply(outbox.WithSyncSource(context.Background(), ch.Source), ch)
 	if err != nil {
 		t.Fatalf("apply %s %s: %v", ch.Kind, ch.ExternalID, err)
 	}

@@ -6,7 +6,7 @@
 // transaction that changes the record row, enqueues one internal
 // record.created/updated/deleted event (_System_OutboxEvent) and one outbound
 // event (_System_IntegrationOutbound) per configured destination, with
-// hubsync.Snapshot payloads. A write made under hubsync.WithSyncSource(ctx, d) is
+// outbox.Snapshot payloads. A write made under outbox.WithSyncSource(ctx, d) is
 // not enqueued for destination d (anti-loop), but still for the others and still
 // internally, and its snapshots carry the source in their metadata.
 //

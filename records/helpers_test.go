@@ -9,6 +9,7 @@ import (
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/storetest"
 )
@@ -46,7 +47,7 @@ func setup(t *testing.T, d store.Dialect, cfg Config) *bundle {
 // outbound is one row of _System_IntegrationOutbound, read back in claim order.
 type outbound struct {
 	Destination, EventType string
-	Payload, Old           *hubsync.Snapshot
+	Payload, Old           *outbox.Snapshot
 }
 
 func (b *bundle) outbound(t *testing.T, recordID string) []outbound {
@@ -64,10 +65,10 @@ func (b *bundle) outbound(t *testing.T, recordID string) []outbound {
 		if err := rows.Scan(&o.Destination, &o.EventType, &p, &old); err != nil {
 			t.Fatal(err)
 		}
-		if o.Payload, err = hubsync.ParseSnapshot(p); err != nil {
+		if o.Payload, err = outbox.ParseSnapshot(p); err != nil {
 			t.Fatal(err)
 		}
-		if o.Old, err = hubsync.ParseSnapshot(old); err != nil {
+		if o.Old, err = outbox.ParseSnapshot(old); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, o)
@@ -81,7 +82,7 @@ func (b *bundle) outbound(t *testing.T, recordID string) []outbound {
 // internal is one row of _System_OutboxEvent.
 type internal struct {
 	EventType string
-	Payload   *hubsync.Snapshot
+	Payload   *outbox.Snapshot
 	Metadata  map[string]string
 }
 
@@ -100,7 +101,7 @@ func (b *bundle) internal(t *testing.T, recordID string) []internal {
 		if err := rows.Scan(&e.EventType, &p, &m); err != nil {
 			t.Fatal(err)
 		}
-		if e.Payload, err = hubsync.ParseSnapshot(p); err != nil {
+		if e.Payload, err = outbox.ParseSnapshot(p); err != nil {
 			t.Fatal(err)
 		}
 		if err := json.Unmarshal(m, &e.Metadata); err != nil {

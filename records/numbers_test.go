@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -41,14 +41,14 @@ func TestNumbers(t *testing.T) {
 			t.Fatalf("big = %v; digits lost", got.Fields["big"])
 		}
 		// Snapshot: numbers stay JSON numbers, every digit kept in the payload.
-		raw, err := hubsync.Snapshot{ID: got.ID, Fields: got.Fields}.Marshal()
+		raw, err := outbox.Snapshot{ID: got.ID, Fields: got.Fields}.Marshal()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(string(raw), `"big":12345678901234567890`) || !strings.Contains(string(raw), `"n":250`) {
 			t.Fatalf("snapshot = %s", raw)
 		}
-		snap, err := hubsync.ParseSnapshot(raw)
+		snap, err := outbox.ParseSnapshot(raw)
 		if err != nil {
 			t.Fatal(err)
 		}

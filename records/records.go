@@ -18,9 +18,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -42,7 +42,7 @@ const (
 
 // DestinationsDefault are the destinations outbound events go to when
 // Config.Destinations is nil.
-var DestinationsDefault = []string{hubsync.SyncSourceHubSpot}
+var DestinationsDefault = []string{outbox.SyncSourceHubSpot}
 
 // tombstoneField is the field clock that records when a record was deleted.
 const tombstoneField = "$deleted"
@@ -119,7 +119,7 @@ func (c Config) withDefaults(st store.Store) Config {
 func (c Config) validate() error {
 	for i, d := range c.Destinations {
 		if d == "" || len(d) > 50 {
-			return fmt.Errorf("records: Config.Destinations[%d] is %q; use a non-empty name of at most 50 bytes such as %q", i, d, hubsync.SyncSourceHubSpot)
+			return fmt.Errorf("records: Config.Destinations[%d] is %q; use a non-empty name of at most 50 bytes such as %q", i, d, outbox.SyncSourceHubSpot)
 		}
 		if slices.Index(c.Destinations, d) != i {
 			return fmt.Errorf("records: Config.Destinations lists %q twice; list each destination once", d)
@@ -381,16 +381,16 @@ func (s *Service) deleteTx(ctx context.Context, tx *sql.Tx, before Record, priva
 // emitTx enqueues the internal event and one outbound event per destination
 // (unless the change came from that destination) for one change.
 func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outboundType string, before *Record, after Record) error {
-	src := hubsync.SyncSource(ctx)
+	src := outbox.SyncSource(ctx)
 	var meta map[string]string
 	if src != "" {
-		meta = map[string]string{hubsync.MetadataSyncSource: src}
+		meta = map[string]string{outbox.MetadataSyncSource: src}
 	}
-	payload, err := hubsync.Snapshot{ID: after.ID, Version: after.Version, Fields: after.Fields, Metadata: meta}.Marshal()
+	payload, err := outbox.Snapshot{ID: after.ID, Version: after.Version, Fields: after.Fields, Metadata: meta}.Marshal()
 	if err != nil {
 		return err
 	}
-	internalMeta, err := json.Marshal(map[string]string{hubsync.MetadataSyncSource: src})
+	internalMeta, err := json.Marshal(map[string]string{outbox.MetadataSyncSource: src})
 	if err != nil {
 		return err
 	}
@@ -402,12 +402,12 @@ func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outbound
 	}
 	var old json.RawMessage
 	if before != nil {
-		if old, err = (hubsync.Snapshot{ID: before.ID, Version: before.Version, Fields: before.Fields}).Marshal(); err != nil {
+		if old, err = (outbox.Snapshot{ID: before.ID, Version: before.Version, Fields: before.Fields}).Marshal(); err != nil {
 			return err
 		}
 	}
 	for _, dest := range s.cfg.Destinations {
-		if _, err := hubsync.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
+		if _, err := outbox.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
 			ID: newID(), Destination: dest, ObjectType: after.ObjectType, RecordID: after.ID,
 			EventType: outboundType, Payload: payload, OldPayload: old,
 		}); err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -32,7 +33,7 @@ func TestMeteredStoreCountsLeaseOps(t *testing.T) {
 	out := ms.Outbound()
 
 	for _, rec := range []string{"r1", "r2", "r3", "r4"} {
-		snap, _ := hubsync.Snapshot{ID: rec, Fields: map[string]any{}}.Marshal()
+		snap, _ := outbox.Snapshot{ID: rec, Fields: map[string]any{}}.Marshal()
 		if _, err := out.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: rec, EventType: store.EventCreate, Payload: snap}); err != nil {
 			t.Fatal(err)
 		}

@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -190,8 +190,8 @@ func (b meteredBudget) Reserve(ctx context.Context, key string, tokens int) (bud
 // defaultQueues are the queues of a standard deployment: HubSpot both ways and
 // the internal queue.
 var defaultQueues = []QueueMetrics{
-	{Direction: store.DirectionInbound, Key: hubsync.SyncSourceHubSpot},
-	{Direction: store.DirectionOutbound, Key: hubsync.SyncSourceHubSpot},
+	{Direction: store.DirectionInbound, Key: outbox.SyncSourceHubSpot},
+	{Direction: store.DirectionOutbound, Key: outbox.SyncSourceHubSpot},
 	{Direction: store.DirectionInternal, Key: ""},
 }
 

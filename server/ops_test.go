@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
@@ -33,7 +33,7 @@ func setupOps(t testing.TB) opsBundle {
 
 func outboundEvent(t *testing.T, dest, recordID string) store.OutboundEvent {
 	t.Helper()
-	p, err := hubsync.Snapshot{ID: recordID, Fields: map[string]any{"email": recordID + "@example.com"}}.Marshal()
+	p, err := outbox.Snapshot{ID: recordID, Fields: map[string]any{"email": recordID + "@example.com"}}.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,9 @@ import (
 	"testing"
 	"time"
 
-	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/sqlitestore"
 )
@@ -453,7 +453,7 @@ func TestDLQAndCleanupCommands(t *testing.T) {
 	ctx := context.Background()
 	var ids []string
 	for i := range 3 {
-		p, _ := hubsync.Snapshot{ID: fmt.Sprint(i), Fields: map[string]any{}}.Marshal()
+		p, _ := outbox.Snapshot{ID: fmt.Sprint(i), Fields: map[string]any{}}.Marshal()
 		if _, err := st.Outbound().Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: fmt.Sprint(i), EventType: store.EventCreate, Payload: p}); err != nil {
 			t.Fatal(err)
 		}

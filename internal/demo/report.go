@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/server"
 	"github.com/hubsync/hubsync/store"
@@ -112,7 +112,7 @@ func collect(ctx context.Context, in collectInput) (*Report, error) {
 				return nil, fmt.Errorf("demo: read local %s: %w", t, err)
 			}
 			for _, rec := range page {
-				ext, _, err := lk.Lookup(ctx, hubsync.SyncSourceHubSpot, t, rec.ID)
+				ext, _, err := lk.Lookup(ctx, outbox.SyncSourceHubSpot, t, rec.ID)
 				if err != nil {
 					return nil, fmt.Errorf("demo: read links: %w", err)
 				}
@@ -162,7 +162,7 @@ func collect(ctx context.Context, in collectInput) (*Report, error) {
 	if r.LoopsOutbound, err = in.q.count(ctx, "outbound_loops"); err != nil {
 		return nil, err
 	}
-	writes, err := in.q.syncedWrites(ctx, hubsync.SyncSourceHubSpot)
+	writes, err := in.q.syncedWrites(ctx, outbox.SyncSourceHubSpot)
 	if err != nil {
 		return nil, err
 	}

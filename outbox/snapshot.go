@@ -1,4 +1,4 @@
-package hubsync
+package outbox
 
 import (
 	"bytes"

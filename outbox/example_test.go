@@ -1,4 +1,4 @@
-package hubsync_test
+package outbox_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -41,11 +42,11 @@ func ExampleEnqueueTx() {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO contact (id, email) VALUES (?, ?)", id, email); err != nil {
 			log.Fatal(err)
 		}
-		payload, err := hubsync.Snapshot{ID: id, Version: 1, Fields: map[string]any{"email": email}}.Marshal()
+		payload, err := outbox.Snapshot{ID: id, Version: 1, Fields: map[string]any{"email": email}}.Marshal()
 		if err != nil {
 			log.Fatal(err)
 		}
-		res, err := hubsync.EnqueueTx(ctx, db.Store, tx, store.OutboundEvent{
+		res, err := outbox.EnqueueTx(ctx, db.Store, tx, store.OutboundEvent{
 			Destination: "hubspot", ObjectType: "contacts", RecordID: id,
 			EventType: store.EventCreate, Payload: payload,
 		})
@@ -60,7 +61,7 @@ func ExampleEnqueueTx() {
 
 	save(ctx, "c1", "ann@example.com")
 	// A change that came from HubSpot's own sync is not sent back to HubSpot.
-	save(hubsync.WithSyncSource(ctx, "hubspot"), "c2", "bob@example.com")
+	save(outbox.WithSyncSource(ctx, "hubspot"), "c2", "bob@example.com")
 
 	pending, err := db.Store.Outbound().GetPending(ctx, "hubspot", 10)
 	if err != nil {

@@ -1,14 +1,14 @@
-package hubsync_test
+package outbox_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/outbox"
 )
 
 func TestParseSnapshotKeepsLargeIntegers(t *testing.T) {
-	s, err := hubsync.ParseSnapshot(json.RawMessage(`{"id":"r1","version":3,"fields":{"n":12345678901234567891,"x":2.5}}`))
+	s, err := outbox.ParseSnapshot(json.RawMessage(`{"id":"r1","version":3,"fields":{"n":12345678901234567891,"x":2.5}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,16 +22,16 @@ func TestParseSnapshotKeepsLargeIntegers(t *testing.T) {
 
 func TestParseSnapshotEdges(t *testing.T) {
 	for _, in := range []string{"", "null"} {
-		if s, err := hubsync.ParseSnapshot(json.RawMessage(in)); s != nil || err != nil {
+		if s, err := outbox.ParseSnapshot(json.RawMessage(in)); s != nil || err != nil {
 			t.Errorf("ParseSnapshot(%q) = %v, %v; want nil, nil", in, s, err)
 		}
 	}
 	for _, in := range []string{"{", `{"fields":[]}`, `{} {}`, `"x"`} {
-		if _, err := hubsync.ParseSnapshot(json.RawMessage(in)); err == nil {
+		if _, err := outbox.ParseSnapshot(json.RawMessage(in)); err == nil {
 			t.Errorf("ParseSnapshot(%q) accepted malformed input", in)
 		}
 	}
-	s, err := hubsync.ParseSnapshot(json.RawMessage(`{"id":"a","metadata":{"sync_source":"hubspot"}}`))
+	s, err := outbox.ParseSnapshot(json.RawMessage(`{"id":"a","metadata":{"sync_source":"hubspot"}}`))
 	if err != nil || s.Fields == nil || !s.SyncSourced("hubspot") || s.SyncSourced("other") {
 		t.Fatalf("ParseSnapshot with metadata = %+v, %v", s, err)
 	}
@@ -41,7 +41,7 @@ func FuzzParseSnapshot(f *testing.F) {
 	f.Add([]byte(`{"id":"r","version":1,"fields":{"a":1,"b":"x","c":null,"d":true}}`))
 	f.Add([]byte(`null`))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s, err := hubsync.ParseSnapshot(b)
+		s, err := outbox.ParseSnapshot(b)
 		if err != nil || s == nil {
 			return
 		}
@@ -49,7 +49,7 @@ func FuzzParseSnapshot(f *testing.F) {
 		if err != nil {
 			t.Fatalf("a parsed snapshot must marshal again: %v", err)
 		}
-		if _, err := hubsync.ParseSnapshot(out); err != nil {
+		if _, err := outbox.ParseSnapshot(out); err != nil {
 			t.Fatalf("re-parse of %s: %v", out, err)
 		}
 	})

@@ -1,11 +1,9 @@
-package hubsync
+package outbox
 
 import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hubsync/hubsync/store"
 )
@@ -13,7 +11,7 @@ import (
 // ErrInvalidPayload is returned by EnqueueTx when an outbound event's Payload is
 // not a Snapshot (or OldPayload is neither a Snapshot nor empty): the outbound
 // worker could not read it, so it is refused before it is stored.
-var ErrInvalidPayload = errors.New("hubsync: outbound payload is not a snapshot")
+var ErrInvalidPayload = errors.New("outbox: outbound payload is not a snapshot")
 
 // EnqueueTx writes an outbound change inside the caller's transaction tx, so the
 // application's own write and the event commit together or not at all: the heart
@@ -27,7 +25,7 @@ var ErrInvalidPayload = errors.New("hubsync: outbound payload is not a snapshot"
 // is stamped into the Payload snapshot's Metadata under MetadataSyncSource, where
 // the outbound worker checks it again.
 func EnqueueTx(ctx context.Context, st store.Store, tx store.DBTX, ev store.OutboundEvent) (store.EnqueueResult, error) {
-	ev, skip, err := prepareOutbound(ctx, ev)
+	ev, skip, err := Prepare(ctx, ev)
 	if err != nil || skip {
 		return store.EnqueueResult{}, err
 	}
@@ -38,9 +36,14 @@ func EnqueueTx(ctx context.Context, st store.Store, tx store.DBTX, ev store.Outb
 	return res, nil
 }
 
-// prepareOutbound applies the anti-loop rule and stamps the sync source. skip
-// reports that the event must not be enqueued.
-func prepareOutbound(ctx context.Context, ev store.OutboundEvent) (_ store.OutboundEvent, skip bool, _ error) {
+// Prepare applies, before an outbound event is stored, what EnqueueTx applies:
+// it checks that Destination, ObjectType and RecordID are set and that Payload
+// (and OldPayload, when set) are Snapshots (else ErrInvalidPayload), reports
+// skip when ctx carries WithSyncSource(ctx, ev.Destination) (anti-loop layer 1),
+// and otherwise stamps the sync source of ctx into the Payload's Metadata
+// (layer 2). A backend-specific enqueue (pgstore.EnqueuePgxTx) calls it so the
+// rules hold whichever transaction type the application uses.
+func Prepare(ctx context.Context, ev store.OutboundEvent) (_ store.OutboundEvent, skip bool, _ error) {
 	if ev.Destination == "" || ev.ObjectType == "" || ev.RecordID == "" {
 		return ev, false, fmt.Errorf("enqueue outbound: Destination (%q), ObjectType (%q) and RecordID (%q) must all be set", ev.Destination, ev.ObjectType, ev.RecordID)
 	}
@@ -66,32 +69,4 @@ func prepareOutbound(ctx context.Context, ev store.OutboundEvent) (_ store.Outbo
 		return ev, false, err
 	}
 	return ev, false, nil
-}
-
-// pgxEnqueuer is the pgx.Tx support of the PostgreSQL store (pgstore.Store).
-type pgxEnqueuer interface {
-	EnqueueOutboundPgx(ctx context.Context, tx pgx.Tx, ev store.OutboundEvent) (store.EnqueueResult, error)
-}
-
-// ErrNoPgx is returned by EnqueuePgxTx for a store that is not PostgreSQL.
-var ErrNoPgx = errors.New("hubsync: the store does not take pgx transactions; use a PostgreSQL store, or EnqueueTx with a *sql.Tx")
-
-// EnqueuePgxTx is EnqueueTx for an application that talks to PostgreSQL through
-// pgx directly: the event is written inside the caller's pgx.Tx, with the same
-// anti-loop rule and sync source stamping. st must be a PostgreSQL store
-// (pgstore.Store) of the same database.
-func EnqueuePgxTx(ctx context.Context, st store.Store, tx pgx.Tx, ev store.OutboundEvent) (store.EnqueueResult, error) {
-	pg, ok := st.(pgxEnqueuer)
-	if !ok {
-		return store.EnqueueResult{}, fmt.Errorf("%w (got a %s store)", ErrNoPgx, st.Dialect())
-	}
-	ev, skip, err := prepareOutbound(ctx, ev)
-	if err != nil || skip {
-		return store.EnqueueResult{}, err
-	}
-	res, err := pg.EnqueueOutboundPgx(ctx, tx, ev)
-	if err != nil {
-		return store.EnqueueResult{}, fmt.Errorf("enqueue outbound %s %s/%s: %w", ev.Destination, ev.ObjectType, ev.RecordID, err)
-	}
-	return res, nil
 }
