@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/store"
@@ -15,8 +16,8 @@ import (
 // and wakes the worker, which applies them through the application's Applier.
 func Example() {
 	var (
-		st      store.Store     // e.g. from hubsync.Open
-		applier inbound.Applier // e.g. the records service
+		st      store.Store   // e.g. from hubsync.Open
+		applier apply.Applier // e.g. the records service
 	)
 	if st == nil {
 		return // a sketch: open a real store and applier here

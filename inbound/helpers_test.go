@@ -17,6 +17,7 @@ import (
 	"time"
 
 	hubsync "github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
@@ -209,8 +210,8 @@ type memApplier struct {
 	nextID  int
 	records map[string]*memRecord // by local id
 	byExt   map[string]string     // objectType/externalID → local id
-	calls   []Change
-	fail    func(Change) error
+	calls   []apply.Change
+	fail    func(apply.Change) error
 }
 
 func newMemApplier() *memApplier {
@@ -219,16 +220,16 @@ func newMemApplier() *memApplier {
 
 var errNoSyncSource = errors.New("memApplier: context not marked with sync source hubspot")
 
-func (a *memApplier) Apply(ctx context.Context, ch Change) (Result, error) {
+func (a *memApplier) Apply(ctx context.Context, ch apply.Change) (apply.Result, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if outbox.SyncSource(ctx) != outbox.SyncSourceHubSpot {
-		return Result{}, fmt.Errorf("%w: %w", ErrPermanent, errNoSyncSource)
+		return apply.Result{}, fmt.Errorf("%w: %w", apply.ErrPermanent, errNoSyncSource)
 	}
 	a.calls = append(a.calls, ch)
 	if a.fail != nil {
 		if err := a.fail(ch); err != nil {
-			return Result{}, err
+			return apply.Result{}, err
 		}
 	}
 	key := ch.ObjectType + "/" + ch.ExternalID
@@ -245,20 +246,20 @@ func (a *memApplier) Apply(ctx context.Context, ch Change) (Result, error) {
 			}
 			delete(a.byExt, mk)
 		}
-		return Result{RecordID: rec.ID, Outcome: "merged"}, nil
+		return apply.Result{RecordID: rec.ID, Outcome: "merged"}, nil
 	case store.EventDelete, store.EventPrivacyDelete:
 		if rec == nil {
-			return Result{Outcome: "ignored"}, nil
+			return apply.Result{Outcome: "ignored"}, nil
 		}
 		if !ch.OccurredAt.After(rec.clocks["_deleted"]) {
-			return Result{RecordID: rec.ID, Outcome: "stale", Stale: []string{"_deleted"}}, nil
+			return apply.Result{RecordID: rec.ID, Outcome: "stale", Stale: []string{"_deleted"}}, nil
 		}
 		rec.clocks["_deleted"] = ch.OccurredAt
 		rec.Deleted = true
 		if ch.Kind == store.EventPrivacyDelete {
 			rec.Fields, rec.Anonymised = map[string]any{}, true
 		}
-		return Result{RecordID: rec.ID, Outcome: "deleted"}, nil
+		return apply.Result{RecordID: rec.ID, Outcome: "deleted"}, nil
 	}
 	if rec == nil && ch.MatchField != "" {
 		for _, r := range a.records {
@@ -270,16 +271,16 @@ func (a *memApplier) Apply(ctx context.Context, ch Change) (Result, error) {
 			}
 		}
 	}
-	outcome := "updated"
+	outcome := apply.Updated
 	if rec == nil {
 		rec = a.newRecord(key, ch.ExternalID)
-		outcome = "created"
+		outcome = apply.Created
 	}
 	if ch.Kind == store.EventRestore && ch.OccurredAt.After(rec.clocks["_deleted"]) {
 		rec.Deleted = false
 		rec.clocks["_deleted"] = ch.OccurredAt
 	}
-	res := Result{RecordID: rec.ID, Outcome: outcome}
+	res := apply.Result{RecordID: rec.ID, Outcome: outcome}
 	for _, k := range slices.Sorted(maps.Keys(ch.Fields)) {
 		if !ch.OccurredAt.After(rec.clocks[k]) {
 			res.Stale = append(res.Stale, k)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/startstop"
 	"log/slog"
 	"maps"
@@ -66,7 +67,7 @@ type WorkerConfig struct {
 	// Store is the inbound queue (required).
 	Store store.InboundRepository
 	// Applier writes changes to the application's records (required).
-	Applier Applier
+	Applier apply.Applier
 	// HubSpot reads the objects that creation and restore events name (required).
 	HubSpot ObjectReader
 	// Budget is the shared HubSpot call budget; nil means unlimited.
@@ -126,7 +127,7 @@ func (c WorkerConfig) validate() error {
 		errs = append(errs, errors.New("WorkerConfig.Store is nil; pass store.Store.Inbound()"))
 	}
 	if c.Applier == nil {
-		errs = append(errs, errors.New("WorkerConfig.Applier is nil; pass the records service or your own inbound.Applier"))
+		errs = append(errs, errors.New("WorkerConfig.Applier is nil; pass the records service or your own apply.Applier"))
 	}
 	if c.HubSpot == nil {
 		errs = append(errs, errors.New("WorkerConfig.HubSpot is nil; pass a *hubspot.Client (creation events need a read)"))
@@ -235,7 +236,7 @@ type task struct {
 	ev     store.InboundEvent
 	canon  Event
 	obj    mapping.Object
-	change Change
+	change apply.Change
 	done   bool // resolved: completed, failed, retried or released
 }
 
@@ -330,7 +331,7 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 		return resolved
 	}
 	t.obj = obj
-	t.change = Change{
+	t.change = apply.Change{
 		EventID:    t.ev.ID,
 		Source:     c.w.cfg.Source,
 		ObjectType: t.ev.ObjectType,
@@ -543,7 +544,7 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 		res, err := c.w.cfg.Applier.Apply(sctx, t.change)
 		if err == nil {
 			outcome := OutcomeApplied
-			if res.Outcome == "stale" || (len(res.Applied) == 0 && len(res.Stale) > 0) {
+			if res.Outcome == apply.Stale || (len(res.Applied) == 0 && len(res.Stale) > 0) {
 				outcome = OutcomeStale
 			}
 			c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
@@ -554,7 +555,7 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 		if ctx.Err() != nil {
 			return
 		}
-		if errors.Is(err, ErrPermanent) {
+		if errors.Is(err, apply.ErrPermanent) {
 			c.fail(ctx, t, err.Error())
 			continue
 		}

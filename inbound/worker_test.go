@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/store"
 )
@@ -272,7 +273,7 @@ func TestWorkerHubSpotRateLimitRetriesAfter(t *testing.T) {
 func TestWorkerRetryThenDeadLetter(t *testing.T) {
 	t.Parallel()
 	b := setup(t) // MaxAttempts 3, no jitter
-	b.applier.fail = func(Change) error { return errors.New("database is on fire") }
+	b.applier.fail = func(apply.Change) error { return errors.New("database is on fire") }
 	w := b.newWorker(t, &fakeReader{}, "w1")
 	b.deliverEvents(t, whEvent("contact.propertyChange", 1, t0, prop("firstname", "X")))
 	for i := 1; i <= 3; i++ {
@@ -302,9 +303,9 @@ func TestWorkerRetryThenDeadLetter(t *testing.T) {
 func TestWorkerPermanentErrorsDeadLetterAtOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.applier.fail = func(ch Change) error {
+	b.applier.fail = func(ch apply.Change) error {
 		if ch.ExternalID == "1" {
-			return fmt.Errorf("email is not valid: %w", ErrPermanent)
+			return fmt.Errorf("email is not valid: %w", apply.ErrPermanent)
 		}
 		return nil
 	}
@@ -365,12 +366,12 @@ func TestWorkerKilledBetweenClaimAndComplete(t *testing.T) {
 
 // blockingApplier blocks every Apply until release is closed or its context ends.
 type blockingApplier struct {
-	inner   Applier
+	inner   apply.Applier
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (a *blockingApplier) Apply(ctx context.Context, ch Change) (Result, error) {
+func (a *blockingApplier) Apply(ctx context.Context, ch apply.Change) (apply.Result, error) {
 	select {
 	case a.entered <- struct{}{}:
 	default:
@@ -379,7 +380,7 @@ func (a *blockingApplier) Apply(ctx context.Context, ch Change) (Result, error) 
 	case <-a.release:
 		return a.inner.Apply(ctx, ch)
 	case <-ctx.Done():
-		return Result{}, ctx.Err()
+		return apply.Result{}, ctx.Err()
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/hubspot"
-	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/store"
 )
@@ -59,7 +59,7 @@ func TestInboundChangeNotEchoed(t *testing.T) {
 				t.Fatalf("no link after the create: %v", err)
 			}
 			b.clock.Advance(time.Second)
-			if _, err := b.recs.Apply(ctx, inbound.Change{EventID: "in-1", Source: "hubspot", ObjectType: "contacts",
+			if _, err := b.recs.Apply(ctx, apply.Change{EventID: "in-1", Source: "hubspot", ObjectType: "contacts",
 				ExternalID: hsID, Kind: store.EventUpdate, Fields: map[string]any{"first_name": "B"}, OccurredAt: b.clock.Now()}); err != nil {
 				t.Fatal(err)
 			}

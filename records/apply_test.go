@@ -7,17 +7,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
-func change(kind, ext string, at time.Time, fields map[string]any) inbound.Change {
-	return inbound.Change{Source: "hubspot", ObjectType: "contacts", ExternalID: ext, Kind: kind, Fields: fields, OccurredAt: at}
+func change(kind, ext string, at time.Time, fields map[string]any) apply.Change {
+	return apply.Change{Source: "hubspot", ObjectType: "contacts", ExternalID: ext, Kind: kind, Fields: fields, OccurredAt: at}
 }
 
-func apply(t *testing.T, b *bundle, ch inbound.Change) inbound.Result {
+func mustApply(t *testing.T, b *bundle, ch apply.Change) apply.Result {
 	t.Helper()
 	res, err := b.svc.Apply(outbox.WithSyncSource(context.Background(), ch.Source), ch)
 	if err != nil {
@@ -30,8 +30,8 @@ func TestApplyAntiLoop(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{Destinations: []string{"hubspot", "salesforce"}})
 		t0 := b.clock.Now().Add(time.Hour)
-		res := apply(t, b, change(store.EventCreate, "101", t0, map[string]any{"email": "a@example.com"}))
-		if res.Outcome != OutcomeCreated || res.RecordID == "" {
+		res := mustApply(t, b, change(store.EventCreate, "101", t0, map[string]any{"email": "a@example.com"}))
+		if res.Outcome != apply.Created || res.RecordID == "" {
 			t.Fatalf("result = %+v", res)
 		}
 		evs := b.outbound(t, res.RecordID)
@@ -73,24 +73,24 @@ func TestApplyMonotonicGuard(t *testing.T) {
 		b := setup(t, d, Config{})
 		ctx := context.Background()
 		t0 := b.clock.Now().Add(time.Hour)
-		res := apply(t, b, change(store.EventCreate, "7", t0, map[string]any{"email": "a@example.com", "name": "A"}))
+		res := mustApply(t, b, change(store.EventCreate, "7", t0, map[string]any{"email": "a@example.com", "name": "A"}))
 		id := res.RecordID
 
-		older := apply(t, b, change(store.EventUpdate, "7", t0.Add(-time.Second), map[string]any{"name": "old"}))
-		equal := apply(t, b, change(store.EventUpdate, "7", t0, map[string]any{"name": "same time"}))
-		if older.Outcome != OutcomeStale || equal.Outcome != OutcomeStale || !slices.Equal(equal.Stale, []string{"name"}) {
+		older := mustApply(t, b, change(store.EventUpdate, "7", t0.Add(-time.Second), map[string]any{"name": "old"}))
+		equal := mustApply(t, b, change(store.EventUpdate, "7", t0, map[string]any{"name": "same time"}))
+		if older.Outcome != apply.Stale || equal.Outcome != apply.Stale || !slices.Equal(equal.Stale, []string{"name"}) {
 			t.Fatalf("older = %+v, equal = %+v; want both stale", older, equal)
 		}
-		newer := apply(t, b, change(store.EventUpdate, "7", t0.Add(time.Second), map[string]any{"name": "B", "phone": "1"}))
-		if newer.Outcome != OutcomeUpdated || !slices.Equal(newer.Applied, []string{"name", "phone"}) {
+		newer := mustApply(t, b, change(store.EventUpdate, "7", t0.Add(time.Second), map[string]any{"name": "B", "phone": "1"}))
+		if newer.Outcome != apply.Updated || !slices.Equal(newer.Applied, []string{"name", "phone"}) {
 			t.Fatalf("newer = %+v", newer)
 		}
 		// Nanoseconds below the clocks' microsecond precision must not make a
 		// replay look newer.
 		mixed := change(store.EventUpdate, "7", t0.Add(2*time.Second+500), map[string]any{"email": "b@example.com", "name": "C"})
-		r1 := apply(t, b, mixed)
-		r2 := apply(t, b, mixed) // a duplicate delivery
-		if r1.Outcome != OutcomeUpdated || r2.Outcome != OutcomeStale || len(r2.Applied) != 0 {
+		r1 := mustApply(t, b, mixed)
+		r2 := mustApply(t, b, mixed) // a duplicate delivery
+		if r1.Outcome != apply.Updated || r2.Outcome != apply.Stale || len(r2.Applied) != 0 {
 			t.Fatalf("first = %+v, duplicate = %+v", r1, r2)
 		}
 		rec, err := b.svc.Get(ctx, "contacts", id)
@@ -110,7 +110,7 @@ func TestApplyMonotonicGuard(t *testing.T) {
 		if _, err := b.svc.Update(ctx, "contacts", id, 3, map[string]any{"name": "local"}); err != nil {
 			t.Fatal(err)
 		}
-		late := apply(t, b, change(store.EventUpdate, "7", t0.Add(30*time.Second), map[string]any{"name": "hubspot", "phone": "2"}))
+		late := mustApply(t, b, change(store.EventUpdate, "7", t0.Add(30*time.Second), map[string]any{"name": "hubspot", "phone": "2"}))
 		if !slices.Equal(late.Stale, []string{"name"}) || !slices.Equal(late.Applied, []string{"phone"}) {
 			t.Fatalf("late = %+v; want name stale, phone applied", late)
 		}
@@ -119,7 +119,7 @@ func TestApplyMonotonicGuard(t *testing.T) {
 			t.Fatalf("record = %+v", rec.Fields)
 		}
 		// Removing a field through Apply.
-		apply(t, b, change(store.EventUpdate, "7", t0.Add(2*time.Minute), map[string]any{"phone": nil}))
+		mustApply(t, b, change(store.EventUpdate, "7", t0.Add(2*time.Minute), map[string]any{"phone": nil}))
 		rec, _ = b.svc.Get(ctx, "contacts", id)
 		if _, ok := rec.Fields["phone"]; ok {
 			t.Fatalf("phone not removed: %+v", rec.Fields)
@@ -137,8 +137,8 @@ func TestApplyMatchByEmail(t *testing.T) {
 		}
 		ch := change(store.EventCreate, "55", b.clock.Now().Add(time.Hour), map[string]any{"email": "a@example.com", "name": "Ann"})
 		ch.MatchField, ch.MatchValue = "email", "a@example.com"
-		res := apply(t, b, ch)
-		if res.RecordID != local.ID || res.Outcome != OutcomeUpdated {
+		res := mustApply(t, b, ch)
+		if res.RecordID != local.ID || res.Outcome != apply.Updated {
 			t.Fatalf("result = %+v; want the local record %s linked and updated", res, local.ID)
 		}
 		if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", local.ID); !ok || ext != "55" {
@@ -147,12 +147,12 @@ func TestApplyMatchByEmail(t *testing.T) {
 		// A second HubSpot contact with the same email does not steal the
 		// linked record.
 		ch.ExternalID = "56"
-		if res := apply(t, b, ch); res.RecordID == local.ID || res.Outcome != OutcomeCreated {
+		if res := mustApply(t, b, ch); res.RecordID == local.ID || res.Outcome != apply.Created {
 			t.Fatalf("second match = %+v", res)
 		}
 		bad := ch
 		bad.MatchField = `email"]`
-		if _, err := b.svc.Apply(ctx, bad); !errors.Is(err, inbound.ErrPermanent) {
+		if _, err := b.svc.Apply(ctx, bad); !errors.Is(err, apply.ErrPermanent) {
 			t.Fatalf("bad match field: %v, want ErrPermanent", err)
 		}
 	})
@@ -166,25 +166,25 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 
 		// Delete: the record goes, a late update is stale, a newer restore
 		// brings it back under the same id.
-		a := apply(t, b, change(store.EventCreate, "1", t0, map[string]any{"email": "a@example.com"}))
-		del := apply(t, b, change(store.EventDelete, "1", t0.Add(time.Minute), nil))
-		if del.Outcome != OutcomeDeleted {
+		a := mustApply(t, b, change(store.EventCreate, "1", t0, map[string]any{"email": "a@example.com"}))
+		del := mustApply(t, b, change(store.EventDelete, "1", t0.Add(time.Minute), nil))
+		if del.Outcome != apply.Deleted {
 			t.Fatalf("delete = %+v", del)
 		}
-		if again := apply(t, b, change(store.EventDelete, "1", t0.Add(time.Minute), nil)); again.Outcome != OutcomeIgnored {
+		if again := mustApply(t, b, change(store.EventDelete, "1", t0.Add(time.Minute), nil)); again.Outcome != apply.Ignored {
 			t.Fatalf("duplicate delete = %+v", again)
 		}
 		if _, err := b.svc.Get(ctx, "contacts", a.RecordID); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("get after delete: %v", err)
 		}
-		if late := apply(t, b, change(store.EventUpdate, "1", t0.Add(30*time.Second), map[string]any{"email": "x"})); late.Outcome != OutcomeStale {
+		if late := mustApply(t, b, change(store.EventUpdate, "1", t0.Add(30*time.Second), map[string]any{"email": "x"})); late.Outcome != apply.Stale {
 			t.Fatalf("update older than the delete = %+v; want stale", late)
 		}
 		if _, err := b.svc.Get(ctx, "contacts", a.RecordID); !errors.Is(err, ErrNotFound) {
 			t.Fatal("a late update resurrected a deleted record")
 		}
-		restored := apply(t, b, change(store.EventRestore, "1", t0.Add(2*time.Minute), map[string]any{"email": "a@example.com"}))
-		if restored.Outcome != OutcomeCreated || restored.RecordID != a.RecordID {
+		restored := mustApply(t, b, change(store.EventRestore, "1", t0.Add(2*time.Minute), map[string]any{"email": "a@example.com"}))
+		if restored.Outcome != apply.Created || restored.RecordID != a.RecordID {
 			t.Fatalf("restore = %+v", restored)
 		}
 		wh := b.outbound(t, a.RecordID)
@@ -193,11 +193,11 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 		}
 
 		// Merge into a survivor without a local record: re-pointed.
-		m := apply(t, b, change(store.EventCreate, "2", t0, map[string]any{"email": "m@example.com"}))
+		m := mustApply(t, b, change(store.EventCreate, "2", t0, map[string]any{"email": "m@example.com"}))
 		mr := change(store.EventMerge, "3", t0.Add(time.Minute), map[string]any{"name": "Merged"})
 		mr.MergedIDs = []string{"2"}
-		res := apply(t, b, mr)
-		if res.Outcome != OutcomeMerged || res.RecordID != m.RecordID {
+		res := mustApply(t, b, mr)
+		if res.Outcome != apply.Merged || res.RecordID != m.RecordID {
 			t.Fatalf("merge = %+v; want record %s re-pointed", res, m.RecordID)
 		}
 		if id, ok, _ := b.links.LookupRecord(ctx, "hubspot", "contacts", "3"); !ok || id != m.RecordID {
@@ -206,15 +206,15 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 		if _, ok, _ := b.links.LookupRecord(ctx, "hubspot", "contacts", "2"); ok {
 			t.Fatal("merged id still linked")
 		}
-		if again := apply(t, b, mr); len(again.Applied) != 0 {
+		if again := mustApply(t, b, mr); len(again.Applied) != 0 {
 			t.Fatalf("duplicate merge applied %v", again.Applied)
 		}
 
 		// Merge when the survivor has its own record: the merged one is deleted.
-		x := apply(t, b, change(store.EventCreate, "4", t0, map[string]any{"email": "x@example.com"}))
+		x := mustApply(t, b, change(store.EventCreate, "4", t0, map[string]any{"email": "x@example.com"}))
 		mr = change(store.EventMerge, "3", t0.Add(2*time.Minute), nil)
 		mr.MergedIDs = []string{"4"}
-		if res := apply(t, b, mr); res.RecordID != m.RecordID {
+		if res := mustApply(t, b, mr); res.RecordID != m.RecordID {
 			t.Fatalf("merge 2 = %+v", res)
 		}
 		if _, err := b.svc.Get(ctx, "contacts", x.RecordID); !errors.Is(err, ErrNotFound) {
@@ -225,8 +225,8 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 		}
 
 		// Privacy delete: no field values in the events, no field clocks left.
-		p := apply(t, b, change(store.EventCreate, "9", t0, map[string]any{"email": "secret@example.com"}))
-		if res := apply(t, b, change(store.EventPrivacyDelete, "9", t0.Add(time.Minute), nil)); res.Outcome != OutcomeDeleted {
+		p := mustApply(t, b, change(store.EventCreate, "9", t0, map[string]any{"email": "secret@example.com"}))
+		if res := mustApply(t, b, change(store.EventPrivacyDelete, "9", t0.Add(time.Minute), nil)); res.Outcome != apply.Deleted {
 			t.Fatalf("privacy delete = %+v", res)
 		}
 		evs := b.outbound(t, p.RecordID)
@@ -243,12 +243,12 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 		}
 
 		// Invalid changes are permanent errors.
-		for _, ch := range []inbound.Change{
+		for _, ch := range []apply.Change{
 			change(store.EventUpdate, "", t0, nil),
 			change(store.EventUpdate, "1", time.Time{}, nil),
 			{Source: "hubspot", ObjectType: "Bad Type", ExternalID: "1", Kind: store.EventUpdate, OccurredAt: t0},
 		} {
-			if _, err := b.svc.Apply(ctx, ch); !errors.Is(err, inbound.ErrPermanent) {
+			if _, err := b.svc.Apply(ctx, ch); !errors.Is(err, apply.ErrPermanent) {
 				t.Errorf("apply %+v: %v, want ErrPermanent", ch, err)
 			}
 		}

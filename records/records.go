@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbox"
@@ -45,7 +46,7 @@ const (
 var DestinationsDefault = []string{outbox.SyncSourceHubSpot}
 
 // tombstoneField is the field clock that records when a record was deleted.
-const tombstoneField = "$deleted"
+const tombstoneField = apply.DeletedClock
 
 var (
 	// ErrNotFound is returned for a record that does not exist.
@@ -222,8 +223,11 @@ func (s *Service) Insert(ctx context.Context, objectType string, fields map[stri
 	var rec Record
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		rec, err = s.createTx(ctx, tx, objectType, newID(), fields, s.now())
-		return err
+		now := s.now()
+		if rec, err = s.createTx(ctx, tx, objectType, newID(), fields); err != nil {
+			return err
+		}
+		return s.touchClocks(ctx, tx, objectType, rec.ID, keys(fields), now)
 	})
 	return rec, err
 }
@@ -289,8 +293,9 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 	})
 }
 
-// createTx inserts a record at version 1 and enqueues its events.
-func (s *Service) createTx(ctx context.Context, tx *sql.Tx, objectType, id string, fields map[string]any, clock time.Time) (Record, error) {
+// createTx inserts a record at version 1 and enqueues its events. The caller
+// sets its field clocks.
+func (s *Service) createTx(ctx context.Context, tx *sql.Tx, objectType, id string, fields map[string]any) (Record, error) {
 	clean := make(map[string]any, len(fields))
 	for k, v := range fields {
 		if v != nil {
@@ -306,9 +311,6 @@ func (s *Service) createTx(ctx context.Context, tx *sql.Tx, objectType, id strin
 	if _, err := tx.ExecContext(ctx, s.q.Get("record_insert"), objectType, id, dialectsql.JSON(enc), rec.Version,
 		dialectsql.Time(s.dialect, now), dialectsql.Time(s.dialect, now)); err != nil {
 		return Record{}, fmt.Errorf("records: insert %s/%s: %w", objectType, id, err)
-	}
-	if err := s.touchClocks(ctx, tx, objectType, id, keys(fields), clock); err != nil {
-		return Record{}, err
 	}
 	if err := s.emitTx(ctx, tx, store.EventRecordCreated, store.EventCreate, nil, rec); err != nil {
 		return Record{}, err

@@ -270,7 +270,11 @@ func TestRollbackInsideTx(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("boom")
 	err := b.svc.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := b.svc.createTx(ctx, tx, "contacts", newID(), map[string]any{"a": 1}, b.clock.Now()); err != nil {
+		rec, err := b.svc.createTx(ctx, tx, "contacts", newID(), map[string]any{"a": 1})
+		if err != nil {
+			return err
+		}
+		if err := b.svc.touchClocks(ctx, tx, "contacts", rec.ID, []string{"a"}, b.clock.Now()); err != nil {
 			return err
 		}
 		return boom

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/store"
 )
@@ -20,7 +21,7 @@ func TestApplyTombstones(t *testing.T) {
 		t0 := b.clock.Now().Add(time.Hour)
 		at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 		live := func() int { t.Helper(); return b.count(t, "hubsync_record") }
-		expect := func(what string, got, want string) {
+		expect := func(what string, got, want apply.Outcome) {
 			t.Helper()
 			if got != want {
 				t.Fatalf("%s = %q, want %q", what, got, want)
@@ -29,11 +30,11 @@ func TestApplyTombstones(t *testing.T) {
 
 		// A never-linked id deleted first: its older create, update or restore
 		// is stale; a newer create brings it.
-		expect("delete unseen", apply(t, b, change(store.EventDelete, "5", at(100), nil)).Outcome, OutcomeIgnored)
-		expect("replayed delete", apply(t, b, change(store.EventDelete, "5", at(100), nil)).Outcome, OutcomeIgnored)
+		expect("delete unseen", mustApply(t, b, change(store.EventDelete, "5", at(100), nil)).Outcome, apply.Ignored)
+		expect("replayed delete", mustApply(t, b, change(store.EventDelete, "5", at(100), nil)).Outcome, apply.Ignored)
 		for _, kind := range []string{store.EventUpdate, store.EventCreate, store.EventRestore} {
 			for _, s := range []int{50, 100} {
-				if res := apply(t, b, change(kind, "5", at(s), map[string]any{"name": "Unseen"})); res.Outcome != OutcomeStale || res.RecordID != "" {
+				if res := mustApply(t, b, change(kind, "5", at(s), map[string]any{"name": "Unseen"})); res.Outcome != apply.Stale || res.RecordID != "" {
 					t.Fatalf("%s at %d after the deletion = %+v; want stale", kind, s, res)
 				}
 			}
@@ -41,21 +42,21 @@ func TestApplyTombstones(t *testing.T) {
 		if n := live(); n != 0 {
 			t.Fatalf("%d records after stale changes of a deleted id", n)
 		}
-		back := apply(t, b, change(store.EventCreate, "5", at(200), map[string]any{"name": "Back"}))
-		expect("newer create", back.Outcome, OutcomeCreated)
+		back := mustApply(t, b, change(store.EventCreate, "5", at(200), map[string]any{"name": "Back"}))
+		expect("newer create", back.Outcome, apply.Created)
 		// A replayed deletion older than that create does not delete it again.
-		expect("late delete", apply(t, b, change(store.EventDelete, "5", at(100), nil)).Outcome, OutcomeIgnored)
+		expect("late delete", mustApply(t, b, change(store.EventDelete, "5", at(100), nil)).Outcome, apply.Ignored)
 		if _, err := b.svc.Get(ctx, "contacts", back.RecordID); err != nil {
 			t.Fatalf("a late deletion deleted a newer record: %v", err)
 		}
 
 		// Merge 3 into 2 (both with records), and 7 (never seen) into 2.
-		two := apply(t, b, change(store.EventUpdate, "2", at(0), map[string]any{"name": "Two"}))
-		three := apply(t, b, change(store.EventUpdate, "3", at(0), map[string]any{"name": "Three"}))
+		two := mustApply(t, b, change(store.EventUpdate, "2", at(0), map[string]any{"name": "Two"}))
+		three := mustApply(t, b, change(store.EventUpdate, "3", at(0), map[string]any{"name": "Three"}))
 		mr := change(store.EventMerge, "2", at(100), nil)
 		mr.MergedIDs = []string{"3", "7"}
 		for range 2 { // idempotent
-			if res := apply(t, b, mr); res.Outcome != OutcomeMerged || res.RecordID != two.RecordID {
+			if res := mustApply(t, b, mr); res.Outcome != apply.Merged || res.RecordID != two.RecordID {
 				t.Fatalf("merge = %+v", res)
 			}
 		}
@@ -66,11 +67,11 @@ func TestApplyTombstones(t *testing.T) {
 		// Older (or equal) changes of the merged-away ids are stale.
 		for _, ext := range []string{"3", "7"} {
 			for _, s := range []int{50, 100} {
-				if res := apply(t, b, change(store.EventUpdate, ext, at(s), map[string]any{"name": "Late"})); res.Outcome != OutcomeStale {
+				if res := mustApply(t, b, change(store.EventUpdate, ext, at(s), map[string]any{"name": "Late"})); res.Outcome != apply.Stale {
 					t.Fatalf("update of merged %s at %d = %+v; want stale", ext, s, res)
 				}
 			}
-			if res := apply(t, b, change(store.EventCreate, ext, at(60), map[string]any{"name": "Late"})); res.Outcome != OutcomeStale {
+			if res := mustApply(t, b, change(store.EventCreate, ext, at(60), map[string]any{"name": "Late"})); res.Outcome != apply.Stale {
 				t.Fatalf("create of merged %s = %+v; want stale", ext, res)
 			}
 		}
@@ -78,15 +79,15 @@ func TestApplyTombstones(t *testing.T) {
 			t.Fatalf("%d records after late changes of merged ids, want %d", n, before)
 		}
 		// A newer change of a merged-away id is redirected to the survivor.
-		res := apply(t, b, change(store.EventUpdate, "7", at(150), map[string]any{"name": "Via7"}))
-		if res.Outcome != OutcomeUpdated || res.RecordID != two.RecordID {
+		res := mustApply(t, b, change(store.EventUpdate, "7", at(150), map[string]any{"name": "Via7"}))
+		if res.Outcome != apply.Updated || res.RecordID != two.RecordID {
 			t.Fatalf("newer update of merged 7 = %+v; want the survivor %s updated", res, two.RecordID)
 		}
 		if rec, _ := b.svc.Get(ctx, "contacts", two.RecordID); rec.Fields["name"] != "Via7" {
 			t.Fatalf("survivor fields = %v", rec.Fields)
 		}
 		// The deletion of a merged-away id does not reach the survivor.
-		expect("delete of merged 3", apply(t, b, change(store.EventDelete, "3", at(160), nil)).Outcome, OutcomeIgnored)
+		expect("delete of merged 3", mustApply(t, b, change(store.EventDelete, "3", at(160), nil)).Outcome, apply.Ignored)
 		if _, err := b.svc.Get(ctx, "contacts", two.RecordID); err != nil {
 			t.Fatalf("deleting a merged-away id deleted the survivor: %v", err)
 		}
@@ -94,32 +95,32 @@ func TestApplyTombstones(t *testing.T) {
 		// A chain: 2 is merged into 9 (no record: 2's record is re-pointed).
 		mr = change(store.EventMerge, "9", at(200), nil)
 		mr.MergedIDs = []string{"2"}
-		if res := apply(t, b, mr); res.RecordID != two.RecordID {
+		if res := mustApply(t, b, mr); res.RecordID != two.RecordID {
 			t.Fatalf("merge 2 into 9 = %+v", res)
 		}
-		if res := apply(t, b, change(store.EventUpdate, "3", at(180), map[string]any{"name": "x"})); res.Outcome != OutcomeStale {
+		if res := mustApply(t, b, change(store.EventUpdate, "3", at(180), map[string]any{"name": "x"})); res.Outcome != apply.Stale {
 			t.Fatalf("3→2 at 180, 2 merged at 200: %+v; want stale", res)
 		}
-		if res := apply(t, b, change(store.EventUpdate, "3", at(250), map[string]any{"name": "Via3"})); res.Outcome != OutcomeUpdated || res.RecordID != two.RecordID {
+		if res := mustApply(t, b, change(store.EventUpdate, "3", at(250), map[string]any{"name": "Via3"})); res.Outcome != apply.Updated || res.RecordID != two.RecordID {
 			t.Fatalf("3→2→9 at 250 = %+v; want record %s updated", res, two.RecordID)
 		}
 		// Merged the other way round later: 2, merged away at 200, survives at
 		// 300, so its older tombstone goes and it is no longer redirected.
 		mr = change(store.EventMerge, "2", at(300), map[string]any{"name": "Two again"})
 		mr.MergedIDs = []string{"9"}
-		if res := apply(t, b, mr); res.Outcome != OutcomeMerged || res.RecordID != two.RecordID {
+		if res := mustApply(t, b, mr); res.Outcome != apply.Merged || res.RecordID != two.RecordID {
 			t.Fatalf("merge 9 into 2 = %+v", res)
 		}
-		if res := apply(t, b, change(store.EventUpdate, "2", at(310), map[string]any{"name": "Direct"})); res.Outcome != OutcomeUpdated || res.RecordID != two.RecordID {
+		if res := mustApply(t, b, change(store.EventUpdate, "2", at(310), map[string]any{"name": "Direct"})); res.Outcome != apply.Updated || res.RecordID != two.RecordID {
 			t.Fatalf("update of 2 after it survived = %+v", res)
 		}
 
 		// A linked record deleted and restored: a restore not newer than the
 		// deletion is stale, a newer one brings it back.
-		one := apply(t, b, change(store.EventCreate, "1", at(0), map[string]any{"name": "One"}))
-		apply(t, b, change(store.EventDelete, "1", at(100), nil))
-		expect("older restore", apply(t, b, change(store.EventRestore, "1", at(90), map[string]any{"name": "One"})).Outcome, OutcomeStale)
-		if res := apply(t, b, change(store.EventRestore, "1", at(110), map[string]any{"name": "One"})); res.Outcome != OutcomeCreated || res.RecordID != one.RecordID {
+		one := mustApply(t, b, change(store.EventCreate, "1", at(0), map[string]any{"name": "One"}))
+		mustApply(t, b, change(store.EventDelete, "1", at(100), nil))
+		expect("older restore", mustApply(t, b, change(store.EventRestore, "1", at(90), map[string]any{"name": "One"})).Outcome, apply.Stale)
+		if res := mustApply(t, b, change(store.EventRestore, "1", at(110), map[string]any{"name": "One"})); res.Outcome != apply.Created || res.RecordID != one.RecordID {
 			t.Fatalf("newer restore = %+v", res)
 		}
 	})

@@ -1,4 +1,4 @@
-package inbound
+package apply
 
 import (
 	"context"
@@ -35,6 +35,28 @@ type Change struct {
 	MergedIDs []string
 }
 
+// Outcome says in one word what an Applier did with a Change, for logs and
+// metrics labels.
+type Outcome string
+
+// Outcomes of Apply (Result.Outcome).
+const (
+	// Created: a local record was created (or a deleted one brought back).
+	Created Outcome = "created"
+	// Updated: at least one field was applied to an existing record.
+	Updated Outcome = "updated"
+	// Deleted: the local record was deleted.
+	Deleted Outcome = "deleted"
+	// Merged: the merge was applied to the survivor's record.
+	Merged Outcome = "merged"
+	// Stale: nothing was applied because a newer change (or a deletion or merge
+	// not older than the change) had already settled it.
+	Stale Outcome = "stale"
+	// Ignored: there was nothing to apply (a replayed delete, an unknown kind, a
+	// change of no fields).
+	Ignored Outcome = "ignored"
+)
+
 // Result reports what an Applier did with a Change.
 type Result struct {
 	// RecordID is the local record's id ("" when none exists or was created).
@@ -43,17 +65,18 @@ type Result struct {
 	Applied []string
 	// Stale lists the fields skipped because a newer change was already applied.
 	Stale []string
-	// Outcome is a short word for logs and metrics: "created", "updated",
-	// "deleted", "merged", "stale", "ignored".
-	Outcome string
+	// Outcome says what happened, for logs and metrics.
+	Outcome Outcome
 }
 
 // ErrPermanent marks an Applier error that retrying cannot fix (for example a
 // validation error). The SyncWorker dead-letters such an event at once.
-var ErrPermanent = errors.New("inbound: permanent apply error")
+var ErrPermanent = errors.New("apply: permanent apply error")
 
 // Applier applies inbound changes to the application's records. hubsync's own
-// records service implements it; an application with its own schema can too.
+// records service implements it; an application with its own schema can too,
+// most simply with Guarded over its own RecordStore, which brings the monotonic
+// guard, tombstones and merge redirects.
 //
 // Apply is called with a context marked by outbox.WithSyncSource(ctx, Source),
 // so the write must not enqueue an outbound event back to Source. Each call must

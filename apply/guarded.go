@@ -1,0 +1,372 @@
+package apply
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/hubsync/hubsync/outbox"
+	"github.com/hubsync/hubsync/store"
+)
+
+// MaxRedirectsDefault bounds the merges one change is redirected through (a
+// merged id whose survivor was merged again, and so on).
+const MaxRedirectsDefault = 8
+
+// Guarded is an Applier over a RecordStore that keeps the rules every Applier
+// needs when the source neither orders its events nor delivers them once:
+//
+// Monotonic guard: every (record, field) keeps the OccurredAt of the last value
+// applied to it. A field whose change is not strictly newer is skipped and
+// reported in Result.Stale, so replays and out-of-order deliveries are
+// harmless.
+//
+// Tombstones: every inbound deletion and every merged-away external id leaves a
+// Tombstone at OccurredAt, whether or not the id was ever linked:
+//   - a create, update or restore of a deleted external id that is not strictly
+//     newer than the deletion is stale and changes nothing; a newer one may
+//     bring the record back, under the same local id, with fresh field clocks;
+//   - a Delete not newer than the id's tombstone (a replay, or a late delivery
+//     after a newer restore) is ignored; so is the Delete of a merged-away id,
+//     which must not reach the survivor.
+//
+// Merge redirects: a change of a merged-away external id that is not newer than
+// the merge is stale (the merge already settled the survivor's values); a newer
+// one is redirected to the surviving external id, as HubSpot answers a read of a
+// merged id with the survivor, and applied to the survivor's record under its
+// own guard, through at most MaxRedirects merges. It never creates a record for
+// the merged-away id.
+//
+// Matching: the record linked to ch.ExternalID on ch.Source; else, for a
+// create/update/restore with MatchField and MatchValue, an unlinked record whose
+// field equals the value (it is then linked); else a new record, linked.
+//
+// Kinds: Delete deletes the linked record and advances its DeletedClock; the
+// link and field clocks stay. PrivacyDelete does the same, and also removes all
+// its field clocks. Merge re-points the merged ids' record to the survivor, or
+// deletes it when the survivor has its own, then applies ch.Fields to the
+// survivor like an update. Restore behaves like create. Other kinds are ignored.
+//
+// Clocks are kept at microsecond precision (OccurredAt is truncated), which
+// every supported database stores exactly.
+type Guarded struct {
+	// Store holds the records, their clocks, links and tombstones (required).
+	Store RecordStore
+	// MaxRedirects bounds merge redirects; 0 means MaxRedirectsDefault.
+	MaxRedirects int
+}
+
+var _ Applier = (*Guarded)(nil)
+
+// Apply applies ch in one transaction of the store, under
+// outbox.WithSyncSource(ctx, ch.Source), so the store's writes are not enqueued
+// back to the source. A change without Source, ExternalID or OccurredAt, or one
+// redirected through more than MaxRedirects merges, fails with an error
+// matching ErrPermanent.
+func (g *Guarded) Apply(ctx context.Context, ch Change) (Result, error) {
+	switch {
+	case ch.Source == "":
+		return Result{}, fmt.Errorf("%w: change %s has no Source", ErrPermanent, ch.EventID)
+	case ch.ExternalID == "":
+		return Result{}, fmt.Errorf("%w: change %s has no ExternalID", ErrPermanent, ch.EventID)
+	case ch.OccurredAt.IsZero():
+		return Result{}, fmt.Errorf("%w: change %s has no OccurredAt, which the monotonic guard needs", ErrPermanent, ch.EventID)
+	}
+	ctx = outbox.WithSyncSource(ctx, ch.Source)
+	at := ch.OccurredAt.UTC().Truncate(time.Microsecond)
+	var res Result
+	err := g.Store.InTx(ctx, func(tx RecordTx) error {
+		r := run{tx: tx, maxRedirects: cmp.Or(g.MaxRedirects, MaxRedirectsDefault)}
+		var err error
+		switch ch.Kind {
+		case store.EventCreate, store.EventUpdate, store.EventRestore:
+			res, err = r.upsert(ctx, ch, at)
+		case store.EventDelete, store.EventPrivacyDelete:
+			res, err = r.delete(ctx, ch, at)
+		case store.EventMerge:
+			res, err = r.merge(ctx, ch, at)
+		default:
+			res = Result{Outcome: Ignored}
+		}
+		return err
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("apply %s %s %s/%s: %w", ch.Source, ch.Kind, ch.ObjectType, ch.ExternalID, err)
+	}
+	return res, nil
+}
+
+// run applies one change inside one transaction.
+type run struct {
+	tx           RecordTx
+	maxRedirects int
+}
+
+// resolve finds the local record of a change: by link, else by match field.
+func (r run) resolve(ctx context.Context, ch Change) (id string, linked bool, err error) {
+	id, linked, err = r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	if err != nil || linked {
+		return id, linked, err
+	}
+	if ch.MatchField == "" || ch.MatchValue == "" {
+		return "", false, nil
+	}
+	id, ok, err := r.tx.MatchRecord(ctx, ch.Source, ch.ObjectType, ch.MatchField, ch.MatchValue)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	return id, false, nil
+}
+
+// redirect judges a create, update or restore against the tombstones of its
+// external id. It returns the change to apply, redirected to the survivor of
+// newer merges, or stale when a deletion or merge not older than the change
+// already settled it.
+func (r run) redirect(ctx context.Context, ch Change, at time.Time) (_ Change, stale bool, err error) {
+	for hops := 0; ; hops++ {
+		tomb, ok, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+		if err != nil || !ok {
+			return ch, false, err
+		}
+		if !at.After(tomb.OccurredAt) {
+			return ch, true, nil
+		}
+		if tomb.Kind != TombstoneMerged {
+			return ch, false, nil // newer than the deletion: it may come back
+		}
+		if hops == r.maxRedirects {
+			return ch, false, fmt.Errorf("%w: %s %s was merged through more than %d ids", ErrPermanent, ch.ObjectType, ch.ExternalID, r.maxRedirects)
+		}
+		ch.ExternalID = tomb.SurvivorID
+	}
+}
+
+func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error) {
+	ch, stale, err := r.redirect(ctx, ch, at)
+	if err != nil {
+		return Result{}, err
+	}
+	if stale {
+		id, _, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
+	}
+	id, linked, err := r.resolve(ctx, ch)
+	if err != nil {
+		return Result{}, err
+	}
+	if id == "" {
+		id = r.tx.NewRecordID()
+		if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID); err != nil {
+			return Result{}, err
+		}
+		if err := r.create(ctx, ch.ObjectType, id, ch.Fields, at); err != nil {
+			return Result{}, err
+		}
+		return Result{RecordID: id, Applied: keys(ch.Fields), Outcome: Created}, nil
+	}
+	if !linked {
+		if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID); err != nil {
+			return Result{}, err
+		}
+	}
+	// Lock the row first, then read the clocks, so a concurrent writer's clocks
+	// are seen.
+	exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
+	if err != nil {
+		return Result{}, err
+	}
+	clocks, err := r.tx.Clocks(ctx, ch.ObjectType, id)
+	if err != nil {
+		return Result{}, err
+	}
+	if !exists {
+		// Linked but deleted: only a change newer than the delete (or a restore)
+		// brings it back, under the same id, with fresh field clocks.
+		if tomb, ok := clocks[DeletedClock]; ok && ch.Kind != store.EventRestore && !at.After(tomb) {
+			return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
+		}
+		if err := r.tx.ClearFieldClocks(ctx, ch.ObjectType, id); err != nil {
+			return Result{}, err
+		}
+		if err := r.create(ctx, ch.ObjectType, id, ch.Fields, at); err != nil {
+			return Result{}, err
+		}
+		return Result{RecordID: id, Applied: keys(ch.Fields), Outcome: Created}, nil
+	}
+	return r.applyFields(ctx, ch.ObjectType, id, clocks, ch.Fields, at)
+}
+
+func (r run) create(ctx context.Context, objectType, id string, fields map[string]any, at time.Time) error {
+	if err := r.tx.CreateRecord(ctx, objectType, id, fields); err != nil {
+		return err
+	}
+	return r.tx.AdvanceClocks(ctx, objectType, id, keys(fields), at)
+}
+
+// applyFields applies the fields that are newer than their clocks: the
+// monotonic guard.
+func (r run) applyFields(ctx context.Context, objectType, id string, clocks map[string]time.Time, fields map[string]any, at time.Time) (Result, error) {
+	res := Result{RecordID: id}
+	patch := map[string]any{}
+	for _, k := range keys(fields) {
+		if c, ok := clocks[k]; ok && !at.After(c) {
+			res.Stale = append(res.Stale, k)
+			continue
+		}
+		res.Applied = append(res.Applied, k)
+		patch[k] = fields[k]
+	}
+	if len(res.Applied) == 0 {
+		res.Outcome = Ignored
+		if len(res.Stale) > 0 {
+			res.Outcome = Stale
+		}
+		return res, nil
+	}
+	if err := r.tx.UpdateRecord(ctx, objectType, id, patch); err != nil {
+		return Result{}, err
+	}
+	if err := r.tx.AdvanceClocks(ctx, objectType, id, res.Applied, at); err != nil {
+		return Result{}, err
+	}
+	res.Outcome = Updated
+	return res, nil
+}
+
+func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error) {
+	privacy := ch.Kind == store.EventPrivacyDelete
+	tomb, tombstoned, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case tombstoned && tomb.Kind == TombstoneMerged:
+		// The id lives on as the survivor, whose record this must not delete.
+		return Result{Outcome: Ignored}, nil
+	case tombstoned && !privacy && !at.After(tomb.OccurredAt):
+		// A replay, or a deletion older than a restore that came after it.
+		id, _, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+		return Result{RecordID: id, Outcome: Ignored}, err
+	}
+	// Even an id never linked gets its tombstone: its older create or update
+	// may still be on its way.
+	if err := r.tx.PutTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, Tombstone{Kind: TombstoneDeleted, OccurredAt: at}); err != nil {
+		return Result{}, err
+	}
+	id, linked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	if err != nil {
+		return Result{}, err
+	}
+	if !linked {
+		return Result{Outcome: Ignored}, nil
+	}
+	res := Result{RecordID: id, Outcome: Ignored}
+	exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
+	if err != nil {
+		return Result{}, err
+	}
+	if exists {
+		if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, privacy); err != nil {
+			return Result{}, err
+		}
+		res.Outcome = Deleted
+	}
+	if err := r.tx.AdvanceClocks(ctx, ch.ObjectType, id, []string{DeletedClock}, at); err != nil {
+		return Result{}, err
+	}
+	if privacy {
+		if err := r.tx.ClearFieldClocks(ctx, ch.ObjectType, id); err != nil {
+			return Result{}, err
+		}
+	}
+	return res, nil
+}
+
+func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error) {
+	survivor, survivorLinked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	if err != nil {
+		return Result{}, err
+	}
+	survivorExists := false
+	if survivorLinked {
+		if survivorExists, err = r.tx.LockRecord(ctx, ch.ObjectType, survivor); err != nil {
+			return Result{}, err
+		}
+	}
+	merged := slices.Clone(ch.MergedIDs)
+	slices.Sort(merged) // a fixed lock order
+	for _, ext := range slices.Compact(merged) {
+		if ext == "" || ext == ch.ExternalID {
+			continue
+		}
+		// Linked or not, the merged-away id is redirected from now on, so a
+		// late change of it cannot create a record for it.
+		if err := r.tx.PutTombstone(ctx, ch.Source, ch.ObjectType, ext, Tombstone{
+			Kind: TombstoneMerged, SurvivorID: ch.ExternalID, OccurredAt: at,
+		}); err != nil {
+			return Result{}, err
+		}
+		id, ok, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ext)
+		if err != nil {
+			return Result{}, err
+		}
+		if !ok {
+			continue
+		}
+		if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, ext); err != nil {
+			return Result{}, err
+		}
+		exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
+		if err != nil {
+			return Result{}, err
+		}
+		if !exists {
+			continue
+		}
+		if !survivorExists {
+			// Re-point: the merged record becomes the survivor's local record.
+			if survivorLinked {
+				if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, ch.ExternalID); err != nil {
+					return Result{}, err
+				}
+			}
+			if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID); err != nil {
+				return Result{}, err
+			}
+			survivor, survivorLinked, survivorExists = id, true, true
+			continue
+		}
+		if id == survivor {
+			continue
+		}
+		// The survivor has its own local record: the merged one goes.
+		if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, false); err != nil {
+			return Result{}, err
+		}
+	}
+	// The survivor was live at the merge, so an older tombstone of it (it had
+	// been merged away or deleted before) no longer stands.
+	if err := r.tx.RemoveTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, at); err != nil {
+		return Result{}, err
+	}
+	res, err := r.upsert(ctx, ch, at)
+	if err != nil {
+		return Result{}, err
+	}
+	res.Outcome = Merged
+	return res, nil
+}
+
+func keys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

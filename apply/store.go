@@ -1,0 +1,94 @@
+package apply
+
+import (
+	"context"
+	"time"
+)
+
+// DeletedClock is the name of the clock that records when a record was deleted
+// (inbound or local). It lives beside the field clocks, and field names must
+// not start with "$", so it cannot clash with a field.
+const DeletedClock = "$deleted"
+
+// Kinds of Tombstone.
+const (
+	// TombstoneDeleted marks an external id deleted at its source.
+	TombstoneDeleted = "deleted"
+	// TombstoneMerged marks an external id merged into another (SurvivorID).
+	TombstoneMerged = "merged"
+)
+
+// Tombstone records that an external id was deleted or merged away at its
+// source, and when. Sources do not order their events, so a change of the id
+// older than the tombstone may still arrive; Guarded judges it against the
+// tombstone instead of creating the record again.
+type Tombstone struct {
+	// Kind is TombstoneDeleted or TombstoneMerged.
+	Kind string
+	// SurvivorID is, for TombstoneMerged, the external id the id was merged
+	// into; "" otherwise.
+	SurvivorID string
+	// OccurredAt is the source's time of the deletion or merge.
+	OccurredAt time.Time
+}
+
+// RecordStore is what Guarded needs from an application's tables to apply
+// changes correctly. See the package documentation for how to implement it.
+type RecordStore interface {
+	// InTx runs fn in one database transaction and commits it when fn returns
+	// nil; otherwise it rolls back and returns fn's error. Guarded applies one
+	// Change per call, so the record, its clocks, links and tombstones change
+	// together or not at all. Errors that retrying cannot fix should match
+	// ErrPermanent.
+	InTx(ctx context.Context, fn func(tx RecordTx) error) error
+}
+
+// RecordTx is one transaction of a RecordStore. Every method works inside it.
+// source, objectType and externalID name an object on the source platform
+// (Change.Source, Change.ObjectType, Change.ExternalID); id is a local record
+// id.
+type RecordTx interface {
+	// LookupRecord returns the local record linked to an external id; ok is
+	// false when none is.
+	LookupRecord(ctx context.Context, source, objectType, externalID string) (id string, ok bool, err error)
+	// MatchRecord returns a record of objectType that is linked to nothing on
+	// source and whose field equals value (for contacts: the email); ok is
+	// false when there is none.
+	MatchRecord(ctx context.Context, source, objectType, field, value string) (id string, ok bool, err error)
+	// Link links a local record to an external id.
+	Link(ctx context.Context, source, objectType, id, externalID string) error
+	// UnlinkExternal removes the link of an external id (none is not an error).
+	UnlinkExternal(ctx context.Context, source, objectType, externalID string) error
+	// NewRecordID returns the id of a record about to be created.
+	NewRecordID() string
+
+	// Tombstone returns the tombstone of an external id; ok is false when it
+	// has none.
+	Tombstone(ctx context.Context, source, objectType, externalID string) (t Tombstone, ok bool, err error)
+	// PutTombstone writes the tombstone of an external id, replacing an older
+	// one; it must not replace one with a later OccurredAt.
+	PutTombstone(ctx context.Context, source, objectType, externalID string, t Tombstone) error
+	// RemoveTombstone removes the tombstone of an external id if it is older
+	// than before (none is not an error).
+	RemoveTombstone(ctx context.Context, source, objectType, externalID string, before time.Time) error
+
+	// LockRecord locks a record for the rest of the transaction (SELECT … FOR
+	// UPDATE) and reports whether it exists. Guarded reads clocks only after
+	// the lock, so a concurrent writer's clocks are seen.
+	LockRecord(ctx context.Context, objectType, id string) (exists bool, err error)
+	// Clocks returns the clocks of a record: per field the OccurredAt of its
+	// last applied value, and DeletedClock when the record was deleted.
+	Clocks(ctx context.Context, objectType, id string) (map[string]time.Time, error)
+	// AdvanceClocks sets the clocks of names to at, never moving one backwards.
+	AdvanceClocks(ctx context.Context, objectType, id string, names []string, at time.Time) error
+	// ClearFieldClocks removes every clock of a record except DeletedClock.
+	ClearFieldClocks(ctx context.Context, objectType, id string) error
+	// CreateRecord inserts a record with fields (nil values are dropped).
+	CreateRecord(ctx context.Context, objectType, id string, fields map[string]any) error
+	// UpdateRecord merges patch into a locked record's fields (a nil value
+	// removes the field).
+	UpdateRecord(ctx context.Context, objectType, id string, patch map[string]any) error
+	// DeleteRecord deletes a locked record. A privacy delete (GDPR) must keep
+	// no field values anywhere it writes, such as outbound events.
+	DeleteRecord(ctx context.Context, objectType, id string, privacy bool) error
+}
