@@ -11,7 +11,7 @@
 //     HubSpot's 5 s delivery timeout.
 //   - SyncWorker, a service that claims inbound events by Source (exactly, never by
 //     prefix), fetches what creation events lack from HubSpot (batched, counted
-//     against the shared API budget) and applies each change through an Applier,
+//     against the shared API budget) and applies each change through an apply.Applier,
 //     with the context marked outbox.WithSyncSource(ctx, "hubspot") so that the
 //     write is not pushed back to HubSpot (anti-loop, seed §4.3 and §8.2).
 //

@@ -14,8 +14,11 @@
 // ErrConflict. The row is changed before the events are inserted, so the row lock
 // orders concurrent writers' events in commit order.
 //
-// Service implements inbound.Applier with a per-field monotonic guard and
-// per-external-id tombstones for deleted and merged-away ids (links.Tombstone),
-// so late, older changes never resurrect a record (see Service.Apply), and
+// Service implements apply.Applier with apply.Guarded over its tables: a
+// per-field monotonic guard, per-external-id tombstones for deleted and
+// merged-away ids (links.Tombstone) and merge redirects, so late, older changes
+// never resurrect a record (see Service.Apply). Its local writes advance the
+// same field clocks.
+//
 // Handler serves the JSON HTTP API.
 package records

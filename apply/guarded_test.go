@@ -1,0 +1,262 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/apply"
+	"github.com/hubsync/hubsync/store"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+
+func change(kind, ext string, when time.Time, fields map[string]any) apply.Change {
+	return apply.Change{Source: "hubspot", ObjectType: "contacts", ExternalID: ext, Kind: kind, Fields: fields, OccurredAt: when}
+}
+
+func mustApply(t *testing.T, g *apply.Guarded, ch apply.Change) apply.Result {
+	t.Helper()
+	res, err := g.Apply(context.Background(), ch)
+	if err != nil {
+		t.Fatalf("apply %s %s at %s: %v", ch.Kind, ch.ExternalID, ch.OccurredAt, err)
+	}
+	return res
+}
+
+func setup(t *testing.T) (*memStore, *apply.Guarded) {
+	t.Helper()
+	m := newMemStore()
+	return m, &apply.Guarded{Store: m}
+}
+
+func TestGuardAppliesOnlyNewerFields(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	created := mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "Ann", "phone": "1"}))
+	if created.Outcome != apply.Created || created.RecordID == "" || !slices.Equal(created.Applied, []string{"name", "phone"}) {
+		t.Fatalf("create = %+v", created)
+	}
+	for _, s := range []int{5, 10} { // older, and equal: a replay
+		res := mustApply(t, g, change(store.EventUpdate, "1", at(s), map[string]any{"name": "Old"}))
+		if res.Outcome != apply.Stale || !slices.Equal(res.Stale, []string{"name"}) || len(res.Applied) != 0 {
+			t.Fatalf("update at %d = %+v; want stale", s, res)
+		}
+	}
+	// Per field: name is newer at 30, phone only at 20.
+	mustApply(t, g, change(store.EventUpdate, "1", at(30), map[string]any{"name": "Bea"}))
+	res := mustApply(t, g, change(store.EventUpdate, "1", at(20), map[string]any{"name": "Cid", "phone": "2", "city": nil}))
+	if res.Outcome != apply.Updated || !slices.Equal(res.Applied, []string{"city", "phone"}) || !slices.Equal(res.Stale, []string{"name"}) {
+		t.Fatalf("mixed update = %+v; want city and phone applied, name stale", res)
+	}
+	if _, f := m.record("hubspot", "contacts", "1"); f["name"] != "Bea" || f["phone"] != "2" {
+		t.Fatalf("record = %v; want name Bea (newer) and phone 2", f)
+	}
+	if res := mustApply(t, g, change(store.EventUpdate, "1", at(40), nil)); res.Outcome != apply.Ignored {
+		t.Fatalf("update of no fields = %+v; want ignored", res)
+	}
+	if got := m.sources; len(got) == 0 || got[0] != "hubspot" {
+		t.Fatalf("transactions ran under sync sources %v; want hubspot (anti-loop)", got)
+	}
+}
+
+func TestGuardMatchesUnlinkedRecord(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	local := mustApply(t, g, change(store.EventCreate, "x", at(1), map[string]any{"email": "a@example.com"}))
+	delete(m.state.links, extKey{"hubspot", "contacts", "x"}) // a record made locally, never linked
+	ch := change(store.EventUpdate, "55", at(2), map[string]any{"name": "Ann"})
+	ch.MatchField, ch.MatchValue = "email", "a@example.com"
+	if res := mustApply(t, g, ch); res.Outcome != apply.Updated || res.RecordID != local.RecordID {
+		t.Fatalf("matched update = %+v; want record %s updated", res, local.RecordID)
+	}
+	ch.ExternalID = "56" // the record is linked now; a second id creates its own
+	if res := mustApply(t, g, ch); res.Outcome != apply.Created || res.RecordID == local.RecordID {
+		t.Fatalf("second match = %+v", res)
+	}
+}
+
+func TestTombstones(t *testing.T) {
+	t.Parallel()
+	t.Run("unseen id", func(t *testing.T) {
+		m, g := setup(t)
+		if res := mustApply(t, g, change(store.EventDelete, "5", at(100), nil)); res.Outcome != apply.Ignored {
+			t.Fatalf("delete of an unseen id = %+v", res)
+		}
+		for _, s := range []int{90, 100} {
+			for _, kind := range []string{store.EventCreate, store.EventUpdate, store.EventRestore} {
+				if res := mustApply(t, g, change(kind, "5", at(s), map[string]any{"name": "Late"})); res.Outcome != apply.Stale || res.RecordID != "" {
+					t.Fatalf("%s at %d after the delete at 100 = %+v; want stale", kind, s, res)
+				}
+			}
+		}
+		if len(m.state.records) != 0 {
+			t.Fatalf("records %v; a change older than the deletion created one", m.state.records)
+		}
+		if res := mustApply(t, g, change(store.EventCreate, "5", at(110), map[string]any{"name": "Back"})); res.Outcome != apply.Created {
+			t.Fatalf("create newer than the delete = %+v; want created", res)
+		}
+		if res := mustApply(t, g, change(store.EventDelete, "5", at(100), nil)); res.Outcome != apply.Ignored {
+			t.Fatalf("late delete = %+v; want ignored", res)
+		}
+		if _, f := m.record("hubspot", "contacts", "5"); f == nil {
+			t.Fatal("a late delete removed the newer record")
+		}
+	})
+	t.Run("linked record", func(t *testing.T) {
+		m, g := setup(t)
+		c := mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One"}))
+		if res := mustApply(t, g, change(store.EventDelete, "1", at(20), nil)); res.Outcome != apply.Deleted || res.RecordID != c.RecordID {
+			t.Fatalf("delete = %+v", res)
+		}
+		if _, f := m.record("hubspot", "contacts", "1"); f != nil {
+			t.Fatalf("record %v survived its deletion", f)
+		}
+		if res := mustApply(t, g, change(store.EventUpdate, "1", at(15), map[string]any{"name": "x"})); res.Outcome != apply.Stale {
+			t.Fatalf("update older than the delete = %+v; want stale", res)
+		}
+		if res := mustApply(t, g, change(store.EventDelete, "1", at(20), nil)); res.Outcome != apply.Ignored {
+			t.Fatalf("replayed delete = %+v; want ignored", res)
+		}
+		res := mustApply(t, g, change(store.EventRestore, "1", at(30), map[string]any{"name": "Again"}))
+		if res.Outcome != apply.Created || res.RecordID != c.RecordID {
+			t.Fatalf("restore = %+v; want the record recreated under %s", res, c.RecordID)
+		}
+	})
+	t.Run("privacy delete", func(t *testing.T) {
+		m, g := setup(t)
+		c := mustApply(t, g, change(store.EventCreate, "9", at(10), map[string]any{"name": "Nine", "email": "n@example.com"}))
+		if res := mustApply(t, g, change(store.EventPrivacyDelete, "9", at(20), nil)); res.Outcome != apply.Deleted {
+			t.Fatalf("privacy delete = %+v", res)
+		}
+		clocks := m.state.clocks[recKey{"contacts", c.RecordID}]
+		if len(clocks) != 1 || !clocks[apply.DeletedClock].Equal(at(20)) {
+			t.Fatalf("clocks after a privacy delete = %v; want only %s", clocks, apply.DeletedClock)
+		}
+	})
+}
+
+func TestMergeRedirects(t *testing.T) {
+	t.Parallel()
+	t.Run("survivor has a record", func(t *testing.T) {
+		m, g := setup(t)
+		one := mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One"}))
+		two := mustApply(t, g, change(store.EventCreate, "2", at(10), map[string]any{"name": "Two"}))
+		mr := change(store.EventMerge, "2", at(50), map[string]any{"name": "Merged"})
+		mr.MergedIDs = []string{"1"}
+		if res := mustApply(t, g, mr); res.Outcome != apply.Merged || res.RecordID != two.RecordID {
+			t.Fatalf("merge = %+v; want merged into %s", res, two.RecordID)
+		}
+		if _, ok := m.state.records[recKey{"contacts", one.RecordID}]; ok {
+			t.Fatal("the merged-away record survived the merge")
+		}
+		for _, s := range []int{40, 50} {
+			if res := mustApply(t, g, change(store.EventUpdate, "1", at(s), map[string]any{"name": "Late"})); res.Outcome != apply.Stale {
+				t.Fatalf("update of merged id at %d = %+v; want stale", s, res)
+			}
+		}
+		res := mustApply(t, g, change(store.EventUpdate, "1", at(60), map[string]any{"name": "Via1"}))
+		if res.Outcome != apply.Updated || res.RecordID != two.RecordID {
+			t.Fatalf("newer update of merged id = %+v; want it redirected to %s", res, two.RecordID)
+		}
+		if res := mustApply(t, g, change(store.EventDelete, "1", at(70), nil)); res.Outcome != apply.Ignored {
+			t.Fatalf("delete of merged id = %+v; want ignored", res)
+		}
+		if _, f := m.record("hubspot", "contacts", "2"); f["name"] != "Via1" {
+			t.Fatalf("survivor = %v; want name Via1 and not deleted", f)
+		}
+		if _, linked := m.state.links[extKey{"hubspot", "contacts", "1"}]; linked {
+			t.Fatal("the merged-away id is still linked")
+		}
+	})
+	t.Run("survivor unseen", func(t *testing.T) {
+		m, g := setup(t)
+		one := mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One"}))
+		mr := change(store.EventMerge, "2", at(50), map[string]any{"phone": "2"})
+		mr.MergedIDs = []string{"1", "1", ""}
+		if res := mustApply(t, g, mr); res.Outcome != apply.Merged || res.RecordID != one.RecordID {
+			t.Fatalf("merge = %+v; want the merged record %s re-pointed to the survivor", res, one.RecordID)
+		}
+		if id, f := m.record("hubspot", "contacts", "2"); id != one.RecordID || f["name"] != "One" || f["phone"] != "2" {
+			t.Fatalf("survivor's record %s = %v", id, f)
+		}
+	})
+}
+
+// A chain of merges 1→2→3→4: a change of 1 newer than all of them travels the
+// chain, unless it is longer than MaxRedirects.
+func TestRedirectHopLimit(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	for i, pair := range [][2]string{{"1", "2"}, {"2", "3"}, {"3", "4"}} {
+		mr := change(store.EventMerge, pair[1], at(10*(i+1)), nil)
+		mr.MergedIDs = []string{pair[0]}
+		mustApply(t, g, mr)
+	}
+	limited := &apply.Guarded{Store: m, MaxRedirects: 2}
+	before := m.state.clone()
+	_, err := limited.Apply(context.Background(), change(store.EventUpdate, "1", at(100), map[string]any{"name": "Far"}))
+	if !errors.Is(err, apply.ErrPermanent) {
+		t.Fatalf("3 redirects with MaxRedirects 2: %v; want ErrPermanent", err)
+	}
+	if len(m.state.records) != len(before.records) || len(m.state.links) != len(before.links) {
+		t.Fatal("a failed apply changed the store")
+	}
+	enough := &apply.Guarded{Store: m, MaxRedirects: 3}
+	res, err := enough.Apply(context.Background(), change(store.EventUpdate, "1", at(100), map[string]any{"name": "Far"}))
+	if err != nil || res.Outcome != apply.Updated {
+		t.Fatalf("3 redirects with MaxRedirects 3 = %+v, %v; want the survivor's record updated", res, err)
+	}
+	if id, f := m.record("hubspot", "contacts", "4"); id != res.RecordID || f["name"] != "Far" {
+		t.Fatalf("record of 4 = %s %v; want %s with name Far", id, f, res.RecordID)
+	}
+	if id, _ := m.record("hubspot", "contacts", "1"); id != "" {
+		t.Fatalf("merged-away id 1 got record %s", id)
+	}
+}
+
+func TestInvalidChangesArePermanent(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	for _, ch := range []apply.Change{
+		{ObjectType: "contacts", ExternalID: "1", Kind: store.EventUpdate, OccurredAt: t0},
+		{Source: "hubspot", ObjectType: "contacts", Kind: store.EventUpdate, OccurredAt: t0},
+		{Source: "hubspot", ObjectType: "contacts", ExternalID: "1", Kind: store.EventUpdate},
+	} {
+		if _, err := g.Apply(context.Background(), ch); !errors.Is(err, apply.ErrPermanent) {
+			t.Errorf("apply %+v: %v; want ErrPermanent", ch, err)
+		}
+	}
+	if len(m.sources) != 0 {
+		t.Fatal("an invalid change opened a transaction")
+	}
+}
+
+// A failure in the middle of a change leaves nothing behind: the record, its
+// clocks, link and tombstone commit together.
+func TestApplyIsAtomic(t *testing.T) {
+	t.Parallel()
+	for _, method := range []string{"CreateRecord", "AdvanceClocks", "PutTombstone"} {
+		m, g := setup(t)
+		mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One"}))
+		m.failOn = method
+		before := m.state.clone()
+		var err error
+		switch method {
+		case "PutTombstone":
+			_, err = g.Apply(context.Background(), change(store.EventDelete, "1", at(20), nil))
+		default:
+			_, err = g.Apply(context.Background(), change(store.EventCreate, "2", at(20), map[string]any{"name": "Two"}))
+		}
+		if !errors.Is(err, errInjected) {
+			t.Fatalf("%s failing: %v; want the injected error", method, err)
+		}
+		if len(m.state.records) != len(before.records) || len(m.state.links) != len(before.links) || len(m.state.tombstones) != len(before.tombstones) {
+			t.Fatalf("%s failing: the store changed", method)
+		}
+	}
+}
