@@ -66,7 +66,7 @@ type Config struct {
 	// names a file; see mapping.Load); nil means mapping.Default().
 	Mapping *mapping.Set
 	// WebhookSignatures are the signature versions the webhook receiver
-	// accepts (HUBSYNC_WEBHOOK_SIGNATURES); empty means v3 only, see
+	// accepts (HUBSYNC_WEBHOOK_SIGNATURES); nil means v3 only, see
 	// inbound.ReceiverConfig.Signatures.
 	WebhookSignatures []hubspot.SignatureVersion
 	// TrustedProxies are the peers whose X-Forwarded-Proto/-Host the webhook

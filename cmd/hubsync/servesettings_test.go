@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/testwait"
 )
@@ -92,5 +93,43 @@ func TestServeNoPublicURLWarningWithPublicURL(t *testing.T) {
 	}
 	if strings.Contains(svc.logs(), "HUBSYNC_PUBLIC_URL is not set") {
 		t.Fatalf("warned although HUBSYNC_PUBLIC_URL is set:\n%s", svc.logs())
+	}
+}
+
+// TestServeWebhookSignatures checks that serve refuses a v1-only delivery by
+// default and accepts it when HUBSYNC_WEBHOOK_SIGNATURES widens the versions.
+func TestServeWebhookSignatures(t *testing.T) {
+	t.Parallel()
+	body := `[{"eventId":1,"portalId":1,"occurredAt":1700000000000,"subscriptionType":"contact.deletion","objectId":1}]`
+	for _, tc := range []struct {
+		name       string
+		signatures string
+		want       int
+	}{
+		{"default", "", http.StatusUnauthorized},
+		{"widened", "v3,v1", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := baseEnv("HUBSYNC_DATABASE_URL=sqlite:"+filepath.Join(t.TempDir(), "x.db"), "HUBSPOT_CLIENT_SECRET=s")
+			if tc.signatures != "" {
+				env = append(env, "HUBSYNC_WEBHOOK_SIGNATURES="+tc.signatures)
+			}
+			svc := startServe(t, env, "-sync-worker=false", "-outbound-worker=false")
+			req, err := http.NewRequest(http.MethodPost, svc.base+"/webhooks/hubspot", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(hubspot.HeaderSignature, hubspot.SignV1("s", []byte(body)))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("v1-only delivery = %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
 	}
 }
