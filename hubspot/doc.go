@@ -1,7 +1,8 @@
 // Package hubspot is a small, non-retrying client for the HubSpot APIs that
 // hubsync needs: CRM v3 objects (batch create/read/update/upsert/archive,
 // get, update, archive, search, merge), communication preferences (v3 and
-// v4), and webhook verification (WebhookEvent, VerifyRequest, SignV1/V2/V3).
+// v4), property definitions (GetProperties, CreateProperty), and webhook
+// verification (WebhookEvent, VerifyRequestVersions, SignV1/V2/V3).
 //
 // # No retries
 //

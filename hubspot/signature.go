@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,6 +41,46 @@ var (
 	// ErrTimestampStale means the v3 timestamp is outside the allowed skew.
 	ErrTimestampStale = errors.New("hubspot: webhook timestamp outside allowed skew")
 )
+
+// SignatureVersion names a HubSpot webhook signature scheme.
+type SignatureVersion string
+
+// Signature versions. v3 carries a timestamp and so bounds replays; v1 and v2
+// sign no time, so a captured delivery verifies forever.
+const (
+	SignatureV1 SignatureVersion = "v1"
+	SignatureV2 SignatureVersion = "v2"
+	SignatureV3 SignatureVersion = "v3"
+)
+
+// SignatureVersionsDefault is what a receiver accepts unless told otherwise:
+// HubSpot sends v3 on every delivery.
+var SignatureVersionsDefault = []SignatureVersion{SignatureV3}
+
+// ErrSignatureVersion means the request is signed only with a version the
+// receiver does not accept (by default v1 and v2, which give no replay
+// protection).
+var ErrSignatureVersion = errors.New("hubspot: webhook signature version not accepted")
+
+// ParseSignatureVersions parses a comma-separated list such as "v3,v2,v1".
+// Case and spaces are ignored; an empty list, an unknown or repeated
+// version is an error.
+func ParseSignatureVersions(s string) ([]SignatureVersion, error) {
+	var out []SignatureVersion
+	for part := range strings.SplitSeq(s, ",") {
+		v := SignatureVersion(strings.ToLower(strings.TrimSpace(part)))
+		switch v {
+		case SignatureV1, SignatureV2, SignatureV3:
+		default:
+			return nil, fmt.Errorf("signature version %q is unknown; use v3, v2 or v1, comma-separated (e.g. v3 or v3,v2,v1)", strings.TrimSpace(part))
+		}
+		if slices.Contains(out, v) {
+			return nil, fmt.Errorf("signature version %s is listed twice; list each once", v)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
 
 // SignV1 returns the v1 signature: lowercase hex SHA-256 of secret + body.
 func SignV1(secret string, body []byte) string {
@@ -116,12 +157,28 @@ func NormalizeV3URI(uri string) string {
 // HeaderSignatureVersion (v1 when absent); v1/v2 carry no timestamp and so
 // give no replay protection. Comparisons are constant-time.
 //
+// VerifyRequest accepts every version; a receiver should call
+// VerifyRequestVersions with SignatureVersionsDefault instead.
+//
 // The error wraps ErrSignatureMissing, ErrSignatureInvalid or ErrTimestampStale.
 func VerifyRequest(secret string, method, uri string, body []byte, header http.Header, now time.Time, maxSkew time.Duration) error {
+	return VerifyRequestVersions(allVersions, secret, method, uri, body, header, now, maxSkew)
+}
+
+var allVersions = []SignatureVersion{SignatureV3, SignatureV2, SignatureV1}
+
+// VerifyRequestVersions is VerifyRequest accepting only the versions in
+// accepted (nil means SignatureVersionsDefault). A request whose v3 headers
+// are present is judged by v3 alone when v3 is accepted; a request carrying
+// only a signature of a version not accepted fails with ErrSignatureVersion.
+func VerifyRequestVersions(accepted []SignatureVersion, secret string, method, uri string, body []byte, header http.Header, now time.Time, maxSkew time.Duration) error {
+	if accepted == nil {
+		accepted = SignatureVersionsDefault
+	}
 	if maxSkew <= 0 {
 		maxSkew = WebhookMaxSkewDefault
 	}
-	if sig := header.Get(HeaderSignatureV3); sig != "" {
+	if sig := header.Get(HeaderSignatureV3); sig != "" && slices.Contains(accepted, SignatureV3) {
 		tsText := header.Get(HeaderRequestTimestamp)
 		if tsText == "" {
 			return fmt.Errorf("%w: %s present without %s", ErrSignatureMissing, HeaderSignatureV3, HeaderRequestTimestamp)
@@ -153,10 +210,20 @@ func VerifyRequest(secret string, method, uri string, body []byte, header http.H
 
 	sig := strings.TrimSpace(header.Get(HeaderSignature))
 	if sig == "" {
+		if header.Get(HeaderSignatureV3) != "" {
+			return fmt.Errorf("%w: only a v3 signature is present and the accepted versions are %v", ErrSignatureVersion, accepted)
+		}
 		return fmt.Errorf("%w: neither %s nor %s header present", ErrSignatureMissing, HeaderSignatureV3, HeaderSignature)
 	}
+	version := strings.ToLower(strings.TrimSpace(header.Get(HeaderSignatureVersion)))
+	if v := SignatureVersion(cmp.Or(version, "v1")); (v == SignatureV1 || v == SignatureV2) && !slices.Contains(accepted, v) {
+		if slices.Contains(accepted, SignatureV3) {
+			return fmt.Errorf("%w: the request carries only a %s signature (no %s); accepted: %v", ErrSignatureVersion, v, HeaderSignatureV3, accepted)
+		}
+		return fmt.Errorf("%w: %s signature; accepted: %v", ErrSignatureVersion, v, accepted)
+	}
 	var want string
-	switch version := strings.ToLower(strings.TrimSpace(header.Get(HeaderSignatureVersion))); version {
+	switch version {
 	case "", "v1":
 		want = SignV1(secret, body)
 	case "v2":

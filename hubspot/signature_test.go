@@ -170,3 +170,49 @@ func FuzzVerifyRequest(f *testing.F) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func TestParseSignatureVersions(t *testing.T) {
+	t.Parallel()
+	got, err := ParseSignatureVersions(" V3, v2 ,v1")
+	if err != nil || len(got) != 3 || got[0] != SignatureV3 || got[1] != SignatureV2 || got[2] != SignatureV1 {
+		t.Fatalf("ParseSignatureVersions = %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "v4", "v3,", "v3,v3", "3"} {
+		if _, err := ParseSignatureVersions(bad); err == nil {
+			t.Errorf("ParseSignatureVersions(%q) accepted it", bad)
+		}
+	}
+}
+
+func TestVerifyRequestVersions(t *testing.T) {
+	t.Parallel()
+	const uri = "https://www.example.com/webhook_uri"
+	body := []byte(`[]`)
+	now := time.Now()
+	v1 := http.Header{}
+	v1.Set(HeaderSignature, SignV1(testSecret, body))
+	v3 := http.Header{}
+	v3.Set(HeaderSignatureV3, SignV3(testSecret, "POST", uri, body, now.UnixMilli()))
+	v3.Set(HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
+	both := v3.Clone()
+	both.Set(HeaderSignature, SignV1(testSecret, body))
+
+	if err := VerifyRequestVersions(nil, testSecret, "POST", uri, body, v1, now, 0); !errors.Is(err, ErrSignatureVersion) {
+		t.Errorf("v1 by default: %v, want ErrSignatureVersion", err)
+	}
+	if err := VerifyRequestVersions([]SignatureVersion{SignatureV3, SignatureV1}, testSecret, "POST", uri, body, v1, now, 0); err != nil {
+		t.Errorf("v1 widened: %v", err)
+	}
+	if err := VerifyRequestVersions(nil, testSecret, "POST", uri, body, v3, now, 0); err != nil {
+		t.Errorf("v3 by default: %v", err)
+	}
+	if err := VerifyRequestVersions(nil, testSecret, "POST", uri, body, both, now.Add(time.Hour), 0); !errors.Is(err, ErrTimestampStale) {
+		t.Errorf("stale v3 beside a valid v1: %v, want ErrTimestampStale (v1 must not rescue it)", err)
+	}
+	if err := VerifyRequestVersions([]SignatureVersion{SignatureV1}, testSecret, "POST", uri, body, v3, now, 0); !errors.Is(err, ErrSignatureVersion) {
+		t.Errorf("v3 when only v1 is accepted: %v, want ErrSignatureVersion", err)
+	}
+	if err := VerifyRequest(testSecret, "POST", uri, body, v1, now, 0); err != nil {
+		t.Errorf("VerifyRequest accepts every version: %v", err)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -38,6 +39,7 @@ const (
 	RejectBodyRead         = "body_read"         // 400: the body could not be read
 	RejectSignatureMissing = "signature_missing" // 401: no signature header
 	RejectSignatureInvalid = "signature_invalid" // 401: the signature does not match
+	RejectSignatureVersion = "signature_version" // 401: signed only with a version not in Signatures
 	RejectTimestampStale   = "timestamp_stale"   // 401: timestamp outside MaxSkew
 	RejectMalformed        = "malformed"         // 400: not a JSON array of valid events
 	RejectTooManyEvents    = "too_many_events"   // 400: more than hubspot.MaxWebhookBatch events
@@ -66,8 +68,18 @@ type ReceiverConfig struct {
 	// PublicURL + the request's path + query. Behind a proxy or TLS terminator
 	// it must be set; when empty the URI is rebuilt from the request (Host
 	// header, and https when the connection is TLS), which only fits a
-	// receiver HubSpot reaches directly.
+	// receiver HubSpot reaches directly, or one behind TrustedProxies.
 	PublicURL string
+	// TrustedProxies are the peers (IP prefixes; a single address is a /32
+	// or /128) whose X-Forwarded-Proto and X-Forwarded-Host are believed when
+	// PublicURL is empty. From any other peer those headers are ignored, so a
+	// caller cannot choose the URI its signature is checked against.
+	TrustedProxies []netip.Prefix
+	// Signatures are the signature versions accepted; nil means
+	// hubspot.SignatureVersionsDefault (v3 only). v1 and v2 carry no
+	// timestamp, so a captured delivery replays forever: widen this only for
+	// an app that cannot send v3.
+	Signatures []hubspot.SignatureVersion
 	// MaxBodyBytes bounds the body; default MaxBodyBytesDefault. Larger bodies get 413.
 	MaxBodyBytes int64
 	// MaxSkew is how old (or how far ahead) a v3 timestamp may be; default MaxSkewDefault.
@@ -102,6 +114,9 @@ func (c ReceiverConfig) withDefaults() ReceiverConfig {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Signatures == nil {
+		c.Signatures = hubspot.SignatureVersionsDefault
+	}
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	return c
 }
@@ -122,6 +137,19 @@ func (c ReceiverConfig) validate() error {
 	}
 	if c.MaxSkew < 0 {
 		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxSkew is %s; use a positive duration or 0 for %s", c.MaxSkew, MaxSkewDefault))
+	}
+	if len(c.Signatures) == 0 {
+		errs = append(errs, errors.New("ReceiverConfig.Signatures is empty; accept at least v3 (nil means v3 only)"))
+	}
+	for _, v := range c.Signatures {
+		if v != hubspot.SignatureV1 && v != hubspot.SignatureV2 && v != hubspot.SignatureV3 {
+			errs = append(errs, fmt.Errorf("ReceiverConfig.Signatures has unknown version %q; use v3, v2 or v1", v))
+		}
+	}
+	for _, p := range c.TrustedProxies {
+		if !p.IsValid() {
+			errs = append(errs, errors.New("ReceiverConfig.TrustedProxies has an invalid prefix; use addresses or CIDRs such as 10.0.0.0/8"))
+		}
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
@@ -193,11 +221,13 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// Verify before parsing: nothing from an unauthenticated body is looked at.
 	uri := rc.signedURI(r)
-	if err := hubspot.VerifyRequest(rc.cfg.ClientSecret, r.Method, uri, body, r.Header, rc.cfg.Now(), rc.cfg.MaxSkew); err != nil {
+	if err := hubspot.VerifyRequestVersions(rc.cfg.Signatures, rc.cfg.ClientSecret, r.Method, uri, body, r.Header, rc.cfg.Now(), rc.cfg.MaxSkew); err != nil {
 		reason := RejectSignatureInvalid
 		switch {
 		case errors.Is(err, hubspot.ErrSignatureMissing):
 			reason = RejectSignatureMissing
+		case errors.Is(err, hubspot.ErrSignatureVersion):
+			reason = RejectSignatureVersion
 		case errors.Is(err, hubspot.ErrTimestampStale):
 			reason = RejectTimestampStale
 		}
@@ -265,7 +295,8 @@ func (rc *Receiver) store(ctx context.Context, evs []store.InboundEvent) ([]stor
 }
 
 // signedURI is the URI HubSpot signed: the public base URL and the request's
-// path and query as sent.
+// path and query as sent. Without PublicURL the base is the request's own
+// scheme and Host, or what a trusted proxy forwarded.
 func (rc *Receiver) signedURI(r *http.Request) string {
 	reqURI := r.RequestURI
 	if reqURI == "" || !strings.HasPrefix(reqURI, "/") {
@@ -273,13 +304,74 @@ func (rc *Receiver) signedURI(r *http.Request) string {
 	}
 	base := rc.cfg.PublicURL
 	if base == "" {
-		scheme := "http"
+		scheme, host := "http", r.Host
 		if r.TLS != nil {
 			scheme = "https"
 		}
-		base = scheme + "://" + r.Host
+		if rc.fromTrustedProxy(r) {
+			if p := firstForwarded(r.Header.Get("X-Forwarded-Proto")); p == "http" || p == "https" {
+				scheme = p
+			}
+			if h := firstForwarded(r.Header.Get("X-Forwarded-Host")); h != "" {
+				host = h
+			}
+		}
+		base = scheme + "://" + host
 	}
 	return base + reqURI
+}
+
+// fromTrustedProxy reports whether the request's peer is in TrustedProxies.
+func (rc *Receiver) fromTrustedProxy(r *http.Request) bool {
+	if len(rc.cfg.TrustedProxies) == 0 {
+		return false
+	}
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	addr := ap.Addr().Unmap()
+	for _, p := range rc.cfg.TrustedProxies {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstForwarded is the first value of a comma-separated forwarded header:
+// the one the outermost trusted proxy saw.
+func firstForwarded(v string) string {
+	first, _, _ := strings.Cut(v, ",")
+	return strings.ToLower(strings.TrimSpace(first))
+}
+
+// ParseTrustedProxies parses a comma-separated list of IP addresses and CIDR
+// prefixes (HUBSYNC_TRUSTED_PROXIES), e.g. "10.0.0.1, 192.168.0.0/16, ::1".
+// An empty string is no proxy.
+func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for part := range strings.SplitSeq(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		if strings.Contains(part, "/") {
+			p, err := netip.ParsePrefix(part)
+			if err != nil {
+				return nil, fmt.Errorf("%q is not an IP address or CIDR prefix; write e.g. 10.0.0.1 or 10.0.0.0/8", part)
+			}
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(part)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an IP address or CIDR prefix; write e.g. 10.0.0.1 or 10.0.0.0/8", part)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
 }
 
 func (rc *Receiver) reject(w http.ResponseWriter, status int, reason, msg string) {

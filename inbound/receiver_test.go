@@ -146,6 +146,9 @@ func TestReceiverSignatures(t *testing.T) {
 		{"v1 wrong", v12("v1", hubspot.SignV1("nope", body)), body, http.StatusUnauthorized},
 		{"v2 wrong URI", v12("v2", hubspot.SignV2(testSecret, http.MethodPost, "http://crm.example.com"+WebhookPath, body)), body, http.StatusUnauthorized},
 		{"unknown version", v12("v9", hubspot.SignV1(testSecret, body)), body, http.StatusUnauthorized},
+		// v1 and v2 sign no time: refused unless Signatures widens the default.
+		{"v1 valid, not accepted", v12("", hubspot.SignV1(testSecret, body)), body, http.StatusUnauthorized},
+		{"v2 valid, not accepted", v12("v2", hubspot.SignV2(testSecret, http.MethodPost, uri, body)), body, http.StatusUnauthorized},
 	}
 	for _, c := range cases {
 		req := httptest.NewRequest(http.MethodPost, WebhookPath, bytes.NewReader(c.body))
@@ -161,29 +164,195 @@ func TestReceiverSignatures(t *testing.T) {
 		t.Fatalf("rejected requests stored %d rows", n)
 	}
 
-	// Accepted: v3 within the skew on either side, v1 and v2.
+	// Accepted: v3 within the skew on either side, and v1 and v2 by a
+	// receiver whose Signatures widen the default.
+	wide, err := NewReceiver(ReceiverConfig{
+		Store: b.store.Inbound(), ClientSecret: testSecret, PublicURL: testPublicURL, Now: b.clock.Now,
+		Signatures: []hubspot.SignatureVersion{hubspot.SignatureV3, hubspot.SignatureV2, hubspot.SignatureV1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ok := []struct {
 		name   string
+		rc     *Receiver
 		header http.Header
 	}{
-		{"v3 now", v3(testSecret, uri, body, now)},
-		{"v3 4 min old", v3(testSecret, uri, body, now.Add(-4*time.Minute))},
-		{"v3 4 min ahead", v3(testSecret, uri, body, now.Add(4*time.Minute))},
-		{"v1", v12("", hubspot.SignV1(testSecret, body))},
-		{"v2", v12("v2", hubspot.SignV2(testSecret, http.MethodPost, uri, body))},
+		{"v3 now", b.receiver, v3(testSecret, uri, body, now)},
+		{"v3 4 min old", b.receiver, v3(testSecret, uri, body, now.Add(-4*time.Minute))},
+		{"v3 4 min ahead", b.receiver, v3(testSecret, uri, body, now.Add(4*time.Minute))},
+		{"v1 widened", wide, v12("", hubspot.SignV1(testSecret, body))},
+		{"v2 widened", wide, v12("v2", hubspot.SignV2(testSecret, http.MethodPost, uri, body))},
+		{"v3 widened", wide, v3(testSecret, uri, body, now)},
 	}
 	for _, c := range ok {
 		req := httptest.NewRequest(http.MethodPost, WebhookPath, bytes.NewReader(body))
 		req.Header = c.header
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
-		b.receiver.ServeHTTP(rec, req)
+		c.rc.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {
 			t.Errorf("%s: status %d, want 200 (%s)", c.name, rec.Code, rec.Body)
 		}
 	}
 	if n := b.count(t); n != 1 {
-		t.Fatalf("%d rows after five signed copies of one event, want 1", n)
+		t.Fatalf("%d rows after six signed copies of one event, want 1", n)
+	}
+}
+
+// TestReceiverSignatureVersions is the signature table of issue 12: v3 only
+// by default, v1/v2 only when widened, stale v3 refused, and a replayed v3
+// delivery (same body and signature, within the window) stored once.
+func TestReceiverSignatureVersions(t *testing.T) {
+	t.Parallel()
+	all := []hubspot.SignatureVersion{hubspot.SignatureV3, hubspot.SignatureV2, hubspot.SignatureV1}
+	cases := []struct {
+		name       string
+		accepted   []hubspot.SignatureVersion
+		sign       string // v1, v2, v3 or "v3 stale"
+		wantStatus int
+		wantReason string
+	}{
+		{"v3 by default", nil, "v3", http.StatusOK, ""},
+		{"v1 only by default", nil, "v1", http.StatusUnauthorized, RejectSignatureVersion},
+		{"v2 only by default", nil, "v2", http.StatusUnauthorized, RejectSignatureVersion},
+		{"stale v3 by default", nil, "v3 stale", http.StatusUnauthorized, RejectTimestampStale},
+		{"v1 widened", all, "v1", http.StatusOK, ""},
+		{"v2 widened", all, "v2", http.StatusOK, ""},
+		{"v2 with v3,v2", []hubspot.SignatureVersion{hubspot.SignatureV3, hubspot.SignatureV2}, "v2", http.StatusOK, ""},
+		{"v1 with v3,v2", []hubspot.SignatureVersion{hubspot.SignatureV3, hubspot.SignatureV2}, "v1", http.StatusUnauthorized, RejectSignatureVersion},
+		{"stale v3 widened", all, "v3 stale", http.StatusUnauthorized, RejectTimestampStale},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			var reasons []string
+			rc, err := NewReceiver(ReceiverConfig{
+				Store: b.store.Inbound(), ClientSecret: testSecret, PublicURL: testPublicURL, Now: b.clock.Now,
+				Signatures: tc.accepted,
+				Hooks:      ReceiverHooks{OnReject: func(reason string, _ int) { reasons = append(reasons, reason) }},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := []byte(`[{"eventId":7,"portalId":1,"occurredAt":1700000000000,"subscriptionType":"contact.deletion","objectId":3}]`)
+			uri := testPublicURL + WebhookPath
+			h := http.Header{"Content-Type": {"application/json"}}
+			switch tc.sign {
+			case "v1":
+				h.Set(hubspot.HeaderSignature, hubspot.SignV1(testSecret, body))
+			case "v2":
+				h.Set(hubspot.HeaderSignature, hubspot.SignV2(testSecret, http.MethodPost, uri, body))
+				h.Set(hubspot.HeaderSignatureVersion, "v2")
+			case "v3", "v3 stale":
+				at := b.clock.Now()
+				if tc.sign == "v3 stale" {
+					at = at.Add(-hubspot.WebhookMaxSkewDefault - time.Second)
+				}
+				h.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(testSecret, http.MethodPost, uri, body, at.UnixMilli()))
+				h.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(at.UnixMilli(), 10))
+			}
+			send := func() *httptest.ResponseRecorder {
+				req := httptest.NewRequest(http.MethodPost, WebhookPath, bytes.NewReader(body))
+				req.Header = h.Clone()
+				rec := httptest.NewRecorder()
+				rc.ServeHTTP(rec, req)
+				return rec
+			}
+			rec := send()
+			if rec.Code != tc.wantStatus {
+				t.Fatalf("status %d, want %d (%s)", rec.Code, tc.wantStatus, rec.Body)
+			}
+			if tc.wantStatus != http.StatusOK {
+				if len(reasons) != 1 || reasons[0] != tc.wantReason {
+					t.Errorf("reject reasons %v, want [%s]", reasons, tc.wantReason)
+				}
+				if n := b.count(t); n != 0 {
+					t.Fatalf("a refused delivery stored %d rows", n)
+				}
+				return
+			}
+			// The same delivery replayed (same body and signature): 200, stored once.
+			if rec := send(); rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"inserted":0`) {
+				t.Fatalf("replay answered %d %s, want 200 inserting nothing", rec.Code, rec.Body)
+			}
+			if n := b.count(t); n != 1 {
+				t.Fatalf("%d rows after a delivery and its replay, want 1", n)
+			}
+		})
+	}
+}
+
+func TestReceiverSignatureConfig(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, bad := range [][]hubspot.SignatureVersion{{}, {"v4"}} {
+		if _, err := NewReceiver(ReceiverConfig{Store: b.store.Inbound(), ClientSecret: testSecret, Signatures: bad}); err == nil || !strings.Contains(err.Error(), "Signatures") {
+			t.Errorf("Signatures %q: err %v, want one naming Signatures", bad, err)
+		}
+	}
+}
+
+// TestReceiverForwardedHeaders checks that X-Forwarded-Proto/-Host decide the
+// signed URI only when the peer is a trusted proxy.
+func TestReceiverForwardedHeaders(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	proxies, err := ParseTrustedProxies("10.0.0.1, 192.168.0.0/16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := NewReceiver(ReceiverConfig{Store: b.store.Inbound(), ClientSecret: testSecret, Now: b.clock.Now, TrustedProxies: proxies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`[{"eventId":8,"portalId":1,"occurredAt":1700000000000,"subscriptionType":"contact.deletion","objectId":4}]`)
+	at := b.clock.Now().UnixMilli()
+	send := func(peer, signedURI string, forwarded bool) int {
+		req := httptest.NewRequest(http.MethodPost, WebhookPath, bytes.NewReader(body))
+		req.Host = "internal:8080"
+		req.RemoteAddr = peer
+		req.Header.Set("Content-Type", "application/json")
+		if forwarded {
+			req.Header.Set("X-Forwarded-Proto", "https")
+			req.Header.Set("X-Forwarded-Host", "crm.example.com")
+		}
+		req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(testSecret, http.MethodPost, signedURI, body, at))
+		req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(at, 10))
+		rec := httptest.NewRecorder()
+		rc.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	public := "https://crm.example.com" + WebhookPath
+	own := "http://internal:8080" + WebhookPath
+	cases := []struct {
+		name      string
+		peer      string
+		signed    string
+		forwarded bool
+		want      int
+	}{
+		{"trusted proxy, forwarded URI", "10.0.0.1:5555", public, true, http.StatusOK},
+		{"trusted range, forwarded URI", "192.168.4.2:5555", public, true, http.StatusOK},
+		{"untrusted peer, forwarded URI", "203.0.113.9:5555", public, true, http.StatusUnauthorized},
+		{"untrusted peer, own Host", "203.0.113.9:5555", own, true, http.StatusOK},
+		{"trusted proxy, own Host ignored", "10.0.0.1:5555", own, true, http.StatusUnauthorized},
+		{"trusted proxy, no forwarded headers", "10.0.0.1:5555", own, false, http.StatusOK},
+	}
+	for _, c := range cases {
+		if got := send(c.peer, c.signed, c.forwarded); got != c.want {
+			t.Errorf("%s: status %d, want %d", c.name, got, c.want)
+		}
+	}
+
+	for _, bad := range []string{"10.0.0", "10.0.0.0/33", "host.example.com"} {
+		if _, err := ParseTrustedProxies(bad); err == nil {
+			t.Errorf("ParseTrustedProxies(%q) accepted it", bad)
+		}
+	}
+	if p, err := ParseTrustedProxies(""); err != nil || len(p) != 0 {
+		t.Errorf("ParseTrustedProxies(\"\") = %v, %v; want none", p, err)
 	}
 }
 
@@ -195,7 +364,10 @@ func TestReceiverReferenceVectors(t *testing.T) {
 	t.Parallel()
 	const secret = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"
 	b := setup(t)
-	rc, err := NewReceiver(ReceiverConfig{Store: b.store.Inbound(), ClientSecret: secret, PublicURL: "https://www.example.com", Now: b.clock.Now})
+	rc, err := NewReceiver(ReceiverConfig{
+		Store: b.store.Inbound(), ClientSecret: secret, PublicURL: "https://www.example.com", Now: b.clock.Now,
+		Signatures: []hubspot.SignatureVersion{hubspot.SignatureV3, hubspot.SignatureV2},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -60,6 +62,16 @@ type Config struct {
 	HubSpotAppID string
 	// AdminToken is HUBSYNC_ADMIN_TOKEN; empty turns the admin API off (404).
 	AdminToken string
+	// Mapping is the field ↔ property mapping every part uses (HUBSYNC_MAPPING
+	// names a file; see mapping.Load); nil means mapping.Default().
+	Mapping *mapping.Set
+	// WebhookSignatures are the signature versions the webhook receiver
+	// accepts (HUBSYNC_WEBHOOK_SIGNATURES); nil means v3 only, see
+	// inbound.ReceiverConfig.Signatures.
+	WebhookSignatures []hubspot.SignatureVersion
+	// TrustedProxies are the peers whose X-Forwarded-Proto/-Host the webhook
+	// receiver believes when PublicURL is empty (HUBSYNC_TRUSTED_PROXIES).
+	TrustedProxies []netip.Prefix
 
 	// RateLimit is HUBSYNC_HUBSPOT_RATE_LIMIT, HubSpot calls per 10 s shared by
 	// every replica; default RateLimitDefault.
@@ -110,6 +122,9 @@ func (c Config) WithDefaults() Config {
 	c.ReconcileAfter = cmp.Or(c.ReconcileAfter, ReconcileAfterDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Mapping == nil {
+		c.Mapping = mapping.Default()
 	}
 	return c
 }

@@ -288,7 +288,7 @@ func (s *Server) build(ctx context.Context) error {
 	if !cfg.DisableSyncWorker {
 		syncWorker, err = inbound.NewSyncWorker(inbound.WorkerConfig{
 			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
-			AppID: cfg.HubSpotAppID, Now: st.Now, Logger: s.log,
+			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log,
 		})
 		if err != nil {
 			return err
@@ -301,7 +301,7 @@ func (s *Server) build(ctx context.Context) error {
 		w, err := outbound.NewWorker(outbound.Config{
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
-			Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
+			Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 		})
 		if err != nil {
 			return err
@@ -342,7 +342,8 @@ func (s *Server) build(ctx context.Context) error {
 		}
 		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
 			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
-			AppID: cfg.HubSpotAppID, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
+			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Signatures: cfg.WebhookSignatures,
+			TrustedProxies: cfg.TrustedProxies, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
 		})
 		if err != nil {
 			return err

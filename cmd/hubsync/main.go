@@ -7,6 +7,7 @@
 //	hubsync status                show queue depths and dead letters
 //	hubsync dlq list|retry        inspect and re-queue dead letters
 //	hubsync cleanup               delete old processed events
+//	hubsync mapping check         check the mapping against the portal's properties
 //
 // Configuration comes from flags and the environment; `hubsync <command> -h`
 // lists both.

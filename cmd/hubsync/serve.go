@@ -134,6 +134,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	relay := fs.Bool("relay", true, "run the internal outbox relay")
 	cleanup := fs.Bool("cleanup", true, "run the cleanup schedule")
 	api := fs.Bool("api", true, "serve /api/records")
+	mappingPath := fs.String("mapping", os.Getenv("HUBSYNC_MAPPING"), "YAML mapping file of local fields to HubSpot properties; empty: the default mapping (HUBSYNC_MAPPING)")
+	signatures := fs.String("webhook-signatures", envOr("HUBSYNC_WEBHOOK_SIGNATURES", "v3"), "webhook signature versions accepted, e.g. v3 or v3,v2,v1 (HUBSYNC_WEBHOOK_SIGNATURES)")
+	proxies := fs.String("trusted-proxies", os.Getenv("HUBSYNC_TRUSTED_PROXIES"), "comma-separated IPs/CIDRs whose X-Forwarded-Proto/-Host are believed (HUBSYNC_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", envOr("HUBSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (HUBSYNC_LOG_LEVEL)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: hubsync serve [flags]\n\nEvery flag also reads the environment variable named in its description;\na flag given on the command line wins.")
@@ -157,6 +160,12 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	cfg.DisableWebhooks, cfg.DisableSyncWorker, cfg.DisableOutboundWorker = !*webhooks, !*syncWorker, !*outboundWorker
 	cfg.DisableRelay, cfg.DisableCleanup, cfg.DisableAPI = !*relay, !*cleanup, !*api
+	if err := webhookSettings(&cfg, *mappingPath, *signatures, *proxies); err != nil {
+		return err
+	}
+	if !cfg.DisableWebhooks && cfg.PublicURL == "" {
+		cfg.Logger.Warn("hubsync: HUBSYNC_PUBLIC_URL is not set: webhook signatures are checked against the request's own Host (and X-Forwarded-* of HUBSYNC_TRUSTED_PROXIES); set it to the URL HubSpot calls")
+	}
 
 	srv, err := server.New(cfg)
 	if err != nil {

@@ -85,6 +85,9 @@ func (s *Server) routes() {
 	s.api("POST /crm/v3/objects/{type}/search", routeSearch, s.handleSearch)
 	s.api("POST /crm/v3/objects/{type}/merge", routeNormal, s.handleMerge)
 
+	s.api("GET /crm/v3/properties/{type}", routeNormal, s.handleListProperties)
+	s.api("POST /crm/v3/properties/{type}", routeNormal, s.handleCreateProperty)
+
 	s.api("POST /communication-preferences/v4/statuses/{email}", routeNormal, s.handlePrefsV4Write)
 	s.api("GET /communication-preferences/v4/statuses/{email}", routeNormal, s.handlePrefsV4Read)
 	s.api("POST /communication-preferences/v4/statuses/{email}/unsubscribe-all", routeNormal, s.handlePrefsV4UnsubscribeAll)

@@ -1,7 +1,7 @@
 // Package hubspotsim is an in-process simulator of the parts of HubSpot's HTTP
 // API that hubsync uses: CRM v3 objects (single, batch, search, merge),
-// communication preferences (v3 and v4), rate limits, webhooks with v3
-// signatures, and injectable faults.
+// property definitions, communication preferences (v3 and v4), rate limits,
+// webhooks with v3 signatures, and injectable faults.
 //
 // The simulator is an independent implementation of HubSpot's documented
 // behaviour (see shared/reference/hubspot.md); it deliberately does not reuse
@@ -39,6 +39,15 @@
 //   - Webhook retry delays use the wall clock (scaled by WebhookRetryBase);
 //     occurredAt and the signature timestamp use the injected clock.
 //   - Associations in create inputs are accepted and ignored.
+//   - GET /crm/v3/properties/{objectType} lists a new portal's built-in
+//     definitions (contacts: unique email, firstname, lastname, phone,
+//     company, lifecyclestage, …; companies: name, domain, numberofemployees,
+//     …; deals: dealname, amount, dealstage, …; every type: read-only
+//     hs_object_id, createdate, hs_lastmodifieddate) plus those created with
+//     POST (or Server.CreateProperty). companies and deals also have
+//     hubsync_record_id with unique values, which hubsync's default mapping
+//     needs. Definitions are not enforced on object writes: any property
+//     name is stored.
 //
 // Control endpoints under /_sim/ (user edits, faults, limits, counters) need
 // no authentication and are neither rate limited nor fault-injected; the same

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/internal/testwait"
+)
+
+func TestServeSettingErrors(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	badMapping := filepath.Join(dir, "mapping.yaml")
+	if err := os.WriteFile(badMapping, []byte("objects:\n  contacts:\n    fields:\n      score: {property: hs_score, type: integer}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := func(extra ...string) []string {
+		return baseEnv(append([]string{"HUBSYNC_DATABASE_URL=sqlite:" + filepath.Join(dir, "x.db"), "HUBSPOT_ACCESS_TOKEN=t", "HUBSPOT_CLIENT_SECRET=s", "HUBSYNC_ADDR=127.0.0.1:0"}, extra...)...)
+	}
+	cases := []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"unknown signature version", env("HUBSYNC_WEBHOOK_SIGNATURES=v3,v0"), nil, []string{"HUBSYNC_WEBHOOK_SIGNATURES", `"v0"`}},
+		{"empty signature list flag", env(), []string{"-webhook-signatures", ""}, []string{"HUBSYNC_WEBHOOK_SIGNATURES"}},
+		{"bad trusted proxy", env("HUBSYNC_TRUSTED_PROXIES=10.0.0.1,proxy.local"), nil, []string{"HUBSYNC_TRUSTED_PROXIES", "proxy.local"}},
+		{"invalid mapping file", env("HUBSYNC_MAPPING=" + badMapping), nil, []string{"HUBSYNC_MAPPING", badMapping, "line 4", `unknown type "integer"`}},
+		{"missing mapping file", env(), []string{"-mapping", filepath.Join(dir, "none.yaml")}, []string{"HUBSYNC_MAPPING", "none.yaml"}},
+	}
+	for _, tc := range cases {
+		code, _, errOut := runCmd(t, tc.env, append([]string{"serve"}, tc.args...)...)
+		if code == 0 {
+			t.Errorf("%s: serve started", tc.name)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: stderr %q does not name %q", tc.name, errOut, w)
+			}
+		}
+	}
+}
+
+// TestServeMappingFile runs serve with a mapping file that maps a property
+// the default mapping does not, and sees the outbound worker send it; serve
+// also warns that, without HUBSYNC_PUBLIC_URL, signatures cover the Host.
+func TestServeMappingFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "mapping.yaml")
+	if err := os.WriteFile(path, []byte(`objects:
+  people:
+    hubspot_type: contacts
+    webhook_name: contact
+    id_property: email
+    id_field: email
+    fields:
+      email: email
+      nick: {property: nickname, direction: to_hubspot}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{WebhookRetryBase: 50 * time.Millisecond})
+	svc := startServe(t, simEnv(sim, "sqlite:"+filepath.Join(dir, "hubsync.db"), "HUBSYNC_MAPPING="+path))
+	testwait.For(t, "the HUBSYNC_PUBLIC_URL warning", func() bool {
+		return strings.Contains(svc.logs(), "HUBSYNC_PUBLIC_URL is not set")
+	})
+	code, body := svc.do(t, "POST", "/api/records/people", "", map[string]any{"fields": map[string]any{"email": "nick@example.com", "nick": "Nicky"}})
+	if code != http.StatusCreated {
+		t.Fatalf("create = %d %s", code, body)
+	}
+	testwait.For(t, "the mapped property in HubSpot", func() bool {
+		o, ok := findContact(sim, "nick@example.com")
+		return ok && o.Properties["nickname"] == "Nicky"
+	})
+}
+
+func TestServeNoPublicURLWarningWithPublicURL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	svc := startServe(t, baseEnv("HUBSYNC_DATABASE_URL=sqlite:"+filepath.Join(dir, "x.db"), "HUBSPOT_CLIENT_SECRET=s",
+		"HUBSYNC_PUBLIC_URL=https://crm.example.com"), "-sync-worker=false", "-outbound-worker=false")
+	if code := svc.stop(t); code != 0 {
+		t.Fatalf("exit %d\n%s", code, svc.logs())
+	}
+	if strings.Contains(svc.logs(), "HUBSYNC_PUBLIC_URL is not set") {
+		t.Fatalf("warned although HUBSYNC_PUBLIC_URL is set:\n%s", svc.logs())
+	}
+}
+
+// TestServeWebhookSignatures checks that serve refuses a v1-only delivery by
+// default and accepts it when HUBSYNC_WEBHOOK_SIGNATURES widens the versions.
+func TestServeWebhookSignatures(t *testing.T) {
+	t.Parallel()
+	body := `[{"eventId":1,"portalId":1,"occurredAt":1700000000000,"subscriptionType":"contact.deletion","objectId":1}]`
+	for _, tc := range []struct {
+		name       string
+		signatures string
+		want       int
+	}{
+		{"default", "", http.StatusUnauthorized},
+		{"widened", "v3,v1", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := baseEnv("HUBSYNC_DATABASE_URL=sqlite:"+filepath.Join(t.TempDir(), "x.db"), "HUBSPOT_CLIENT_SECRET=s")
+			if tc.signatures != "" {
+				env = append(env, "HUBSYNC_WEBHOOK_SIGNATURES="+tc.signatures)
+			}
+			svc := startServe(t, env, "-sync-worker=false", "-outbound-worker=false")
+			req, err := http.NewRequest(http.MethodPost, svc.base+"/webhooks/hubspot", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(hubspot.HeaderSignature, hubspot.SignV1("s", []byte(body)))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Fatalf("v1-only delivery = %d, want %d", resp.StatusCode, tc.want)
+			}
+		})
+	}
+}
