@@ -41,6 +41,7 @@
 // # Rate limits
 //
 // Each response's X-HubSpot-RateLimit-* headers are parsed into a RateLimit,
-// reported to Config.OnResponse, kept in Client.LastRateLimit, and attached
+// reported to Config.OnResponse (with the classified error of a failure),
+// kept in Client.LastRateLimit, and attached
 // to BatchResult and Error.
 package hubspot

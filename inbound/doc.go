@@ -9,7 +9,7 @@
 //     answering 2xx only after the commit so HubSpot retries whatever was not kept.
 //     It only stores: no HubSpot call, no record write, so it stays far below
 //     HubSpot's 5 s delivery timeout.
-//   - SyncWorker, a service that claims inbound events by Source (exactly, never by
+//   - Worker (the design's SyncWorker), a service that claims inbound events by Source (exactly, never by
 //     prefix), fetches what creation events lack from HubSpot (batched, counted
 //     against the shared API budget) and applies each change through an Applier,
 //     with the context marked hubsync.WithSyncSource(ctx, "hubspot") so that the
@@ -34,9 +34,11 @@
 //
 // # Applying
 //
-// The store hands out at most one event per record at a time, in arrival order
-// (a record's retried event holds back its later ones); events of one record
-// that do come out together are applied in occurredAt order. Arrival order is
+// A claim hands out each record's head (its earliest unfinished event) with
+// the record's later events that are already due, all under one lease, and no
+// other worker gets any event of that record meanwhile; a record's retried
+// event holds back its later ones. Events of one record that come out
+// together are applied in occurredAt order. Arrival order is
 // not occurrence order, since HubSpot delivers batches concurrently and retries
 // them, so correctness rests on the Applier's monotonic guard per record and
 // field (in the spirit of seed 002's applied_sequence): a change not newer than

@@ -270,23 +270,19 @@ func (s *Server) build(ctx context.Context) error {
 	var client *hubspot.Client
 	var bud budget.Budget
 	if cfg.callsHubSpot() {
-		client, err = hubspot.NewClient(hubspot.Config{
-			BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken,
-			Timeout: cfg.HubSpotTimeout, OnResponse: s.in.onHubSpotResponse,
-		})
-		if err != nil {
-			return err
-		}
 		b, err := newBudget(db, cfg)
 		if err != nil {
 			return err
 		}
 		bud = meteredBudget{Budget: b, in: s.in}
+		if client, err = s.newHubSpotClient(bud); err != nil {
+			return err
+		}
 	}
 
-	var syncWorker *inbound.SyncWorker
+	var syncWorker *inbound.Worker
 	if !cfg.DisableSyncWorker {
-		syncWorker, err = inbound.NewSyncWorker(inbound.WorkerConfig{
+		syncWorker, err = inbound.NewWorker(inbound.WorkerConfig{
 			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
 			AppID: cfg.HubSpotAppID, Now: st.Now, Logger: s.log,
 		})

@@ -63,8 +63,13 @@ func TestStopBeforeStart(t *testing.T) {
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if s.Done() != nil {
-		t.Fatal("Done before Start must be nil")
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Done not closed by a Stop before Start")
+	}
+	if err := s.CanStart(); !errors.Is(err, ErrStopped) {
+		t.Fatalf("CanStart after Stop = %v, want ErrStopped", err)
 	}
 	if err := s.Start(context.Background(), func(context.Context, <-chan struct{}) {}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Start after Stop = %v, want ErrStopped", err)
