@@ -4,7 +4,8 @@
 //
 //   - Start runs the loop in a goroutine and returns at once. A second Start
 //     returns ErrStarted; a Start after Stop returns ErrStopped (a service
-//     runs once; create a new one to run again).
+//     runs once, also when its loop returned on its own; create a new one to
+//     run again).
 //   - Stop is the graceful stop: it closes the loop's stop channel (finish the
 //     cycle in flight, start no other) and waits for the loop to return.
 //   - A Stop whose context ends first turns into the hard stop: the loop's
@@ -36,7 +37,7 @@ var (
 type Service struct {
 	mu      sync.Mutex
 	started bool
-	stopped bool
+	stopped bool // Stop was called, or the loop returned on its own
 	stop    chan struct{}      // closed by Stop: finish the cycle, start no other
 	cancel  context.CancelFunc // cancels the loop's context: the hard stop
 	done    chan struct{}      // closed when the loop has returned (or Stop came first)
@@ -84,6 +85,9 @@ func (s *Service) Start(ctx context.Context, run func(ctx context.Context, stop 
 	go func() {
 		defer close(done)
 		run(runCtx, s.stop)
+		s.mu.Lock()
+		s.stopped = true // a loop that returned on its own (its ctx ended) is stopped too
+		s.mu.Unlock()
 	}()
 	return nil
 }
@@ -101,7 +105,9 @@ func (s *Service) Stop(ctx context.Context) error {
 		s.mu.Unlock()
 		return nil
 	}
-	if !s.stopped {
+	select {
+	case <-s.stop:
+	default:
 		s.stopped = true
 		close(s.stop)
 	}

@@ -75,3 +75,19 @@ func TestStopBeforeStart(t *testing.T) {
 		t.Fatalf("Start after Stop = %v, want ErrStopped", err)
 	}
 }
+
+func TestALoopThatReturnedIsStopped(t *testing.T) {
+	var s Service
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx, func(ctx context.Context, _ <-chan struct{}) { <-ctx.Done() }); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // a hard stop through Start's context
+	<-s.Done()
+	if err := s.Start(context.Background(), nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after the loop returned = %v, want ErrStopped", err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after the loop returned = %v", err)
+	}
+}
