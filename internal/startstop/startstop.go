@@ -37,7 +37,7 @@ var (
 type Service struct {
 	mu      sync.Mutex
 	started bool
-	stopped bool // Stop was called, or the loop returned on its own
+	stopped bool               // Stop was called, or the loop returned on its own
 	stop    chan struct{}      // closed by Stop: finish the cycle, start no other
 	cancel  context.CancelFunc // cancels the loop's context: the hard stop
 	done    chan struct{}      // closed when the loop has returned (or Stop came first)
