@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -91,9 +90,6 @@ type Client struct {
 	userAgent  string
 	onResponse func(context.Context, Response)
 	now        func() time.Time
-
-	mu     sync.Mutex
-	lastRL RateLimit
 }
 
 // NewClient returns a Client for cfg.
@@ -119,14 +115,6 @@ func NewClient(cfg Config) (*Client, error) {
 		onResponse: cfg.OnResponse,
 		now:        time.Now,
 	}, nil
-}
-
-// LastRateLimit returns the rate-limit headers of the most recent response
-// that carried any (search responses carry none and do not reset it).
-func (c *Client) LastRateLimit() RateLimit {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lastRL
 }
 
 // response is what do hands back on success.
@@ -173,11 +161,6 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	defer resp.Body.Close()
 
 	rl := ParseRateLimit(resp.Header)
-	if rl.Present {
-		c.mu.Lock()
-		c.lastRL = rl
-		c.mu.Unlock()
-	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// A partial error body is still worth classifying by status.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))

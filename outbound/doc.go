@@ -29,9 +29,10 @@
 // layer 3) cost no call but keep their place in the order: a property last
 // written by one is not echoed back, a local change to another property is
 // (see "What a write sends").
-// Coalescing needs a claim that hands out several events of a record together;
-// a store that hands out only a record's oldest unfinished event per claim
-// gets one write per change (still batched 100 records to a call).
+// Coalescing needs a claim that hands out several events of a record
+// together: the store's claims hand out each record's head with its due
+// followers (up to store.ClaimParams.MaxPerRecord); with MaxPerRecord 1 (heads
+// only) every change is a write of its own (still batched 100 records to a call).
 //
 // # Calls
 //
