@@ -9,11 +9,17 @@
 //     answering 2xx only after the commit so HubSpot retries whatever was not kept.
 //     It only stores: no HubSpot call, no record write, so it stays far below
 //     HubSpot's 5 s delivery timeout.
-//   - Worker (the design's SyncWorker), a service that claims inbound events by Source (exactly, never by
-//     prefix), fetches what creation events lack from HubSpot (batched, counted
-//     against the shared API budget) and applies each change through an Applier,
-//     with the context marked hubsync.WithSyncSource(ctx, "hubspot") so that the
-//     write is not pushed back to HubSpot (anti-loop, seed §4.3 and §8.2).
+//   - Worker (the design's SyncWorker), a service that claims inbound events by
+//     Source (exactly, never by prefix), fetches what creation events lack from
+//     HubSpot (batched, counted against the shared API budget) and applies each
+//     change through an Applier, with the context marked
+//     hubsync.WithSyncSource(ctx, "hubspot") so that the write is not pushed
+//     back to HubSpot (anti-loop, seed §4.3 and §8.2). Like every hubsync
+//     service, Start returns at once (ErrStarted when running, ErrStopped after
+//     Stop), Stop finishes the cycle in flight, a Stop whose context ends first
+//     releases it instead, and RunOnce runs one cycle by hand. The budget learns
+//     of each read's rate-limit headers through the HubSpot client's response
+//     hook (budget.ObserveHubSpot), not from the worker.
 //
 // # Stored events
 //
