@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -47,9 +46,23 @@ type Config struct {
 	// UserAgent is sent as User-Agent; UserAgentDefault when empty.
 	UserAgent string
 	// OnResponse, when set, is called after every HTTP response (success or
-	// error) with its parsed rate-limit headers, so a budget can calibrate.
-	// It runs on the calling goroutine and must be quick and concurrency-safe.
-	OnResponse func(rl RateLimit, statusCode int)
+	// error, reads and writes alike) with the request's context and what the
+	// response said about the rate limits, so that one hook calibrates a
+	// shared budget for every call (see budget.ObserveHubSpot) and feeds
+	// metrics. It runs on the calling goroutine and must be quick and
+	// concurrency-safe.
+	OnResponse func(ctx context.Context, r Response)
+}
+
+// Response is what Config.OnResponse learns of one HTTP response.
+type Response struct {
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// RateLimit holds the response's X-HubSpot-RateLimit-* headers.
+	RateLimit RateLimit
+	// Err is the classified error of a non-2xx answer (for a 429 its
+	// PolicyName and RetryAfter); nil for a 2xx answer.
+	Err *Error
 }
 
 func (c *Config) validate() error {
@@ -75,11 +88,8 @@ type Client struct {
 	httpClient *http.Client
 	timeout    time.Duration
 	userAgent  string
-	onResponse func(RateLimit, int)
+	onResponse func(context.Context, Response)
 	now        func() time.Time
-
-	mu     sync.Mutex
-	lastRL RateLimit
 }
 
 // NewClient returns a Client for cfg.
@@ -105,14 +115,6 @@ func NewClient(cfg Config) (*Client, error) {
 		onResponse: cfg.OnResponse,
 		now:        time.Now,
 	}, nil
-}
-
-// LastRateLimit returns the rate-limit headers of the most recent response
-// that carried any (search responses carry none and do not reset it).
-func (c *Client) LastRateLimit() RateLimit {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lastRL
 }
 
 // response is what do hands back on success.
@@ -159,19 +161,17 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	defer resp.Body.Close()
 
 	rl := ParseRateLimit(resp.Header)
-	if rl.Present {
-		c.mu.Lock()
-		c.lastRL = rl
-		c.mu.Unlock()
-	}
-	if c.onResponse != nil {
-		c.onResponse(rl, resp.StatusCode)
-	}
-
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// A partial error body is still worth classifying by status.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return response{}, parseError(method, path, resp.StatusCode, resp.Header, data, c.now())
+		e := parseError(method, path, resp.StatusCode, resp.Header, data, c.now())
+		if c.onResponse != nil {
+			c.onResponse(ctx, Response{StatusCode: resp.StatusCode, RateLimit: rl, Err: e})
+		}
+		return response{}, e
+	}
+	if c.onResponse != nil {
+		c.onResponse(ctx, Response{StatusCode: resp.StatusCode, RateLimit: rl})
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, responseBodyMax))
 	if err != nil {

@@ -661,9 +661,10 @@ func TestRateLimitHeaders(t *testing.T) {
 	type seen struct {
 		rl     RateLimit
 		status int
+		err    *Error
 	}
 	ch := make(chan seen, 10)
-	b := setup(t, Config{OnResponse: func(rl RateLimit, status int) { ch <- seen{rl, status} }})
+	b := setup(t, Config{OnResponse: func(_ context.Context, r Response) { ch <- seen{r.RateLimit, r.StatusCode, r.Err} }})
 	full := http.Header{
 		HeaderRateLimitInterval:       {"10000"},
 		HeaderRateLimitMax:            {"190"},
@@ -679,11 +680,8 @@ func TestRateLimitHeaders(t *testing.T) {
 	if got := <-ch; got.rl != want || got.status != 200 {
 		t.Errorf("OnResponse got %+v", got)
 	}
-	if got := b.client.LastRateLimit(); got != want {
-		t.Errorf("LastRateLimit = %+v", got)
-	}
 
-	// A search-like response without headers is reported but keeps the last value.
+	// A search-like response without headers is reported without them.
 	b.srv.reply(200, nil, `{"total":0,"results":[]}`)
 	if _, err := b.client.Search(context.Background(), Contacts, SearchRequest{}); err != nil {
 		t.Fatal(err)
@@ -691,14 +689,12 @@ func TestRateLimitHeaders(t *testing.T) {
 	if got := <-ch; got.rl.Present {
 		t.Errorf("search response reported headers: %+v", got)
 	}
-	if got := b.client.LastRateLimit(); got != want {
-		t.Errorf("LastRateLimit reset by header-less response: %+v", got)
-	}
 
 	// Errors report too.
 	b.srv.reply(429, http.Header{HeaderRateLimitRemaining: {"0"}, HeaderRateLimitMax: {"100"}}, `{"policyName":"TEN_SECONDLY_ROLLING"}`)
 	_, err := b.client.Get(context.Background(), Contacts, "1", nil)
-	if got := <-ch; got.status != 429 || got.rl.Remaining != 0 || got.rl.Max != 100 {
+	if got := <-ch; got.status != 429 || got.rl.Remaining != 0 || got.rl.Max != 100 ||
+		got.err == nil || got.err.Kind != KindRateLimited || got.err.PolicyName != "TEN_SECONDLY_ROLLING" {
 		t.Errorf("OnResponse for 429: %+v", got)
 	}
 	var e *Error

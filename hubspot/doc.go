@@ -42,6 +42,6 @@
 // # Rate limits
 //
 // Each response's X-HubSpot-RateLimit-* headers are parsed into a RateLimit,
-// reported to Config.OnResponse, kept in Client.LastRateLimit, and attached
-// to BatchResult and Error.
+// reported to Config.OnResponse (with the classified error of a failure) and
+// attached to BatchResult and Error.
 package hubspot

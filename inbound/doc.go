@@ -9,11 +9,17 @@
 //     answering 2xx only after the commit so HubSpot retries whatever was not kept.
 //     It only stores: no HubSpot call, no record write, so it stays far below
 //     HubSpot's 5 s delivery timeout.
-//   - SyncWorker, a service that claims inbound events by Source (exactly, never by
-//     prefix), fetches what creation events lack from HubSpot (batched, counted
-//     against the shared API budget) and applies each change through an apply.Applier,
-//     with the context marked outbox.WithSyncSource(ctx, "hubspot") so that the
-//     write is not pushed back to HubSpot (anti-loop, seed §4.3 and §8.2).
+//   - Worker (the design's SyncWorker), a service that claims inbound events by
+//     Source (exactly, never by prefix), fetches what creation events lack from
+//     HubSpot (batched, counted against the shared API budget) and applies each
+//     change through an apply.Applier, with the context marked
+//     outbox.WithSyncSource(ctx, "hubspot") so that the write is not pushed
+//     back to HubSpot (anti-loop, seed §4.3 and §8.2). Like every hubsync
+//     service, Start returns at once (ErrStarted when running, ErrStopped after
+//     Stop), Stop finishes the cycle in flight, a Stop whose context ends first
+//     releases it instead, and RunOnce runs one cycle by hand. The budget learns
+//     of each read's rate-limit headers through the HubSpot client's response
+//     hook (budget.ObserveHubSpot), not from the worker.
 //
 // # Stored events
 //
@@ -34,9 +40,11 @@
 //
 // # Applying
 //
-// The store hands out at most one event per record at a time, in arrival order
-// (a record's retried event holds back its later ones); events of one record
-// that do come out together are applied in occurredAt order. Arrival order is
+// A claim hands out each record's head (its earliest unfinished event) with
+// the record's later events that are already due, all under one lease, and no
+// other worker gets any event of that record meanwhile; a record's retried
+// event holds back its later ones. Events of one record that come out
+// together are applied in occurredAt order. Arrival order is
 // not occurrence order, since HubSpot delivers batches concurrently and retries
 // them, so correctness rests on the Applier's monotonic guard per record and
 // field (in the spirit of seed 002's applied_sequence): a change not newer than

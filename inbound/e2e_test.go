@@ -44,7 +44,7 @@ func (c *tickingClock) Now() time.Time {
 }
 
 // TestEndToEnd: user edits in the HubSpot simulator → signed webhooks (with
-// failed and duplicated deliveries) → Receiver → SyncWorker → records, until
+// failed and duplicated deliveries) → Receiver → Worker → records, until
 // the local records equal the simulator's objects, with nothing sent back.
 func TestEndToEnd(t *testing.T) {
 	t.Parallel()
@@ -62,7 +62,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	const appID = 4242
 
-	var worker *inbound.SyncWorker
+	var worker *inbound.Worker
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -90,7 +90,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	worker, err = inbound.NewSyncWorker(inbound.WorkerConfig{
+	worker, err = inbound.NewWorker(inbound.WorkerConfig{
 		Store: st.Inbound(), Applier: recs, HubSpot: client, AppID: strconv.Itoa(appID),
 		PollInterval: 20 * time.Millisecond, Owner: "e2e",
 	})
@@ -251,7 +251,7 @@ func TestEndToEndLateUpdateAfterDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := inbound.NewSyncWorker(inbound.WorkerConfig{Store: st.Inbound(), Applier: recs, HubSpot: noReads{}, Owner: "late"})
+	w, err := inbound.NewWorker(inbound.WorkerConfig{Store: st.Inbound(), Applier: recs, HubSpot: noReads{}, Owner: "late"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +275,7 @@ func TestEndToEndLateUpdateAfterDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		for {
-			n, err := w.ProcessBatch(ctx)
+			n, err := w.RunOnce(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}

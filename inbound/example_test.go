@@ -26,7 +26,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	worker, err := inbound.NewSyncWorker(inbound.WorkerConfig{
+	worker, err := inbound.NewWorker(inbound.WorkerConfig{
 		Store: st.Inbound(), Applier: applier, HubSpot: client, AppID: "1000",
 	})
 	if err != nil {

@@ -62,8 +62,8 @@ func setupDialect(t testing.TB, d store.Dialect, retry store.RetryPolicy) *bundl
 	return &bundle{db: db.DB, store: st, clock: clock, receiver: rc, applier: newMemApplier()}
 }
 
-// newWorker returns a SyncWorker on the bundle's store and applier.
-func (b *bundle) newWorker(t testing.TB, reader ObjectReader, owner string, mut ...func(*WorkerConfig)) *SyncWorker {
+// newWorker returns a Worker on the bundle's store and applier.
+func (b *bundle) newWorker(t testing.TB, reader ObjectReader, owner string, mut ...func(*WorkerConfig)) *Worker {
 	t.Helper()
 	cfg := WorkerConfig{
 		Store: b.store.Inbound(), Applier: b.applier, HubSpot: reader, AppID: testAppID,
@@ -72,7 +72,7 @@ func (b *bundle) newWorker(t testing.TB, reader ObjectReader, owner string, mut 
 	for _, m := range mut {
 		m(&cfg)
 	}
-	w, err := NewSyncWorker(cfg)
+	w, err := NewWorker(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,12 +175,12 @@ func openStore(t testing.TB, d store.Dialect, db *sql.DB, cfg store.Config) stor
 	return st
 }
 
-// drain runs ProcessBatch until nothing is claimable.
-func drain(t testing.TB, w *SyncWorker) int {
+// drain runs RunOnce until nothing is claimable.
+func drain(t testing.TB, w *Worker) int {
 	t.Helper()
 	total := 0
 	for range 100 {
-		n, err := w.ProcessBatch(context.Background())
+		n, err := w.RunOnce(context.Background())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,17 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hubsync/hubsync/apply"
-	"github.com/hubsync/hubsync/internal/startstop"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/service"
+	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
@@ -62,7 +62,7 @@ type WorkerHooks struct {
 	OnOutcome func(outcome, eventType string)
 }
 
-// WorkerConfig configures a SyncWorker. Zero fields take their defaults.
+// WorkerConfig configures a Worker. Zero fields take their defaults.
 type WorkerConfig struct {
 	// Store is the inbound queue (required).
 	Store store.InboundRepository
@@ -88,12 +88,12 @@ type WorkerConfig struct {
 	LeaseDuration time.Duration
 	// PollInterval is the idle wait between claims; default PollIntervalDefault.
 	PollInterval time.Duration
-	// Owner names this worker in lease rows; default "host:pid:inbound".
+	// Owner names this worker in lease rows; default "host/pid/inbound-random".
 	Owner string
 	// Now is the clock used to turn a retry's NextAttemptDate into a delay; pass
 	// the store's clock. Default time.Now.
 	Now func() time.Time
-	// Logger receives the worker's logs; default discards.
+	// Logger receives the worker's logs; default slog.Default().
 	Logger *slog.Logger
 	// Hooks are optional metrics callbacks.
 	Hooks WorkerHooks
@@ -108,16 +108,8 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, store.LeaseDurationDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
-	if c.Owner == "" {
-		host, _ := os.Hostname()
-		c.Owner = fmt.Sprintf("%s:%d:inbound", cmp.Or(host, "unknown"), os.Getpid())
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	b := service.NewBase("inbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
+	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
 	return c
 }
 
@@ -144,67 +136,68 @@ func (c WorkerConfig) validate() error {
 	return errors.Join(errs...)
 }
 
-// SyncWorker applies inbound HubSpot events to the application's records. It
-// is a service: Start returns at once, Stop stops it gracefully. ProcessBatch
-// runs one cycle, for tests and for callers that drive it themselves.
-type SyncWorker struct {
+// Worker (the SyncWorker of the design) applies inbound HubSpot events to
+// the application's records. It is a service: Start returns at once, Stop
+// stops it gracefully. RunOnce runs one cycle, for tests and for callers that
+// drive it themselves.
+type Worker struct {
 	cfg    WorkerConfig
 	notify chan struct{}
 	svc    startstop.Service
 }
 
-// NewSyncWorker validates cfg and returns a SyncWorker.
-func NewSyncWorker(cfg WorkerConfig) (*SyncWorker, error) {
+// NewWorker validates cfg and returns a Worker.
+func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("inbound: %w", err)
 	}
-	return &SyncWorker{cfg: cfg, notify: make(chan struct{}, 1)}, nil
+	return &Worker{cfg: cfg, notify: make(chan struct{}, 1)}, nil
 }
 
-// ErrStopped is returned by Start after Stop: a SyncWorker runs once.
-var ErrStopped = errors.New("inbound: worker stopped")
+// The lifecycle errors every hubsync service returns; they are the same
+// values in every package (outbound.ErrStarted == inbound.ErrStarted).
+var (
+	// ErrStarted is returned by Start on a running worker.
+	ErrStarted = startstop.ErrStarted
+	// ErrStopped is returned by Start after Stop: a Worker runs once.
+	ErrStopped = startstop.ErrStopped
+)
 
-// Start launches the worker's loop and returns at once. Cancelling ctx stops
-// the loop hard (in-flight events are released); Stop stops it gracefully.
-// Starting a running worker does nothing.
-func (w *SyncWorker) Start(ctx context.Context) error {
-	switch err := w.svc.Start(ctx, w.run); {
-	case errors.Is(err, startstop.ErrStopped):
-		return ErrStopped
-	case errors.Is(err, startstop.ErrStarted):
-		return nil
-	default:
-		return err
-	}
-}
+// Start launches the worker's loop and returns at once; ErrStarted when it
+// runs already, ErrStopped after Stop. Cancelling ctx stops the loop hard
+// (in-flight events are released); Stop stops it gracefully.
+func (w *Worker) Start(ctx context.Context) error { return w.svc.Start(ctx, w.run) }
 
 // Stop asks the loop to stop after the cycle in flight and waits for it. If
 // ctx ends first, the cycle is cancelled (its unfinished events are released,
 // not failed) and Stop returns ctx's error once the loop has exited. Stop is
 // idempotent and safe before Start.
-func (w *SyncWorker) Stop(ctx context.Context) error { return w.svc.Stop(ctx) }
+func (w *Worker) Stop(ctx context.Context) error { return w.svc.Stop(ctx) }
+
+// Done is closed once the worker has stopped.
+func (w *Worker) Done() <-chan struct{} { return w.svc.Done() }
 
 // Notify wakes the worker to claim at once (for example after the Receiver
 // stored a delivery). It never blocks.
-func (w *SyncWorker) Notify() {
+func (w *Worker) Notify() {
 	select {
 	case w.notify <- struct{}{}:
 	default:
 	}
 }
 
-func (w *SyncWorker) run(ctx context.Context, stop <-chan struct{}) {
+func (w *Worker) run(ctx context.Context, stop <-chan struct{}) {
 	log := w.cfg.Logger.With("worker", w.cfg.Owner, "source", w.cfg.Source)
-	log.Debug("inbound: sync worker started")
-	defer log.Debug("inbound: sync worker stopped")
+	log.Debug("inbound: worker started")
+	defer log.Debug("inbound: worker stopped")
 	for {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		n, err := w.ProcessBatch(ctx)
+		n, err := w.RunOnce(ctx)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("inbound: sync cycle", "err", err)
 		}
@@ -212,8 +205,9 @@ func (w *SyncWorker) run(ctx context.Context, stop <-chan struct{}) {
 			return
 		}
 		if err == nil && n > 0 {
-			// More may be waiting: a claim hands out one event per record, so a
-			// record's next event becomes claimable only now.
+			// More may be waiting: a claim takes at most BatchSize records, each
+			// its head event with the followers already due, so the rest (and
+			// whatever arrived meanwhile) becomes claimable only now.
 			continue
 		}
 		t := time.NewTimer(w.cfg.PollInterval)
@@ -240,9 +234,9 @@ type task struct {
 	done   bool // resolved: completed, failed, retried or released
 }
 
-// cycle is the state of one ProcessBatch.
+// cycle is the state of one RunOnce.
 type cycle struct {
-	w         *SyncWorker
+	w         *Worker
 	log       *slog.Logger
 	completes []*task
 	errs      []error
@@ -267,11 +261,11 @@ func (c *cycle) hold(tasks []*task, delay time.Duration) {
 	}
 }
 
-// ProcessBatch claims up to BatchSize events and handles them; it returns how
+// RunOnce claims up to BatchSize events and handles them; it returns how
 // many it claimed. Errors of individual events are recorded on the events
 // (retry, dead letter); the returned error reports store failures. When ctx is
 // cancelled, events not yet handled are released for another worker.
-func (w *SyncWorker) ProcessBatch(ctx context.Context) (int, error) {
+func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	evs, err := w.cfg.Store.Claim(ctx, store.ClaimParams{
 		Key: w.cfg.Source, Limit: w.cfg.BatchSize, LeaseDuration: w.cfg.LeaseDuration, Owner: w.cfg.Owner,
 	})
@@ -443,7 +437,6 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 		if ctx.Err() != nil {
 			return nil
 		}
-		c.observeRateLimit(ctx, err)
 		if hubspot.KindOf(err) == hubspot.KindNotFound && len(ids) == 1 {
 			// Created and deleted since: the deletion event carries the rest.
 			// Only for a single id: a whole-call 404 for several ids says the
@@ -487,23 +480,6 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 		}
 	}
 	return ready
-}
-
-// observeRateLimit tells the shared budget about a 429, so every replica pauses.
-func (c *cycle) observeRateLimit(ctx context.Context, err error) {
-	he, ok := errors.AsType[*hubspot.Error](err)
-	if !ok || he.Kind != hubspot.KindRateLimited || c.w.cfg.Budget == nil {
-		return
-	}
-	o := budget.Observation{
-		Max: he.RateLimit.Max, Remaining: he.RateLimit.Remaining,
-		Interval: time.Duration(he.RateLimit.IntervalMillis) * time.Millisecond,
-		DailyMax: he.RateLimit.DailyMax, DailyRemaining: he.RateLimit.DailyRemaining,
-		RateLimited: true, Policy: he.PolicyName, RetryAfter: he.RetryAfter,
-	}
-	if err := c.w.cfg.Budget.Observe(ctx, c.w.cfg.BudgetKey, o); err != nil {
-		c.log.Warn("inbound: budget observe failed", "err", err)
-	}
 }
 
 // kindRank orders events of one record that share an occurredAt.

@@ -230,14 +230,14 @@ func TestWorkerNoBudgetReleases(t *testing.T) {
 	bud := &fakeBudget{left: 0, retryAfter: 30 * time.Second}
 	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
 	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
-	if n, err := w.ProcessBatch(context.Background()); n != 1 || err != nil {
-		t.Fatalf("ProcessBatch = %d, %v", n, err)
+	if n, err := w.RunOnce(context.Background()); n != 1 || err != nil {
+		t.Fatalf("RunOnce = %d, %v", n, err)
 	}
 	ev := b.all(t)[0]
 	if ev.Status != store.StatusPending || ev.RetryCount != 0 || reader.calls != 0 {
 		t.Fatalf("after a refused reservation: status %s retries %d reads %d; want pending, 0, 0", ev.Status, ev.RetryCount, reader.calls)
 	}
-	if n, _ := w.ProcessBatch(context.Background()); n != 0 {
+	if n, _ := w.RunOnce(context.Background()); n != 0 {
 		t.Fatal("released event claimable before the budget's RetryAfter")
 	}
 	b.clock.Advance(31 * time.Second)
@@ -265,9 +265,8 @@ func TestWorkerHubSpotRateLimitRetriesAfter(t *testing.T) {
 	if wait := ev.NextAttemptDate.Sub(b.clock.Now()); wait < 10*time.Minute {
 		t.Errorf("next attempt in %s, want at least HubSpot's 10m", wait)
 	}
-	if len(bud.observed) != 1 || !bud.observed[0].RateLimited {
-		t.Errorf("budget observations %+v, want the 429", bud.observed)
-	}
+	// The budget learns of the 429 from the client's response hook, not from
+	// the worker: see TestWorkerReadCalibratesBudgetThroughClientHook.
 }
 
 func TestWorkerRetryThenDeadLetter(t *testing.T) {
@@ -277,8 +276,8 @@ func TestWorkerRetryThenDeadLetter(t *testing.T) {
 	w := b.newWorker(t, &fakeReader{}, "w1")
 	b.deliverEvents(t, whEvent("contact.propertyChange", 1, t0, prop("firstname", "X")))
 	for i := 1; i <= 3; i++ {
-		if n, err := w.ProcessBatch(context.Background()); n != 1 || err != nil {
-			t.Fatalf("attempt %d: ProcessBatch = %d, %v", i, n, err)
+		if n, err := w.RunOnce(context.Background()); n != 1 || err != nil {
+			t.Fatalf("attempt %d: RunOnce = %d, %v", i, n, err)
 		}
 		b.clock.Advance(time.Hour)
 	}
@@ -346,12 +345,12 @@ func TestWorkerKilledBetweenClaimAndComplete(t *testing.T) {
 	}
 	// The doomed worker is gone. While its lease lives, nobody else gets the event.
 	w := b.newWorker(t, &fakeReader{}, "rescuer")
-	if n, err := w.ProcessBatch(ctx); n != 0 || err != nil {
+	if n, err := w.RunOnce(ctx); n != 0 || err != nil {
 		t.Fatalf("event claimable under a live lease: %d, %v", n, err)
 	}
 	b.clock.Advance(time.Minute + time.Second)
-	if n, err := w.ProcessBatch(ctx); n != 1 || err != nil {
-		t.Fatalf("after the lease: ProcessBatch = %d, %v", n, err)
+	if n, err := w.RunOnce(ctx); n != 1 || err != nil {
+		t.Fatalf("after the lease: RunOnce = %d, %v", n, err)
 	}
 	if rec, _ := b.applier.record("contacts", "1"); rec.Fields["first_name"] != "Survivor" {
 		t.Fatalf("record %+v", rec)
@@ -441,7 +440,7 @@ func TestWorkerHardStopReleases(t *testing.T) {
 
 func TestWorkerConfigValidation(t *testing.T) {
 	t.Parallel()
-	_, err := NewSyncWorker(WorkerConfig{})
+	_, err := NewWorker(WorkerConfig{})
 	if err == nil || !strings.Contains(err.Error(), "Store") || !strings.Contains(err.Error(), "Applier") || !strings.Contains(err.Error(), "HubSpot") {
 		t.Fatalf("err = %v", err)
 	}
@@ -463,8 +462,8 @@ func TestWorkerHeldCreationHoldsItsRecord(t *testing.T) {
 		whEvent("contact.creation", 1, t0),
 		whEvent("contact.propertyChange", 1, t0+10, prop("lastname", "Lovelace")),
 	)
-	if n, err := w.ProcessBatch(context.Background()); n != 2 || err != nil {
-		t.Fatalf("ProcessBatch = %d, %v; want both events of the record claimed together", n, err)
+	if n, err := w.RunOnce(context.Background()); n != 2 || err != nil {
+		t.Fatalf("RunOnce = %d, %v; want both events of the record claimed together", n, err)
 	}
 	if _, ok := b.applier.record("contacts", "1"); ok {
 		t.Fatal("the update was applied while its record's creation was held back")
@@ -493,7 +492,7 @@ func TestWorkerWholeCall404IsRetried(t *testing.T) {
 	reader := &fakeReader{err: &hubspot.Error{StatusCode: 404, Kind: hubspot.KindNotFound, Message: "unknown object type"}}
 	w := b.newWorker(t, reader, "w1")
 	b.deliverEvents(t, whEvent("contact.creation", 1, t0), whEvent("contact.creation", 2, t0))
-	if _, err := w.ProcessBatch(context.Background()); err != nil {
+	if _, err := w.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	for _, ev := range b.all(t) {

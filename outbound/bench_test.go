@@ -77,7 +77,8 @@ func TestBenchOutbound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		client, err := hubspot.NewClient(hubspot.Config{BaseURL: sim.URL(), AccessToken: hubspotsim.AccessTokenDefault, Timeout: 10 * time.Second})
+		client, err := hubspot.NewClient(hubspot.Config{BaseURL: sim.URL(), AccessToken: hubspotsim.AccessTokenDefault, Timeout: 10 * time.Second,
+			OnResponse: budget.ObserveHubSpot(timedBudget{bud, ph}, "hubspot:bench", testLogger())})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -215,7 +215,7 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		}
 		res, err = hs.BatchRead(ctx, t, ids, []string{idProperty}, idProperty)
 	}
-	c.observe(res, err)
+	c.countRateLimited(err)
 	if err != nil {
 		cfg.Metrics.call(op, outcomeOf(ctx, err))
 		c.callFailed(op, t, idProperty, recs, err)
@@ -250,30 +250,12 @@ func outcomeOf(ctx context.Context, err error) string {
 	return hubspot.KindOf(err).String()
 }
 
-// observe feeds the answer's rate-limit headers (and a 429) to the budget.
-func (c *cycle) observe(res *hubspot.BatchResult, err error) {
-	var o budget.Observation
-	var rl hubspot.RateLimit
-	var he *hubspot.Error
-	switch {
-	case res != nil:
-		rl = res.RateLimit
-	case errors.As(err, &he):
-		rl = he.RateLimit
-		if he.Kind == hubspot.KindRateLimited {
-			o.RateLimited, o.Policy, o.RetryAfter = true, he.PolicyName, he.RetryAfter
-			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.rateLimited, 1)
-		}
-	}
-	if !rl.Present && !o.RateLimited {
-		return
-	}
-	o.Max, o.Remaining, o.DailyMax, o.DailyRemaining = rl.Max, rl.Remaining, rl.DailyMax, rl.DailyRemaining
-	o.Interval = time.Duration(rl.IntervalMillis) * time.Millisecond
-	ctx, cancel := c.storeCtx()
-	defer cancel()
-	if err := c.w.cfg.Budget.Observe(ctx, c.w.cfg.BudgetKey, o); err != nil {
-		c.w.log.Warn("outbound: feed rate limit to budget", "err", err)
+// countRateLimited counts a 429 in the metrics. The budget learns of it (and
+// of every answer's rate-limit headers) from the HubSpot client's response
+// hook, which the composition wires to budget.ObserveHubSpot once for all calls.
+func (c *cycle) countRateLimited(err error) {
+	if hubspot.KindOf(err) == hubspot.KindRateLimited {
+		c.w.cfg.Metrics.add(&c.w.cfg.Metrics.rateLimited, 1)
 	}
 }
 
@@ -469,7 +451,7 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 	if len(ids) > 0 {
 		c.sum.Calls++
 		err := c.w.cfg.HubSpot.BatchArchive(c.ctx, t, ids)
-		c.observe(nil, err)
+		c.countRateLimited(err)
 		if err != nil {
 			c.w.cfg.Metrics.call(OpArchive, outcomeOf(c.ctx, err))
 			c.callFailed(OpArchive, t, "", hit, err)

@@ -29,9 +29,10 @@
 // layer 3) cost no call but keep their place in the order: a property last
 // written by one is not echoed back, a local change to another property is
 // (see "What a write sends").
-// Coalescing needs a claim that hands out several events of a record together;
-// a store that hands out only a record's oldest unfinished event per claim
-// gets one write per change (still batched 100 records to a call).
+// Coalescing needs a claim that hands out several events of a record
+// together: the store's claims hand out each record's head with its due
+// followers (up to store.ClaimParams.MaxPerRecord); with MaxPerRecord 1 (heads
+// only) every change is a write of its own (still batched 100 records to a call).
 //
 // # Calls
 //
@@ -66,14 +67,15 @@
 // until the culprit stands alone, each half reserving its own call, so one
 // bad record never blocks the rest. Validation errors fail (dead-letter) the
 // record at once with HubSpot's message. 429, 423, 5xx, timeouts and resets
-// → IncrementRetry with at least HubSpot's implied wait; after a 429 the
-// budget is told (Observe) so every replica pauses. 404 on an update by id
+// → IncrementRetry with at least HubSpot's implied wait; the budget learns
+// of a 429 through the client's response hook, so every replica pauses. 404 on an update by id
 // unlinks the record and retries, so the retry writes it afresh. 401/403 are
 // a configuration problem: the events are released for AuthRetryDelay (no
 // attempt used), the cycle returns ErrAuth and the worker logs at Error.
 // Unexplained failures (decode errors, unknown statuses) retry and end as
 // dead letters after the store's MaxAttempts. Every answer's rate-limit
-// headers go to Budget.Observe.
+// headers go to Budget.Observe through the HubSpot client's OnResponse hook
+// (budget.ObserveHubSpot), wired once by the composition for every call.
 //
 // # What a write sends, and why
 //

@@ -75,17 +75,17 @@ func setup(t *testing.T, o options) *bundle {
 	b.db = dbtest.Migrated(t, cmpDialect(o.dialect))
 	b.st = openStore(t, b.db, b.clock)
 	b.sim = hubspotsim.NewTest(t, hubspotsim.Config{TenSecondLimit: o.tenSecond, Now: b.clock.Now, Faults: o.faults, Seed: 7})
-	b.client = b.newClient(t, o.token)
-	b.links = links.New(b.st)
-	var err error
-	if b.recs, err = records.New(b.st, b.links, records.Config{}); err != nil {
-		t.Fatal(err)
-	}
 	limit := o.budgetLimit
 	if limit == 0 {
 		limit = 10000
 	}
+	var err error
 	if b.budget, err = budget.NewMemory(budget.Config{Limit: limit, Now: b.clock.Now}); err != nil {
+		t.Fatal(err)
+	}
+	b.client = b.newClient(t, o.token)
+	b.links = links.New(b.st)
+	if b.recs, err = records.New(b.st, b.links, records.Config{}); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -98,12 +98,17 @@ func cmpDialect(d store.Dialect) store.Dialect {
 	return d
 }
 
+// budgetKey is the budget key of the harness's workers and clients.
+const budgetKey = "hubspot:test"
+
 func (b *bundle) newClient(t *testing.T, token string) *hubspot.Client {
 	t.Helper()
 	if token == "" {
 		token = hubspotsim.AccessTokenDefault
 	}
-	c, err := hubspot.NewClient(hubspot.Config{BaseURL: b.sim.URL(), AccessToken: token, Timeout: b.timeout})
+	// As in the server: every response calibrates the budget, through the hook.
+	c, err := hubspot.NewClient(hubspot.Config{BaseURL: b.sim.URL(), AccessToken: token, Timeout: b.timeout,
+		OnResponse: budget.ObserveHubSpot(b.budget, budgetKey, testLogger())})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +118,7 @@ func (b *bundle) newClient(t *testing.T, token string) *hubspot.Client {
 func (b *bundle) worker(t *testing.T, mod func(*outbound.Config)) *outbound.Worker {
 	t.Helper()
 	cfg := outbound.Config{
-		Store: b.st.Outbound(), HubSpot: b.client, Links: b.links, Budget: b.budget, BudgetKey: "hubspot:test",
+		Store: b.st.Outbound(), HubSpot: b.client, Links: b.links, Budget: b.budget, BudgetKey: budgetKey,
 		Mapping: b.mapping, HTTPTimeout: b.timeout, LeaseDuration: 10 * time.Minute, Now: b.clock.Now,
 		PollInterval: 20 * time.Millisecond, Logger: testLogger(),
 	}

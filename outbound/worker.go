@@ -3,18 +3,16 @@ package outbound
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/hubsync/hubsync/internal/startstop"
 	"log/slog"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/service"
+	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
@@ -125,9 +123,14 @@ type Unlinker interface {
 // their events are released (no attempt used) rather than failed.
 var ErrAuth = errors.New("outbound: HubSpot refused the access token")
 
-// ErrStarted is returned by Start on a worker that is running or was stopped:
-// a Worker runs once.
-var ErrStarted = errors.New("outbound: worker already started")
+// The lifecycle errors every hubsync service returns; they are the same
+// values in every package (outbound.ErrStarted == inbound.ErrStarted).
+var (
+	// ErrStarted is returned by Start on a running worker.
+	ErrStarted = startstop.ErrStarted
+	// ErrStopped is returned by Start after Stop: a Worker runs once.
+	ErrStopped = startstop.ErrStopped
+)
 
 // Config configures a Worker. Zero values mean the defaults; Store, HubSpot,
 // Links and Budget are required.
@@ -165,7 +168,7 @@ type Config struct {
 	PollInterval time.Duration
 	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
 	AuthRetryDelay time.Duration
-	// Owner names this worker in leases; default host/pid/random.
+	// Owner names this worker in leases; default "host/pid/outbound-random".
 	Owner string
 	// Logger receives the worker's logs; default slog.Default().
 	Logger *slog.Logger
@@ -188,18 +191,8 @@ func (c Config) withDefaults() Config {
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.AuthRetryDelay = cmp.Or(c.AuthRetryDelay, AuthRetryDelayDefault)
-	if c.Owner == "" {
-		host, _ := os.Hostname()
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		c.Owner = fmt.Sprintf("%s/%d/outbound-%s", cmp.Or(host, "host"), os.Getpid(), hex.EncodeToString(b))
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	b := service.NewBase("outbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
+	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
 	if c.Metrics == nil {
 		c.Metrics = NewMetrics()
 	}
@@ -276,27 +269,20 @@ func (w *Worker) Notify() {
 	}
 }
 
-// Start runs the worker's Concurrency loops in the background and returns at once.
-// Cancelling ctx stops the loop hard (see Stop).
-func (w *Worker) Start(ctx context.Context) error {
-	if err := w.svc.Start(ctx, w.run); err != nil {
-		return ErrStarted // running, or stopped: a Worker runs once
-	}
-	return nil
-}
+// Start runs the worker's Concurrency loops in the background and returns at
+// once; ErrStarted when it runs already, ErrStopped after Stop. Cancelling ctx
+// stops the loops hard (see Stop).
+func (w *Worker) Start(ctx context.Context) error { return w.svc.Start(ctx, w.run) }
 
 // Stop stops the loops gracefully: the in-flight cycles finish and record
 // their outcome, and no new claim is made. If ctx ends first, the cycles are
 // cancelled (their events released, no attempt used) and Stop returns once
-// every loop has exited. Stop is idempotent and safe on a worker never started.
-func (w *Worker) Stop(ctx context.Context) error {
-	if err := w.svc.Stop(ctx); err != nil {
-		return fmt.Errorf("outbound: stop: in-flight cycle cancelled: %w", err)
-	}
-	return nil
-}
+// every loop has exited, with ctx's error. Stop is idempotent and safe on a
+// worker never started.
+func (w *Worker) Stop(ctx context.Context) error { return w.svc.Stop(ctx) }
 
-// Done is closed when a started worker's loops have exited.
+// Done is closed once the worker has stopped: its loops have exited, or it
+// was stopped before it started.
 func (w *Worker) Done() <-chan struct{} { return w.svc.Done() }
 
 func (w *Worker) run(ctx context.Context, stop <-chan struct{}) {

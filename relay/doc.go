@@ -9,10 +9,17 @@
 // subscribers must be idempotent. A relay that dies mid-batch leaves its leases to
 // expire; another relay then claims and delivers those events again.
 //
-// The store hands out the events of one record in creation order and never two of
-// one record at once; the relay keeps that order by delivering a batch one event
-// at a time and, when an event fails, holding back the later events of its record
-// in the same batch.
+// A claim hands out each record's head (its earliest unfinished event) with the
+// record's later events that are already due, in creation order, and no other
+// claim gets an event of that record meanwhile; the relay keeps that order by
+// delivering a batch one event at a time and, when an event fails, holding back
+// the later events of its record in the same batch.
+//
+// A Relay is a service like every hubsync background loop: Start returns at
+// once (ErrStarted when running, ErrStopped after Stop), Stop finishes the
+// delivery in flight and releases the rest of the batch, a Stop whose context
+// ends first (or the end of Start's context) cancels the delivery too, and
+// Done is closed once it has stopped. RunOnce runs one cycle by hand.
 //
 // The relay routes nothing by event type prefix: integration traffic has its own
 // queues (_System_IntegrationInbound/Outbound), so every internal event goes to

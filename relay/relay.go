@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/service"
+	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -23,12 +23,18 @@ const (
 	ReleaseTimeoutDefault = 5 * time.Second
 )
 
-// ErrAlreadyStarted is returned by Start on a relay that was started before.
-var ErrAlreadyStarted = errors.New("relay: already started")
+// The lifecycle errors every hubsync service returns; they are the same
+// values in every package (relay.ErrStarted == outbound.ErrStarted).
+var (
+	// ErrStarted is returned by Start on a running relay.
+	ErrStarted = startstop.ErrStarted
+	// ErrStopped is returned by Start after Stop: a Relay runs once.
+	ErrStopped = startstop.ErrStopped
+)
 
 // Config configures a Relay. The zero value means the defaults.
 type Config struct {
-	// Owner names this relay in lease rows; default host/pid.
+	// Owner names this relay in lease rows; default "host/pid/relay-random".
 	Owner string
 	// BatchSize is the most events claimed at once; default BatchSizeDefault.
 	BatchSize int
@@ -43,17 +49,18 @@ type Config struct {
 	RetryDelay time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// Now is the relay's clock; default time.Now. The relay itself reads no
+	// time (the store stamps leases with its own clock); it is here so that
+	// every service fills the same base the same way.
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
-	if c.Owner == "" {
-		host, _ := os.Hostname()
-		c.Owner = "relay/" + host + "/" + strconv.Itoa(os.Getpid())
-	}
+	b := service.NewBase("relay", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
+	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
-	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -71,8 +78,8 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Relay moves internal events from the store to a Bus. Start it once; Stop it
-// once or more.
+// Relay moves internal events from the store to a Bus. It is a service:
+// Start returns at once, Stop stops it gracefully; RunOnce runs one cycle.
 type Relay struct {
 	st  store.Store
 	bus *Bus
@@ -80,13 +87,10 @@ type Relay struct {
 	log *slog.Logger
 
 	notify chan struct{}
+	svc    startstop.Service
 
-	mu         sync.Mutex
-	started    bool
-	stopClaims context.CancelFunc // ends the loop after the current event
-	stopWork   context.CancelFunc // cancels the in-flight delivery
-	noRelease  bool               // a simulated crash: leave leases to expire
-	done       chan struct{}
+	mu        sync.Mutex
+	noRelease bool // a simulated crash: leave leases to expire
 }
 
 // New returns a relay from st's internal queue to bus.
@@ -98,27 +102,27 @@ func New(st store.Store, bus *Bus, cfg Config) (*Relay, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Relay{st: st, bus: bus, cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1), done: make(chan struct{})}, nil
+	return &Relay{st: st, bus: bus, cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1)}, nil
 }
 
-// Start starts the relay loop and returns at once. The loop runs until ctx is
-// cancelled or Stop is called.
+// Start starts the relay loop and returns at once; ErrStarted when it runs
+// already, ErrStopped after Stop. Cancelling ctx stops the relay hard (see
+// Stop).
 func (r *Relay) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
-		return ErrAlreadyStarted
-	}
-	r.started = true
-	workCtx, stopWork := context.WithCancel(context.WithoutCancel(ctx))
-	loopCtx, stopClaims := context.WithCancel(ctx)
-	r.stopWork, r.stopClaims = stopWork, stopClaims
-	go func() {
-		defer close(r.done)
-		defer stopWork()
+	return r.svc.Start(ctx, func(workCtx context.Context, stop <-chan struct{}) {
+		// The loop stops claiming on a graceful stop; deliveries run under
+		// workCtx, which only a hard stop ends.
+		loopCtx, stopClaims := context.WithCancel(workCtx)
+		defer stopClaims()
+		go func() {
+			select {
+			case <-stop:
+				stopClaims()
+			case <-loopCtx.Done():
+			}
+		}()
 		r.loop(loopCtx, workCtx)
-	}()
-	return nil
+	})
 }
 
 // Notify wakes the relay to claim now instead of at the next poll. Call it after
@@ -135,30 +139,11 @@ func (r *Relay) Notify() {
 // in flight is cancelled and its lease released too (a hard stop); Stop then
 // still waits for the loop and returns ctx's error. Stop is idempotent and safe
 // on a relay that was never started.
-func (r *Relay) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	started := r.started
-	stopClaims, stopWork := r.stopClaims, r.stopWork
-	r.mu.Unlock()
-	if !started {
-		return nil
-	}
-	stopClaims()
-	select {
-	case <-r.done:
-		return nil
-	case <-ctx.Done():
-		stopWork()
-		<-r.done
-		return ctx.Err()
-	}
-}
+func (r *Relay) Stop(ctx context.Context) error { return r.svc.Stop(ctx) }
 
-// Done is closed when the loop has ended.
-func (r *Relay) Done() <-chan struct{} { return r.done }
-
-// Wait blocks until the loop has ended.
-func (r *Relay) Wait() { <-r.done }
+// Done is closed once the relay has stopped: its loop has ended, or it was
+// stopped before it started.
+func (r *Relay) Done() <-chan struct{} { return r.svc.Done() }
 
 // crash stops the relay the way a killed process does: the delivery in flight
 // is cancelled and no lease is released or completed, so the events wait for
@@ -166,13 +151,10 @@ func (r *Relay) Wait() { <-r.done }
 func (r *Relay) crash() {
 	r.mu.Lock()
 	r.noRelease = true
-	stopClaims, stopWork := r.stopClaims, r.stopWork
 	r.mu.Unlock()
-	if stopClaims != nil {
-		stopClaims()
-		stopWork()
-		<-r.done
-	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = r.svc.Stop(ctx) // an ended context: the hard stop
 }
 
 func (r *Relay) crashed() bool {
@@ -197,9 +179,9 @@ func (r *Relay) loop(loopCtx, workCtx context.Context) {
 		}
 		wait := r.cfg.PollInterval
 		if err == nil && n > 0 {
-			// Claim again at once: there may be more, and a claim hands out only
-			// the oldest pending event of each record, so finishing one makes
-			// the next of its record claimable.
+			// Claim again at once: there may be more, and a claim takes at most
+			// BatchSize records, each its head event with the followers already
+			// due, so the rest becomes claimable only now.
 			wait = 0
 		}
 		timer.Reset(wait)

@@ -256,10 +256,16 @@ func TestStopIsGracefulAndIdempotent(t *testing.T) {
 	if err := r.Stop(context.Background()); err != nil {
 		t.Fatalf("stop before start: %v", err)
 	}
+	if err := r.Start(context.Background()); !errors.Is(err, ErrStopped) {
+		t.Fatalf("start after a stop before start: %v, want ErrStopped (a relay runs once)", err)
+	}
+	if r, err = New(b.st, b.bus, Config{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := r.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Start(context.Background()); !errors.Is(err, ErrAlreadyStarted) {
+	if err := r.Start(context.Background()); !errors.Is(err, ErrStarted) {
 		t.Fatalf("second start: %v", err)
 	}
 	for range 2 {

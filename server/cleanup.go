@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -20,28 +20,28 @@ type cleaner struct {
 	// ran, when set, is called after each run (tests).
 	ran func(CleanupResult, error)
 
-	mu      sync.Mutex
-	started bool
-	cancel  context.CancelFunc
-	done    chan struct{}
+	svc startstop.Service
 }
 
-// Start launches the loop and returns at once.
-func (c *cleaner) Start(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.started {
-		return nil
-	}
-	c.started = true
-	ctx, c.cancel = context.WithCancel(ctx)
-	c.done = make(chan struct{})
-	go c.run(ctx)
-	return nil
-}
+// Start launches the loop and returns at once; ErrStarted when it runs
+// already, ErrStopped after Stop.
+func (c *cleaner) Start(ctx context.Context) error { return c.svc.Start(ctx, c.run) }
 
-func (c *cleaner) run(ctx context.Context) {
-	defer close(c.done)
+// Stop stops the loop and waits for it. A cleanup in progress stops between
+// batches even on a graceful stop, since it may run long: what was deleted
+// stays deleted, the rest waits for the next run. Stop is idempotent.
+func (c *cleaner) Stop(ctx context.Context) error { return c.svc.Stop(ctx) }
+
+func (c *cleaner) run(ctx context.Context, stop <-chan struct{}) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
 	for {
@@ -60,23 +60,5 @@ func (c *cleaner) run(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-	}
-}
-
-// Stop cancels the loop (a cleanup in progress stops between batches: what was
-// deleted stays deleted, the rest waits for the next run) and waits for it.
-func (c *cleaner) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	cancel, done := c.cancel, c.done
-	c.mu.Unlock()
-	if cancel == nil {
-		return nil
-	}
-	cancel()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -1,12 +1,20 @@
 // Package server assembles a running hubsync service: the webhook receiver, the
-// SyncWorker, the outbound worker, the internal outbox relay, the cleanup
+// inbound worker (the design's SyncWorker), the outbound worker, the internal outbox relay, the cleanup
 // schedule, the records API, the admin API and the metrics, behind one HTTP
 // listener. `hubsync serve` is a thin wrapper around it; the demo and the
 // end-to-end tests embed it.
 //
 // Build a Server with New(Config), start it with Start(ctx), and stop it with
 // Stop(ctx) (graceful: stop accepting, finish or release in-flight leases) or by
-// cancelling the context given to Start. Every part can be switched off with a
+// cancelling the context given to Start. The Server and every loop it runs
+// (inbound.Worker, outbound.Worker, relay.Relay, the cleaner) share one
+// lifecycle: a second Start returns ErrStarted, a Start after Stop ErrStopped
+// (the same values as inbound.ErrStarted and the others), Stop is idempotent,
+// and a Stop whose context ends first stops hard.
+//
+// The server builds the one HubSpot client every part calls through, and wires
+// its response hook to budget.ObserveHubSpot: every response, the inbound
+// worker's reads included, calibrates the shared budget. Every part can be switched off with a
 // Disable… field, for split deployments (for example webhook receivers on one
 // set of replicas and workers on another, all on one PostgreSQL or MySQL
 // database).

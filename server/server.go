@@ -14,6 +14,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/migrate"
 	"github.com/hubsync/hubsync/outbound"
@@ -22,8 +23,14 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-// ErrStopped is returned by Start on a Server that was stopped: a Server runs once.
-var ErrStopped = errors.New("server: stopped")
+// The lifecycle errors every hubsync service returns; they are the same
+// values in every package (server.ErrStarted == outbound.ErrStarted).
+var (
+	// ErrStarted is returned by Start on a running Server.
+	ErrStarted = startstop.ErrStarted
+	// ErrStopped is returned by Start on a Server that was stopped: a Server runs once.
+	ErrStopped = startstop.ErrStopped
+)
 
 // readyTimeout bounds the database checks of GET /readyz.
 const readyTimeout = 5 * time.Second
@@ -40,10 +47,9 @@ type part struct {
 type Server struct {
 	cfg Config
 	log *slog.Logger
+	svc startstop.Service
 
-	mu      sync.Mutex
-	started bool
-	stopped bool
+	mu      sync.Mutex // guards Start's build and the fields it sets
 	db      *hubsync.DB
 	st      store.Store
 	in      *instruments
@@ -51,10 +57,8 @@ type Server struct {
 	ln      net.Listener
 	http    *http.Server
 	parts   []part // in start order
-	done    chan struct{}
 	err     error
 	errOnce sync.Once
-	stop    sync.Once
 }
 
 // New validates cfg and returns a Server that is not yet running. Every
@@ -64,28 +68,27 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, bus: relay.NewBus(), done: make(chan struct{})}, nil
+	return &Server{cfg: cfg, log: cfg.Logger, bus: relay.NewBus()}, nil
 }
 
 // Start opens the database, checks (SQLite: applies) the migrations, builds the
 // enabled parts, listens on Config.Addr and starts everything in the
 // background; it returns once the service is up, or with the first error (and
-// nothing left running). Cancelling ctx stops the service gracefully, as Stop
-// does, within Config.DrainTimeout.
+// nothing left running); ErrStarted when it runs already, ErrStopped after
+// Stop. Unlike the services it is made of, the Server treats the end of ctx
+// as a graceful stop, as Stop does, within Config.DrainTimeout: ctx is the
+// process's signal context, and the first signal drains (a second one is the
+// CLI's abort).
 func (s *Server) Start(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped {
-		return ErrStopped
-	}
-	if s.started {
-		return nil
+	if err := s.svc.CanStart(); err != nil {
+		return err
 	}
 	if err := s.build(ctx); err != nil {
 		s.closeDB()
 		return err
 	}
-	s.started = true
 	// Parts run under a context of their own: the caller's ctx asks for a
 	// graceful stop, which must not cancel the work it is draining.
 	runCtx := context.WithoutCancel(ctx)
@@ -98,26 +101,36 @@ func (s *Server) Start(ctx context.Context) error {
 			cancel()
 			s.ln.Close()
 			s.closeDB()
-			s.stopped = true
-			close(s.done)
+			_ = s.svc.Stop(context.Background()) // never started: a Server runs once
 			return fmt.Errorf("start %s: %w", p.name, err)
 		}
 	}
+	httpFailed := make(chan struct{})
 	go func() {
 		err := s.http.Serve(s.ln)
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			s.setErr(fmt.Errorf("http: %w", err))
-			go s.Stop(context.Background())
+			close(httpFailed)
 		}
 	}()
-	go func() {
+	// run waits for a reason to stop, then drains. Its context is cancelled
+	// only by a hard stop (a Stop whose context ended): that cuts the drain
+	// short.
+	run := func(hardCtx context.Context, stop <-chan struct{}) {
 		select {
+		case <-stop:
 		case <-ctx.Done():
 			s.log.Info("hubsync: stopping", "drain_timeout", s.cfg.DrainTimeout)
-			_ = s.Stop(context.Background())
-		case <-s.done:
+		case <-httpFailed:
+		case <-hardCtx.Done():
 		}
-	}()
+		s.drain(hardCtx)
+	}
+	if err := s.svc.Start(runCtx, run); err != nil {
+		// A Stop came while Start was building: it found nothing to drain.
+		s.drain(context.Background())
+		return err
+	}
 	names := make([]string, 0, len(s.parts)+2)
 	if !s.cfg.DisableWebhooks {
 		names = append(names, "webhooks")
@@ -130,6 +143,33 @@ func (s *Server) Start(ctx context.Context) error {
 	}
 	s.log.Info("hubsync: serving", "addr", s.ln.Addr().String(), "database", s.db.Dialect, "parts", names)
 	return nil
+}
+
+// drain stops every part at once under one deadline (Config.DrainTimeout, or
+// earlier when ctx ends), then closes the database.
+func (s *Server) drain(ctx context.Context) {
+	drainCtx, cancel := context.WithTimeout(ctx, s.cfg.DrainTimeout)
+	defer cancel()
+	// Everything drains at once, under one deadline: the listener stops
+	// accepting and finishes its requests while each worker finishes (or, at
+	// the deadline, releases) its in-flight batch.
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := s.http.Shutdown(drainCtx); err != nil {
+			s.log.Warn("hubsync: HTTP requests still running at the drain deadline were cut off", "err", err)
+			s.http.Close()
+		}
+	})
+	for _, p := range s.parts {
+		wg.Go(func() {
+			if err := p.stop(drainCtx); err != nil {
+				s.log.Warn("hubsync: stop "+p.name+" was cut short; its unfinished work was released (or its leases will expire)", "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	s.closeDB()
+	s.log.Info("hubsync: stopped")
 }
 
 // Addr is the listen address after Start (useful with port 0).
@@ -158,62 +198,25 @@ func (s *Server) Bus() *relay.Bus { return s.bus }
 // deadline (the earlier of ctx's and Config.DrainTimeout): the listener stops
 // accepting and lets in-flight requests finish, and each worker claims nothing
 // more and finishes its in-flight batch, or releases it when the deadline
-// passes. Then the database is closed. Stop is idempotent; every call waits
-// for the stop to end and returns its error.
+// passes. Then the database is closed. Stop is idempotent and safe before
+// Start; it returns ctx's error when ctx ended first, else the error that
+// stopped the service, if any.
 func (s *Server) Stop(ctx context.Context) error {
-	s.stop.Do(func() {
-		s.mu.Lock()
-		if !s.started {
-			s.stopped = true
-			s.mu.Unlock()
-			close(s.done)
-			return
-		}
-		s.stopped = true
-		s.mu.Unlock()
-		go func() {
-			drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.DrainTimeout)
-			defer cancel()
-			// Everything drains at once, under one deadline: the listener stops
-			// accepting and finishes its requests while each worker finishes
-			// (or, at the deadline, releases) its in-flight batch.
-			var wg sync.WaitGroup
-			wg.Go(func() {
-				if err := s.http.Shutdown(drainCtx); err != nil {
-					s.log.Warn("hubsync: HTTP requests still running at the drain deadline were cut off", "err", err)
-					s.http.Close()
-				}
-			})
-			for _, p := range s.parts {
-				wg.Go(func() {
-					if err := p.stop(drainCtx); err != nil {
-						s.log.Warn("hubsync: stop "+p.name+" was cut short; its unfinished work was released (or its leases will expire)", "err", err)
-					}
-				})
-			}
-			wg.Wait()
-			s.closeDB()
-			s.log.Info("hubsync: stopped")
-			close(s.done)
-		}()
-	})
-	select {
-	case <-s.done:
-		return s.Err()
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.svc.Stop(ctx); err != nil {
+		return err
 	}
+	return s.Err()
 }
 
 // Wait blocks until the service has stopped and returns the error that stopped
 // it, if any (nil after a graceful stop).
 func (s *Server) Wait() error {
-	<-s.done
+	s.svc.Wait()
 	return s.Err()
 }
 
 // Done is closed when the service has stopped.
-func (s *Server) Done() <-chan struct{} { return s.done }
+func (s *Server) Done() <-chan struct{} { return s.svc.Done() }
 
 // Err is the error that stopped the service, if any.
 func (s *Server) Err() error {
@@ -270,23 +273,19 @@ func (s *Server) build(ctx context.Context) error {
 	var client *hubspot.Client
 	var bud budget.Budget
 	if cfg.callsHubSpot() {
-		client, err = hubspot.NewClient(hubspot.Config{
-			BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken,
-			Timeout: cfg.HubSpotTimeout, OnResponse: s.in.onHubSpotResponse,
-		})
-		if err != nil {
-			return err
-		}
 		b, err := newBudget(db, cfg)
 		if err != nil {
 			return err
 		}
 		bud = meteredBudget{Budget: b, in: s.in}
+		if client, err = s.newHubSpotClient(bud); err != nil {
+			return err
+		}
 	}
 
-	var syncWorker *inbound.SyncWorker
+	var syncWorker *inbound.Worker
 	if !cfg.DisableSyncWorker {
-		syncWorker, err = inbound.NewSyncWorker(inbound.WorkerConfig{
+		syncWorker, err = inbound.NewWorker(inbound.WorkerConfig{
 			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
 			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log,
 		})

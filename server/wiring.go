@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/relay"
 	"github.com/hubsync/hubsync/store"
@@ -19,6 +21,21 @@ func newBudget(db *hubsync.DB, cfg Config) (budget.Budget, error) {
 		return nil, fmt.Errorf("HUBSYNC_HUBSPOT_RATE_LIMIT/HUBSYNC_HUBSPOT_DAILY_LIMIT: %w", err)
 	}
 	return b, nil
+}
+
+// newHubSpotClient returns the one HubSpot client every part calls through.
+// Its response hook is where the shared budget is calibrated, once, for every
+// call (the inbound worker's reads as well as the outbound worker's writes),
+// and where the HubSpot metrics are counted.
+func (s *Server) newHubSpotClient(bud budget.Budget) (*hubspot.Client, error) {
+	calibrate := budget.ObserveHubSpot(bud, s.cfg.BudgetKey, s.log)
+	return hubspot.NewClient(hubspot.Config{
+		BaseURL: s.cfg.HubSpotAPIBase, AccessToken: s.cfg.HubSpotAccessToken, Timeout: s.cfg.HubSpotTimeout,
+		OnResponse: func(ctx context.Context, r hubspot.Response) {
+			s.in.onHubSpotResponse(r.RateLimit, r.StatusCode)
+			calibrate(ctx, r)
+		},
+	})
 }
 
 // relayPart builds the internal outbox relay (_System_OutboxEvent → the

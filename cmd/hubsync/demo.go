@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"github.com/hubsync/hubsync/internal/demo"
+	"github.com/hubsync/hubsync/cmd/hubsync/internal/demo"
 )
 
 func init() {

@@ -63,10 +63,31 @@ func TestStopBeforeStart(t *testing.T) {
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if s.Done() != nil {
-		t.Fatal("Done before Start must be nil")
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Done not closed by a Stop before Start")
+	}
+	if err := s.CanStart(); !errors.Is(err, ErrStopped) {
+		t.Fatalf("CanStart after Stop = %v, want ErrStopped", err)
 	}
 	if err := s.Start(context.Background(), func(context.Context, <-chan struct{}) {}); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Start after Stop = %v, want ErrStopped", err)
+	}
+}
+
+func TestALoopThatReturnedIsStopped(t *testing.T) {
+	var s Service
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.Start(ctx, func(ctx context.Context, _ <-chan struct{}) { <-ctx.Done() }); err != nil {
+		t.Fatal(err)
+	}
+	cancel() // a hard stop through Start's context
+	<-s.Done()
+	if err := s.Start(context.Background(), nil); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after the loop returned = %v, want ErrStopped", err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatalf("Stop after the loop returned = %v", err)
 	}
 }

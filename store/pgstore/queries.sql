@@ -9,8 +9,9 @@
 {{define "keyed"}}{{if .Key}}e.{{.Key}} = @key AND {{end}}{{end}}
 
 {{/* A candidate e is the head of its record: the record's earliest unfinished
-     event, and no other event of the record holds a live lease. So a record has
-     at most one event out at a time, in creation order; failed and processed
+     event, and no other event of the record holds a live lease. So a record is
+     out to at most one claim at a time (its head, with the followers that
+     claim takes), in creation order; failed and processed
      events do not block. Concurrent claimers cannot both take events of one
      record: a later event is not its record's first unfinished one in any
      snapshot, and the head itself is arbitrated by its row lock (a claimer that

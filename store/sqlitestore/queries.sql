@@ -8,8 +8,9 @@
 {{define "keyed"}}{{if .Key}}e.{{.Key}} = @key AND {{end}}{{end}}
 
 {{/* A candidate e is the head of its record: no earlier event of its record is
-     unfinished, and no other one holds a live lease. So a record has at most one
-     event out at a time, and its events come out in creation order. Failed and
+     unfinished, and no other one holds a live lease. So a record is out to at most
+     one claim at a time (its head, with the followers that claim takes), and
+     its events come out in creation order. Failed and
      processed events do not block. */}}
 {{define "unblocked"}}NOT EXISTS (
         SELECT 1 FROM {{.Table}} x

@@ -1,0 +1,53 @@
+package budget
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/hubsync/hubsync/hubspot"
+)
+
+// observeTimeout bounds one Observe made from a response hook. It runs under
+// a context that outlives the caller's: what HubSpot answered is worth
+// recording even when the call's worker is stopping.
+const observeTimeout = 15 * time.Second
+
+// ObserveHubSpot returns a hubspot.Config.OnResponse hook that feeds every
+// response's rate-limit headers (and every 429) to b under key, so that all
+// calls of a client, reads and writes of every worker alike, calibrate the
+// one shared budget. Responses without rate-limit headers that are not 429s
+// (searches) are skipped. A failing Observe is logged to log (nil: discarded)
+// and otherwise ignored: the call itself succeeded or failed on its own.
+func ObserveHubSpot(b Budget, key string, log *slog.Logger) func(context.Context, hubspot.Response) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return func(ctx context.Context, r hubspot.Response) {
+		o := observationOf(r)
+		if o == (Observation{}) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), observeTimeout)
+		defer cancel()
+		if err := b.Observe(ctx, key, o); err != nil {
+			log.Warn("budget: feed HubSpot rate limit to the budget", "key", key, "err", err)
+		}
+	}
+}
+
+// observationOf is what a HubSpot response says about the budget; the zero
+// Observation when it says nothing (no rate-limit headers, not a 429).
+func observationOf(r hubspot.Response) Observation {
+	var o Observation
+	if r.Err != nil && r.Err.Kind == hubspot.KindRateLimited {
+		o.RateLimited, o.Policy, o.RetryAfter = true, r.Err.PolicyName, r.Err.RetryAfter
+	}
+	if !r.RateLimit.Present && !o.RateLimited {
+		return Observation{}
+	}
+	rl := r.RateLimit
+	o.Max, o.Remaining, o.DailyMax, o.DailyRemaining = rl.Max, rl.Remaining, rl.DailyMax, rl.DailyRemaining
+	o.Interval = time.Duration(rl.IntervalMillis) * time.Millisecond
+	return o
+}

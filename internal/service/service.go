@@ -1,0 +1,50 @@
+// Package service is the base every background service of hubsync shares:
+// its logger, its clock and its owner id (the name it leases rows under),
+// with the defaults filled the same way everywhere.
+package service
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+)
+
+// Base is the logger, clock and owner id of one service. Each service keeps
+// the three as fields of its public Config and builds its Base from them with
+// NewBase.
+type Base struct {
+	// Logger receives the service's logs.
+	Logger *slog.Logger
+	// Now is the service's clock; pass the store's, so lease arithmetic agrees.
+	Now func() time.Time
+	// Owner names the service in lease rows.
+	Owner string
+}
+
+// NewBase fills the zero fields of b: Logger slog.Default(), Now time.Now,
+// Owner OwnerDefault(component).
+func NewBase(component string, b Base) Base {
+	if b.Logger == nil {
+		b.Logger = slog.Default()
+	}
+	if b.Now == nil {
+		b.Now = time.Now
+	}
+	if b.Owner == "" {
+		b.Owner = OwnerDefault(component)
+	}
+	return b
+}
+
+// OwnerDefault is "host/pid/component-random": unique per service instance,
+// and readable in a lease row (which host, which process, which loop).
+func OwnerDefault(component string) string {
+	host, _ := os.Hostname()
+	r := make([]byte, 4)
+	_, _ = rand.Read(r)
+	return fmt.Sprintf("%s/%d/%s-%s", cmp.Or(host, "host"), os.Getpid(), component, hex.EncodeToString(r))
+}
