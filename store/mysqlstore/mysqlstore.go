@@ -39,7 +39,7 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New returns a store on db, a migrated MySQL/MariaDB database opened with a DSN
-// from store.ParseDatabaseURL (parseTime, UTC).
+// from ParseURL (parseTime, UTC); Open does both.
 func New(db *sql.DB, cfg store.Config) (*Store, error) {
 	s, err := sqlq.New(db, dialect, cfg)
 	if err != nil {

@@ -31,7 +31,7 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New returns a store on db, a migrated SQLite database opened with a DSN from
-// store.ParseDatabaseURL.
+// ParseURL; Open does both.
 func New(db *sql.DB, cfg store.Config) (*Store, error) {
 	s, err := sqlq.New(db, dialect, cfg)
 	if err != nil {
