@@ -5,12 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
-	"time"
-
-	_ "github.com/go-sql-driver/mysql" // registers "mysql"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
-	_ "modernc.org/sqlite"             // registers "sqlite"
 
 	"github.com/hubsync/hubsync/migrate"
 	"github.com/hubsync/hubsync/store"
@@ -19,20 +13,16 @@ import (
 	"github.com/hubsync/hubsync/store/sqlitestore"
 )
 
-// Connection pool sizes Open sets.
+// Connection pool sizes Open sets; each backend owns its own (see
+// sqlitestore.MaxOpenConnsDefault, pgstore and mysqlstore).
 const (
-	// SQLiteMaxOpenConnsDefault bounds SQLite connections. SQLite admits one
-	// writer at a time whatever the pool size; a few connections let readers run
-	// beside the writer (WAL) and keep an application transaction from starving
-	// the store, while writers wait on the busy timeout instead of piling up. An
-	// in-memory database gets one connection, as each connection would be a
-	// separate database.
-	SQLiteMaxOpenConnsDefault = 4
+	// SQLiteMaxOpenConnsDefault bounds SQLite connections.
+	SQLiteMaxOpenConnsDefault = sqlitestore.MaxOpenConnsDefault
 	// ServerMaxOpenConnsDefault bounds PostgreSQL and MySQL connections.
-	ServerMaxOpenConnsDefault = 20
+	ServerMaxOpenConnsDefault = pgstore.MaxOpenConnsDefault
 	// ConnMaxLifetimeDefault recycles server connections, so failovers and
 	// server-side limits are picked up.
-	ConnMaxLifetimeDefault = 30 * time.Minute
+	ConnMaxLifetimeDefault = pgstore.ConnMaxLifetimeDefault
 )
 
 // DB is an open hubsync database: the store and the *sql.DB under it.
@@ -48,27 +38,72 @@ type DB struct {
 
 // Open opens the database named by databaseURL (the HUBSYNC_DATABASE_URL forms
 // sqlite:PATH, postgres://…, mysql://…), checks that it answers, and returns its
-// store. It does not migrate; call Migrate or CheckSchema.
+// store. It does not migrate; call Migrate or CheckSchema. It dispatches on the
+// URL's scheme to the backend, which parses the rest of the URL, opens it with
+// its driver and sizes the connection pool.
 func Open(ctx context.Context, databaseURL string, cfg store.Config) (*DB, error) {
-	u, err := store.ParseDatabaseURL(databaseURL)
+	d, err := store.DialectOf(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	sqldb, err := sql.Open(u.Driver, u.DSN)
+	var s interface {
+		store.Store
+		DB() *sql.DB
+	}
+	switch d {
+	case store.SQLite:
+		s, err = asStore(sqlitestore.Open(ctx, databaseURL, cfg))
+	case store.Postgres:
+		s, err = asStore(pgstore.Open(ctx, databaseURL, cfg))
+	case store.MySQL:
+		s, err = asStore(mysqlstore.Open(ctx, databaseURL, cfg))
+	}
 	if err != nil {
-		return nil, fmt.Errorf("open %s database: %w", u.Dialect, err)
+		return nil, err
 	}
-	configurePool(sqldb, u)
-	if err := sqldb.PingContext(ctx); err != nil {
-		sqldb.Close()
-		return nil, fmt.Errorf("open %s database: cannot reach it; check HUBSYNC_DATABASE_URL and that the server is up: %w", u.Dialect, err)
-	}
-	s, err := NewStore(sqldb, u.Dialect, cfg)
+	return &DB{Store: s, SQL: s.DB(), Dialect: d}, nil
+}
+
+// asStore drops a backend's concrete type, so that a failed open yields a nil
+// interface rather than a typed nil pointer.
+func asStore[S interface {
+	store.Store
+	DB() *sql.DB
+}](s S, err error) (interface {
+	store.Store
+	DB() *sql.DB
+}, error) {
 	if err != nil {
-		sqldb.Close()
-		return nil, fmt.Errorf("open %s store: %w", u.Dialect, err)
+		return nil, err
 	}
-	return &DB{Store: s, SQL: sqldb, Dialect: u.Dialect}, nil
+	return s, nil
+}
+
+// ParseDatabaseURL parses a HUBSYNC_DATABASE_URL into its dialect, driver and
+// DSN: store.DialectOf picks the backend by scheme and the backend parses the
+// rest (sqlitestore.ParseURL, pgstore.ParseURL, mysqlstore.ParseURL). Errors
+// wrap store.ErrDatabaseURL.
+func ParseDatabaseURL(raw string) (store.DatabaseURL, error) {
+	d, err := store.DialectOf(raw)
+	if err != nil {
+		return store.DatabaseURL{}, err
+	}
+	var driver, dsn string
+	switch d {
+	case store.SQLite:
+		driver = sqlitestore.DriverName
+		dsn, err = sqlitestore.ParseURL(raw)
+	case store.Postgres:
+		driver = pgstore.DriverName
+		dsn, err = pgstore.ParseURL(raw)
+	case store.MySQL:
+		driver = mysqlstore.DriverName
+		dsn, err = mysqlstore.ParseURL(raw)
+	}
+	if err != nil {
+		return store.DatabaseURL{}, err
+	}
+	return store.DatabaseURL{Dialect: d, Driver: driver, DSN: dsn}, nil
 }
 
 // NewStore returns the backend of dialect over an open database: sqlitestore,
@@ -84,22 +119,6 @@ func NewStore(db *sql.DB, dialect store.Dialect, cfg store.Config) (store.Store,
 		return mysqlstore.New(db, cfg)
 	}
 	return nil, fmt.Errorf("no store for dialect %q; use sqlite, postgres or mysql", dialect)
-}
-
-func configurePool(db *sql.DB, u store.DatabaseURL) {
-	if u.Dialect != store.SQLite {
-		db.SetMaxOpenConns(ServerMaxOpenConnsDefault)
-		db.SetMaxIdleConns(ServerMaxOpenConnsDefault)
-		db.SetConnMaxLifetime(ConnMaxLifetimeDefault)
-		return
-	}
-	n := SQLiteMaxOpenConnsDefault
-	if strings.Contains(u.DSN, ":memory:") || strings.Contains(u.DSN, "mode=memory") {
-		n = 1
-	}
-	db.SetMaxOpenConns(n)
-	db.SetMaxIdleConns(n)
-	db.SetConnMaxLifetime(0) // a SQLite connection holds no server resources
 }
 
 // Close closes the database.

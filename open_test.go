@@ -60,3 +60,40 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("Open of an unreachable server = %v, want an error naming HUBSYNC_DATABASE_URL", err)
 	}
 }
+
+func TestParseDatabaseURL(t *testing.T) {
+	for _, tc := range []struct {
+		raw     string
+		dialect store.Dialect
+		driver  string
+		dsn     []string // substrings the DSN must contain
+	}{
+		{"sqlite:hub.db", store.SQLite, "sqlite", []string{"file:hub.db?", "_pragma=busy_timeout(10000)", "_txlock=immediate"}},
+		{"sqlite://dir/hub.db?cache=shared", store.SQLite, "sqlite", []string{"file:dir/hub.db?", "&cache=shared"}},
+		{"postgres://u@h:5432/db?sslmode=disable", store.Postgres, "pgx", []string{"postgres://u@h:5432/db?sslmode=disable"}},
+		{"postgresql://u@h/db", store.Postgres, "pgx", []string{"postgresql://u@h/db"}},
+		{"mysql://u:p@h/db", store.MySQL, "mysql", []string{"u:p@tcp(h:3306)/db?", "parseTime=true", "loc=UTC", "interpolateParams=true"}},
+		{"mariadb://u@h:3307/db", store.MySQL, "mysql", []string{"u@tcp(h:3307)/db?"}},
+	} {
+		u, err := hubsync.ParseDatabaseURL(tc.raw)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.raw, err)
+		}
+		if u.Dialect != tc.dialect || u.Driver != tc.driver {
+			t.Fatalf("%s = %+v, want dialect %s driver %s", tc.raw, u, tc.dialect, tc.driver)
+		}
+		for _, s := range tc.dsn {
+			if !strings.Contains(u.DSN, s) {
+				t.Fatalf("%s: DSN %q lacks %q", tc.raw, u.DSN, s)
+			}
+		}
+	}
+	for _, raw := range []string{"", "sqlite:", "mysql://u@h/", "oracle://x", "postgres://%zz"} {
+		if _, err := hubsync.ParseDatabaseURL(raw); !errors.Is(err, store.ErrDatabaseURL) {
+			t.Fatalf("ParseDatabaseURL(%q) = %v, want ErrDatabaseURL", raw, err)
+		}
+		if _, err := hubsync.Open(context.Background(), raw, store.Config{}); !errors.Is(err, store.ErrDatabaseURL) {
+			t.Fatalf("Open(%q) = %v, want ErrDatabaseURL", raw, err)
+		}
+	}
+}

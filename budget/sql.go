@@ -6,38 +6,27 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"path"
 	"sync"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
 //go:embed sql
 var sqlFS embed.FS
 
-// queries are one dialect's statements, from sql/<dialect>/*.sql.
+// queries are one dialect's statements: sql/NAME.sql, overridden by
+// sql/<dialect>/NAME.sql where the dialect needs other SQL.
 type queries struct {
 	ensure, lock, save string
 }
 
 func loadQueries(d store.Dialect) (queries, error) {
-	read := func(name string) (string, error) {
-		b, err := sqlFS.ReadFile(path.Join("sql", string(d), name+".sql"))
-		if err != nil {
-			return "", fmt.Errorf("budget: unsupported dialect %q: %w", d, err)
-		}
-		return string(b), nil
+	qs, err := dialectsql.Load(sqlFS, "sql", d)
+	if err != nil {
+		return queries{}, fmt.Errorf("budget: %w", err)
 	}
-	var q queries
-	var err error
-	if q.ensure, err = read("ensure"); err != nil {
-		return q, err
-	}
-	if q.lock, err = read("lock"); err != nil {
-		return q, err
-	}
-	q.save, err = read("save")
-	return q, err
+	return queries{ensure: qs.Get("ensure"), lock: qs.Get("lock"), save: qs.Get("save")}, nil
 }
 
 // SQL is a Budget shared by every replica through the hubsync database (table
@@ -45,7 +34,7 @@ func loadQueries(d store.Dialect) (queries, error) {
 //
 // Each Reserve and Observe is one short transaction on the key's row: lock it
 // (SELECT … FOR UPDATE on PostgreSQL and MySQL; on SQLite the transaction must be
-// immediate, as store.ParseDatabaseURL configures it), read the clock, compute,
+// immediate, as sqlitestore.ParseURL configures it), read the clock, compute,
 // write it back, commit. A refused Reserve writes nothing. Concurrent reservers,
 // in any goroutine or process, therefore take turns on the row and can never
 // together exceed the limit. Reservations on different keys do not contend.

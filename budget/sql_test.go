@@ -100,7 +100,7 @@ func TestHelperProcess(t *testing.T) {
 	if rawURL == "" {
 		t.Skip("helper process of TestSQLCrossProcess")
 	}
-	u, err := store.ParseDatabaseURL(rawURL)
+	d, err := store.DialectOf(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestHelperProcess(t *testing.T) {
 		last.Store(n.UnixMicro())
 		return n
 	}
-	b, err := NewSQL(db, u.Dialect, Config{Limit: crossLimit, Window: crossWindow, DailyLimit: -1, Now: now})
+	b, err := NewSQL(db, d, Config{Limit: crossLimit, Window: crossWindow, DailyLimit: -1, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,13 +13,13 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -67,27 +67,21 @@ func New(db *sql.DB, dialect store.Dialect) (*Migrator, error) {
 
 // Migrations lists the embedded migrations of a dialect in version order.
 func Migrations(dialect store.Dialect) ([]Migration, error) {
-	dir := path.Join("migrations", string(dialect))
-	entries, err := fs.ReadDir(migrationsFS, dir)
-	if err != nil {
+	if !dialectsql.Known(dialect) {
 		return nil, fmt.Errorf("migrate: unknown dialect %q", dialect)
 	}
+	files, err := dialectsql.Read(".up.sql", dialectsql.Layer{FS: migrationsFS, Dir: path.Join("migrations", string(dialect))})
+	if err != nil {
+		return nil, fmt.Errorf("migrate: %s migrations: %w", dialect, err)
+	}
 	var ms []Migration
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".up.sql")
-		if !ok {
-			continue
-		}
+	for name, text := range files {
 		num, rest, ok := strings.Cut(name, "_")
 		v, err := strconv.Atoi(num)
 		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migrate: bad migration file name %s; want NNN_name.up.sql", e.Name())
+			return nil, fmt.Errorf("migrate: bad migration file name %s.up.sql; want NNN_name.up.sql", name)
 		}
-		b, err := migrationsFS.ReadFile(path.Join(dir, e.Name()))
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, Migration{Version: v, Name: rest, SQL: string(b)})
+		ms = append(ms, Migration{Version: v, Name: rest, SQL: text})
 	}
 	slices.SortFunc(ms, func(a, b Migration) int { return a.Version - b.Version })
 	for i := 1; i < len(ms); i++ {
@@ -278,7 +272,7 @@ func (m *Migrator) lock(ctx context.Context, conn *sql.Conn) (func(), error) {
 		}, nil
 	default:
 		// SQLite: every migration runs in an immediate transaction (see the DSN from
-		// store.ParseDatabaseURL), which already admits one writer at a time.
+		// sqlitestore.ParseURL), which already admits one writer at a time.
 		return func() {}, nil
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
@@ -235,7 +236,7 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 			t.Fatalf("privacy delete event carries fields: %+v / %+v", last.Payload, last.Old)
 		}
 		var clocks int
-		if err := b.st.DB().QueryRow(rebind(b, "SELECT COUNT(*) FROM hubsync_field_clock WHERE RecordID = ? AND Field <> '$deleted'"), p.RecordID).Scan(&clocks); err != nil {
+		if err := b.st.DB().QueryRow(dialectsql.Rebind(b.d, "SELECT COUNT(*) FROM hubsync_field_clock WHERE RecordID = ? AND Field <> '$deleted'"), p.RecordID).Scan(&clocks); err != nil {
 			t.Fatal(err)
 		}
 		if clocks != 0 {

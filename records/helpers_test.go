@@ -124,5 +124,3 @@ func (b *bundle) count(t *testing.T, table string) int {
 	}
 	return n
 }
-
-func rebind(b *bundle, q string) string { return dialectsql.Rebind(b.d, q) }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
@@ -140,7 +141,7 @@ func (c Config) callsHubSpot() bool { return !c.DisableSyncWorker || !c.DisableO
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if _, err := store.ParseDatabaseURL(c.DatabaseURL); err != nil {
+	if _, err := hubsync.ParseDatabaseURL(c.DatabaseURL); err != nil {
 		add("HUBSYNC_DATABASE_URL: %v", err)
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {

@@ -375,13 +375,8 @@ func openChecked(ctx context.Context, rawURL string, sc store.Config, log *slog.
 	if err != nil {
 		return nil, fmt.Errorf("HUBSYNC_DATABASE_URL: %w", err)
 	}
-	m, err := migrate.New(db.SQL, db.Dialect)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
 	if db.Dialect == store.SQLite {
-		applied, err := m.Up(ctx)
+		applied, err := hubsync.Migrate(ctx, db)
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("migrate SQLite database: %w", err)
@@ -390,7 +385,7 @@ func openChecked(ctx context.Context, rawURL string, sc store.Config, log *slog.
 			log.Info("hubsync: applied migrations", "versions", applied)
 		}
 	}
-	if err := m.Check(ctx); err != nil {
+	if err := hubsync.CheckSchema(ctx, db); err != nil {
 		db.Close()
 		if errors.Is(err, migrate.ErrNotMigrated) {
 			return nil, fmt.Errorf("%s database: %w, with the same HUBSYNC_DATABASE_URL (serve migrates only SQLite by itself)", db.Dialect, err)
@@ -411,11 +406,7 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		fail("database unreachable", err)
 		return
 	}
-	m, err := migrate.New(s.db.SQL, s.db.Dialect)
-	if err == nil {
-		err = m.Check(ctx)
-	}
-	if err != nil {
+	if err := hubsync.CheckSchema(ctx, s.db); err != nil {
 		fail("migrations not current", err)
 		return
 	}

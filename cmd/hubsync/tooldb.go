@@ -23,11 +23,7 @@ func openMigrated(ctx context.Context, rawURL string) (*hubsync.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("HUBSYNC_DATABASE_URL: %w", err)
 	}
-	m, err := migrate.New(db.SQL, db.Dialect)
-	if err == nil {
-		err = m.Check(ctx)
-	}
-	if err != nil {
+	if err := hubsync.CheckSchema(ctx, db); err != nil {
 		db.Close()
 		if errors.Is(err, migrate.ErrNotMigrated) {
 			return nil, fmt.Errorf("%w; run `hubsync migrate` (or start `hubsync serve` on SQLite) with the same HUBSYNC_DATABASE_URL", err)

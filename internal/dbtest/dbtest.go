@@ -22,12 +22,10 @@ import (
 	"testing"
 	"time"
 
-	_ "github.com/go-sql-driver/mysql" // registers "mysql"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
-	_ "modernc.org/sqlite"             // registers "sqlite"
-
+	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/migrate"
 	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/store/pgstore"
 )
 
 // Defaults for the shared test databases.
@@ -89,10 +87,12 @@ func Migrated(t testing.TB, d store.Dialect) *DB {
 	return db
 }
 
-// Open opens a HUBSYNC_DATABASE_URL and closes it when the test ends.
+// Open opens a HUBSYNC_DATABASE_URL with its backend's driver and DSN
+// (hubsync.ParseDatabaseURL) and closes it when the test ends. Unlike
+// hubsync.Open it leaves the pool unbounded and does not ping.
 func Open(t testing.TB, rawURL string) *sql.DB {
 	t.Helper()
-	u, err := store.ParseDatabaseURL(rawURL)
+	u, err := hubsync.ParseDatabaseURL(rawURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func ping(driver, dsn string) error {
 func newPostgres(t testing.TB) *DB {
 	t.Helper()
 	admin := PostgresURL()
-	if err := ping(store.DriverPostgres, admin); err != nil {
+	if err := ping(pgstore.DriverName, admin); err != nil {
 		unavailable(t, "PostgreSQL at "+admin, err)
 	}
 	schema := randomName("hubsync_test_")
@@ -178,7 +178,7 @@ func newPostgres(t testing.TB) *DB {
 func newMySQL(t testing.TB) *DB {
 	t.Helper()
 	admin := MySQLURL()
-	pu, err := store.ParseDatabaseURL(admin)
+	pu, err := hubsync.ParseDatabaseURL(admin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,3 +63,52 @@ func TestTimeRoundTrip(t *testing.T) {
 		t.Fatalf("text = %v, %v", out, err)
 	}
 }
+
+func TestBind(t *testing.T) {
+	q := "SELECT '@x' -- @y\n FROM t WHERE a = @a AND b = @b_2 OR a2 = @a"
+	got, names := Bind(store.Postgres, q)
+	if want := "SELECT '@x' -- @y\n FROM t WHERE a = $1 AND b = $2 OR a2 = $1"; got != want {
+		t.Fatalf("Bind postgres = %q, want %q", got, want)
+	}
+	if len(names) != 2 || names[0] != "a" || names[1] != "b_2" {
+		t.Fatalf("postgres names = %q", names)
+	}
+	got, names = Bind(store.MySQL, q)
+	if want := "SELECT '@x' -- @y\n FROM t WHERE a = ? AND b = ? OR a2 = ?"; got != want {
+		t.Fatalf("Bind mysql = %q, want %q", got, want)
+	}
+	if len(names) != 3 || names[0] != "a" || names[1] != "b_2" || names[2] != "a" {
+		t.Fatalf("mysql names = %q", names)
+	}
+}
+
+func TestReadLayers(t *testing.T) {
+	shared := fstest.MapFS{"sql/a.sql": {Data: []byte("A")}, "sql/b.sql": {Data: []byte("B")}, "sql/x.txt": {Data: []byte("X")}}
+	own := fstest.MapFS{"b.sql": {Data: []byte("B2")}, "c.sql": {Data: []byte("C")}}
+	got, err := Read(".sql", Layer{FS: shared, Dir: "sql"}, Layer{FS: own})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got["a"] != "A" || got["b"] != "B2" || got["c"] != "C" {
+		t.Fatalf("Read = %q", got)
+	}
+	if _, err := Read(".sql", Layer{FS: own, Dir: "missing"}); err == nil {
+		t.Fatal("a missing required layer was accepted")
+	}
+	if _, err := Read(".sql", Layer{FS: own, Dir: "missing", Optional: true}); err != nil {
+		t.Fatalf("a missing optional layer: %v", err)
+	}
+}
+
+func TestNullTime(t *testing.T) {
+	var p *time.Time
+	if err := NullTimeDest(&p).Scan(nil); err != nil || p != nil {
+		t.Fatalf("NULL = %v, %v", p, err)
+	}
+	if err := NullTimeDest(&p).Scan(int64(1_000_000)); err != nil || p == nil || !p.Equal(time.Unix(1, 0)) {
+		t.Fatalf("1s = %v, %v", p, err)
+	}
+	if NullTime(store.SQLite, nil) != nil || NullJSON(nil) != nil {
+		t.Fatal("nil must bind NULL")
+	}
+}

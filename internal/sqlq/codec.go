@@ -6,99 +6,40 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
-// encodeTime converts t to the dialect's timestamp encoding: UTC with microsecond
-// precision, as unix microseconds where the schema stores INTEGER (SQLite).
-func (s *Store) encodeTime(t time.Time) any {
-	t = t.UTC().Truncate(time.Microsecond)
-	if s.d.TimeMicros {
-		return t.UnixMicro()
-	}
-	return t
-}
+// The engine's codecs are internal/dialectsql's, under the names the
+// repositories use.
 
-func (s *Store) encodeTimePtr(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return s.encodeTime(*t)
-}
+func (s *Store) encodeTime(t time.Time) any { return dialectsql.Time(s.d.Name, t) }
 
-// timeCol scans a timestamp stored either way (INTEGER unix microseconds or a
-// native timestamp) into a UTC time; NULL leaves a nil pointer when ptr is set.
+func (s *Store) encodeTimePtr(t *time.Time) any { return dialectsql.NullTime(s.d.Name, t) }
+
+// timeCol scans a timestamp column into dst, or a nullable one into ptr.
 type timeCol struct {
 	dst *time.Time
 	ptr **time.Time
 }
 
 func (c timeCol) Scan(src any) error {
-	var t time.Time
-	switch v := src.(type) {
-	case nil:
-		if c.ptr != nil {
-			*c.ptr = nil
-			return nil
-		}
-		return fmt.Errorf("sqlq: NULL timestamp in a NOT NULL column")
-	case int64:
-		t = time.UnixMicro(v)
-	case time.Time:
-		t = v
-	case []byte:
-		return c.parse(string(v))
-	case string:
-		return c.parse(v)
-	default:
-		return fmt.Errorf("sqlq: cannot scan %T into a timestamp", src)
-	}
-	return c.set(t)
-}
-
-func (c timeCol) parse(s string) error {
-	for _, layout := range []string{"2006-01-02 15:04:05.999999", time.RFC3339Nano} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return c.set(t)
-		}
-	}
-	return fmt.Errorf("sqlq: cannot parse timestamp %q", s)
-}
-
-func (c timeCol) set(t time.Time) error {
-	t = t.UTC()
 	if c.ptr != nil {
-		*c.ptr = &t
-	} else {
-		*c.dst = t
+		return dialectsql.NullTimeDest(c.ptr).Scan(src)
 	}
-	return nil
+	if src == nil {
+		return fmt.Errorf("sqlq: NULL timestamp in a NOT NULL column")
+	}
+	return dialectsql.TimeDest(c.dst).Scan(src)
 }
 
 // jsonCol scans a JSON column into a copy of its bytes; NULL gives nil.
 type jsonCol struct{ dst *json.RawMessage }
 
-func (c jsonCol) Scan(src any) error {
-	switch v := src.(type) {
-	case nil:
-		*c.dst = nil
-	case []byte:
-		*c.dst = append(json.RawMessage(nil), v...)
-	case string:
-		*c.dst = json.RawMessage(v)
-	default:
-		return fmt.Errorf("sqlq: cannot scan %T into JSON", src)
-	}
-	return nil
-}
+func (c jsonCol) Scan(src any) error { return dialectsql.JSONDest(c.dst).Scan(src) }
 
 // encodeJSON binds a JSON document as text; nil or empty binds NULL.
-func encodeJSON(m json.RawMessage) any {
-	if len(m) == 0 {
-		return nil
-	}
-	return string(m)
-}
+func encodeJSON(m json.RawMessage) any { return dialectsql.NullJSON(m) }
 
 // nullString scans a nullable text column into a plain string.
 type nullString struct{ dst *string }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -29,14 +30,11 @@ const (
 // Dialect describes one database to the engine.
 type Dialect struct {
 	Name store.Dialect
-	// Queries is the text/template source of the named queries, rendered once per
-	// queue (see tableData).
-	Queries string
-	// Placeholders is the bind-parameter style.
-	Placeholders Placeholders
-	// TimeMicros stores timestamps as INTEGER unix microseconds instead of native
-	// timestamps.
-	TimeMicros bool
+	// Queries holds the backend's sql/NAME.sql files: text/template sources
+	// rendered once per queue (see tableData), which override or add to the
+	// shared internal/sqlq/sql/NAME.sql. Placeholders and the encoding of
+	// timestamps and JSON follow Name (internal/dialectsql).
+	Queries fs.FS
 	// Mode is the claim strategy.
 	Mode ClaimMode
 	// ClaimTx are the options of claim transactions in ClaimLockThenUpdate mode;

@@ -2,22 +2,13 @@ package sqlq
 
 import (
 	"bytes"
+	"embed"
 	"fmt"
-	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"text/template"
-)
 
-// Placeholders is a dialect's bind-parameter style.
-type Placeholders int
-
-// The placeholder styles.
-const (
-	// Question binds ?, one argument per occurrence (SQLite, MySQL).
-	Question Placeholders = iota
-	// Dollar binds $1, $2, …; a parameter used twice keeps its number (PostgreSQL).
-	Dollar
+	"github.com/hubsync/hubsync/internal/dialectsql"
 )
 
 // query is one named query, rewritten to the dialect's placeholders.
@@ -39,71 +30,6 @@ func (q query) args(p params) ([]any, error) {
 			return nil, fmt.Errorf("sqlq: query %s needs parameter @%s", q.name, n)
 		}
 		out[i] = v
-	}
-	return out, nil
-}
-
-var paramRE = regexp.MustCompile(`@([A-Za-z_][A-Za-z0-9_]*)`)
-
-// bind rewrites @name parameters of text to the placeholder style.
-func bind(name, text string, style Placeholders) query {
-	q := query{name: name}
-	pos := map[string]int{}
-	q.text = paramRE.ReplaceAllStringFunc(text, func(m string) string {
-		n := m[1:]
-		if style == Question {
-			q.names = append(q.names, n)
-			return "?"
-		}
-		i, ok := pos[n]
-		if !ok {
-			q.names = append(q.names, n)
-			i = len(q.names)
-			pos[n] = i
-		}
-		return "$" + strconv.Itoa(i)
-	})
-	return q
-}
-
-// splitNamed splits rendered query text at "-- name: X" lines. Blocks that render
-// to nothing but comments and blanks are dropped, so a query that a queue does
-// not have can be wrapped in a template condition.
-func splitNamed(text string) (map[string]string, error) {
-	out := map[string]string{}
-	var name string
-	var body strings.Builder
-	flush := func() error {
-		if name == "" {
-			return nil
-		}
-		s := strings.TrimSpace(body.String())
-		s = strings.TrimSpace(strings.TrimSuffix(s, ";"))
-		body.Reset()
-		if onlyComments(s) {
-			return nil
-		}
-		if _, dup := out[name]; dup {
-			return fmt.Errorf("sqlq: query %s is defined twice", name)
-		}
-		out[name] = s
-		return nil
-	}
-	for _, line := range strings.Split(text, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "-- name:"); ok {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			name = strings.TrimSpace(rest)
-			continue
-		}
-		if name != "" {
-			body.WriteString(line)
-			body.WriteByte('\n')
-		}
-	}
-	if err := flush(); err != nil {
-		return nil, err
 	}
 	return out, nil
 }
@@ -161,23 +87,45 @@ var templateFuncs = template.FuncMap{
 	},
 }
 
-// loadQueries renders the dialect's query template for one queue and binds it.
-func loadQueries(src string, t tableData, style Placeholders) (map[string]query, error) {
-	tmpl, err := template.New(t.Table).Funcs(templateFuncs).Option("missingkey=error").Parse(src)
+//go:embed sql/*.sql
+var sharedSQL embed.FS
+
+// loadQueries reads the queries every dialect shares (sql/NAME.sql here) and the
+// backend's own (sql/NAME.sql of d.Queries, which override them), renders each
+// for one queue and binds its parameters for the dialect. A file whose name
+// starts with _ holds template definitions only. A query that renders to
+// nothing but comments is one this queue does not have.
+func loadQueries(d Dialect, t tableData) (map[string]query, error) {
+	files, err := dialectsql.Read(".sql", dialectsql.Layer{FS: sharedSQL, Dir: "sql"}, dialectsql.Layer{FS: d.Queries, Dir: "sql"})
 	if err != nil {
-		return nil, fmt.Errorf("sqlq: parse queries: %w", err)
+		return nil, fmt.Errorf("sqlq: %s queries: %w", d.Name, err)
 	}
-	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, t); err != nil {
-		return nil, fmt.Errorf("sqlq: render queries for %s: %w", t.Table, err)
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
 	}
-	named, err := splitNamed(buf.String())
-	if err != nil {
-		return nil, err
+	slices.Sort(names)
+	root := template.New(t.Table).Funcs(templateFuncs).Option("missingkey=error")
+	for _, n := range names {
+		if _, err := root.New(n).Parse(files[n]); err != nil {
+			return nil, fmt.Errorf("sqlq: parse %s query %s: %w", d.Name, n, err)
+		}
 	}
-	out := make(map[string]query, len(named))
-	for n, text := range named {
-		out[n] = bind(n, text, style)
+	out := make(map[string]query, len(names))
+	for _, n := range names {
+		if strings.HasPrefix(n, "_") {
+			continue
+		}
+		var buf bytes.Buffer
+		if err := root.ExecuteTemplate(&buf, n, t); err != nil {
+			return nil, fmt.Errorf("sqlq: render %s for %s: %w", n, t.Table, err)
+		}
+		text := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(buf.String()), ";"))
+		if onlyComments(text) {
+			continue
+		}
+		bound, params := dialectsql.Bind(d.Name, text)
+		out[n] = query{name: n, text: bound, names: params}
 	}
 	return out, nil
 }

@@ -22,7 +22,7 @@ type Queue[E any] struct {
 }
 
 func newQueue[E any](s *Store, def queueDef[E]) (*Queue[E], error) {
-	q, err := loadQueries(s.d.Queries, def.data, s.d.Placeholders)
+	q, err := loadQueries(s.d, def.data)
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,7 @@ package mysqlstore
 
 import (
 	"database/sql"
-	_ "embed"
+	"embed"
 	"errors"
 
 	"github.com/go-sql-driver/mysql"
@@ -11,16 +11,18 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-//go:embed queries.sql
-var queries string
+// queries are the backend's sql/NAME.sql files, which override or add to the
+// engine's shared ones.
+//
+//go:embed sql/*.sql
+var queries embed.FS
 
 var dialect = sqlq.Dialect{
-	Name:         store.MySQL,
-	Queries:      queries,
-	Placeholders: sqlq.Question,
-	Mode:         sqlq.ClaimLockThenUpdate,
-	ClaimTx:      &sql.TxOptions{Isolation: sql.LevelReadCommitted},
-	Retryable:    retryable,
+	Name:      store.MySQL,
+	Queries:   queries,
+	Mode:      sqlq.ClaimLockThenUpdate,
+	ClaimTx:   &sql.TxOptions{Isolation: sql.LevelReadCommitted},
+	Retryable: retryable,
 }
 
 // retryable reports a deadlock (1213) or lock wait timeout (1205).
@@ -37,7 +39,7 @@ type Store struct {
 var _ store.Store = (*Store)(nil)
 
 // New returns a store on db, a migrated MySQL/MariaDB database opened with a DSN
-// from store.ParseDatabaseURL (parseTime, UTC).
+// from ParseURL (parseTime, UTC); Open does both.
 func New(db *sql.DB, cfg store.Config) (*Store, error) {
 	s, err := sqlq.New(db, dialect, cfg)
 	if err != nil {

@@ -1,6 +1,9 @@
 // Package pgstore is the PostgreSQL backend of hubsync's store, over database/sql
 // with the pgx driver (github.com/jackc/pgx/v5/stdlib).
 //
+// Open (or OpenDB) opens a postgres:// URL with the pgx driver and a bounded
+// connection pool.
+//
 // A claim is one statement: CTEs select the due record heads of one key in
 // creation order with FOR UPDATE SKIP LOCKED and each head's due followers, and an
 // UPDATE … RETURNING leases them. EnqueueBatch inserts a whole batch with one

@@ -3,7 +3,7 @@ package pgstore
 import (
 	"context"
 	"database/sql"
-	_ "embed"
+	"embed"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
@@ -13,15 +13,17 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-//go:embed queries.sql
-var queries string
+// queries are the backend's sql/NAME.sql files, which override or add to the
+// engine's shared ones.
+//
+//go:embed sql/*.sql
+var queries embed.FS
 
 var dialect = sqlq.Dialect{
-	Name:         store.Postgres,
-	Queries:      queries,
-	Placeholders: sqlq.Dollar,
-	Mode:         sqlq.ClaimReturning,
-	Retryable:    retryable,
+	Name:      store.Postgres,
+	Queries:   queries,
+	Mode:      sqlq.ClaimReturning,
+	Retryable: retryable,
 }
 
 // retryable reports a deadlock or serialization failure.

@@ -1,6 +1,6 @@
 // Package sqlitestore is the SQLite backend of hubsync's store (modernc.org/sqlite,
-// no cgo). Open the database with a DSN from store.ParseDatabaseURL, which turns
-// on WAL, a busy timeout and immediate transactions.
+// no cgo). Open (or OpenDB) opens a sqlite:PATH URL with
+// WAL, a busy timeout and immediate transactions (ParseURL) and a small pool.
 //
 // SQLite admits one writer at a time, so a claim is a single UPDATE … RETURNING
 // statement (heads and their followers) whose candidates cannot be taken by

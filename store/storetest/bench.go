@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
-//go:embed sql/*.sql
+//go:embed sql
 var sqlFS embed.FS
 
 // BenchStoreFunc opens a store on a fresh, migrated database for a benchmark.
@@ -45,21 +46,20 @@ func FillOutboundRecords(ctx context.Context, s store.Store, destination, idPref
 	if records < 1 {
 		return fmt.Errorf("fill outbound: records must be at least 1, got %d", records)
 	}
-	text, err := sqlFS.ReadFile("sql/fill_outbound." + string(s.Dialect()) + ".sql")
+	qs, err := dialectsql.Load(sqlFS, "sql", s.Dialect())
 	if err != nil {
-		return fmt.Errorf("fill outbound: no fill query for dialect %q: %w", s.Dialect(), err)
+		return fmt.Errorf("fill outbound: %w", err)
 	}
+	text := qs.Get("fill_outbound")
 	base = base.UTC().Truncate(time.Microsecond)
 	var args []any
 	switch s.Dialect() {
-	case store.SQLite:
-		args = []any{n, destination, idPrefix, base.UnixMicro(), records}
-	case store.Postgres:
-		args = []any{n, destination, idPrefix, base, records}
+	case store.SQLite, store.Postgres:
+		args = []any{n, destination, idPrefix, dialectsql.Time(s.Dialect(), base), records}
 	case store.MySQL:
 		args = []any{destination, idPrefix, base.Format("2006-01-02 15:04:05.999999"), records, n}
 	}
-	if _, err := s.DB().ExecContext(ctx, string(text), args...); err != nil {
+	if _, err := s.DB().ExecContext(ctx, text, args...); err != nil {
 		return fmt.Errorf("fill outbound (%d rows): %w", n, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -177,7 +178,7 @@ func testPayloads(t *testing.T, b *bundle) {
 	checkNull := func(col, id string, wantNull bool) {
 		t.Helper()
 		var n int
-		query := rebind(b.s.Dialect(), "SELECT COUNT(*) FROM "+b.q.table+" WHERE Id = ? AND "+col+" IS NULL")
+		query := dialectsql.Rebind(b.s.Dialect(), "SELECT COUNT(*) FROM "+b.q.table+" WHERE Id = ? AND "+col+" IS NULL")
 		if err := b.s.DB().QueryRow(query, id).Scan(&n); err != nil {
 			t.Fatalf("%s: %v", query, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -39,7 +40,7 @@ func TestFillOutbound(t *testing.T) {
 			t.Errorf("%d pending rows, want 1510", n)
 		}
 		var id, rec string
-		query := rebind(d, "SELECT Id, RecordID FROM _System_IntegrationOutbound WHERE Destination = ? ORDER BY CreatedDate, Id LIMIT 1")
+		query := dialectsql.Rebind(d, "SELECT Id, RecordID FROM _System_IntegrationOutbound WHERE Destination = ? ORDER BY CreatedDate, Id LIMIT 1")
 		if err := s.db.QueryRow(query, "hubspot").Scan(&id, &rec); err != nil {
 			t.Fatal(err)
 		}

@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -339,28 +339,10 @@ func (q *queue) countRows(t testing.TB, status store.Status) int {
 		args = append(args, string(status))
 	}
 	var n int
-	if err := q.s.DB().QueryRow(rebind(q.s.Dialect(), query), args...).Scan(&n); err != nil {
+	if err := q.s.DB().QueryRow(dialectsql.Rebind(q.s.Dialect(), query), args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %s: %v", q.name, query, err)
 	}
 	return n
-}
-
-// rebind turns ? placeholders into $n for PostgreSQL.
-func rebind(d store.Dialect, query string) string {
-	if d != store.Postgres {
-		return query
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range query {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 func ids(its []item) []string {

@@ -1,4 +1,4 @@
 -- Reads key's state. The transaction is immediate (BEGIN IMMEDIATE, see
--- store.ParseDatabaseURL), so it already holds the database's write lock.
+-- sqlitestore.ParseURL), so it already holds the database's write lock.
 SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros
 FROM hubsync_budget WHERE BudgetKey = ?

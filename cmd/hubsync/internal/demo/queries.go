@@ -6,6 +6,7 @@ import (
 	"embed"
 	"fmt"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -16,19 +17,15 @@ var sqlFS embed.FS
 // SQLite only: the demo always runs on the embedded default.
 type queries struct {
 	db *sql.DB
-	q  map[string]string
+	q  *dialectsql.Queries
 }
 
 func newQueries(db *sql.DB) (*queries, error) {
-	q := &queries{db: db, q: map[string]string{}}
-	for _, name := range []string{"queue_counts", "outbound_loops", "synced_writes", "inbound_echoes", "record_outbound_open"} {
-		b, err := sqlFS.ReadFile("sql/" + name + ".sql")
-		if err != nil {
-			return nil, fmt.Errorf("demo: query %s: %w", name, err)
-		}
-		q.q[name] = string(b)
+	qs, err := dialectsql.Load(sqlFS, "sql", store.SQLite)
+	if err != nil {
+		return nil, fmt.Errorf("demo: queries: %w", err)
 	}
-	return q, nil
+	return &queries{db: db, q: qs}, nil
 }
 
 // QueueCount counts one queue's events by status, and its failed attempts.
@@ -53,7 +50,7 @@ func (q QueueCount) Open() int64 {
 }
 
 func (q *queries) queueCounts(ctx context.Context) (map[store.Direction]QueueCount, error) {
-	rows, err := q.db.QueryContext(ctx, q.q["queue_counts"])
+	rows, err := q.db.QueryContext(ctx, q.q.Get("queue_counts"))
 	if err != nil {
 		return nil, fmt.Errorf("demo: count queues: %w", err)
 	}
@@ -84,7 +81,7 @@ func (q *queries) queueCounts(ctx context.Context) (map[store.Direction]QueueCou
 
 func (q *queries) count(ctx context.Context, name string, args ...any) (int64, error) {
 	var n int64
-	if err := q.db.QueryRowContext(ctx, q.q[name], args...).Scan(&n); err != nil {
+	if err := q.db.QueryRowContext(ctx, q.q.Get(name), args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("demo: %s: %w", name, err)
 	}
 	return n, nil
@@ -93,7 +90,7 @@ func (q *queries) count(ctx context.Context, name string, args ...any) (int64, e
 // syncedWrites lists the local records written by the inbound sync from source,
 // as "objectType/recordID", with how many writes each.
 func (q *queries) syncedWrites(ctx context.Context, source string) (map[string]int, error) {
-	rows, err := q.db.QueryContext(ctx, q.q["synced_writes"], source)
+	rows, err := q.db.QueryContext(ctx, q.q.Get("synced_writes"), source)
 	if err != nil {
 		return nil, fmt.Errorf("demo: synced writes: %w", err)
 	}
@@ -111,7 +108,7 @@ func (q *queries) syncedWrites(ctx context.Context, source string) (map[string]i
 
 // recordOutbound counts one record's outbound events still to do and failed.
 func (q *queries) recordOutbound(ctx context.Context, objectType, recordID string) (open, failed int64, err error) {
-	rows, err := q.db.QueryContext(ctx, q.q["record_outbound_open"], objectType, recordID)
+	rows, err := q.db.QueryContext(ctx, q.q.Get("record_outbound_open"), objectType, recordID)
 	if err != nil {
 		return 0, 0, fmt.Errorf("demo: outbound of %s/%s: %w", objectType, recordID, err)
 	}

@@ -1,2 +1,0 @@
--- Creates key's row if absent; concurrent callers all succeed.
-INSERT INTO hubsync_budget (BudgetKey, WindowCounts) VALUES ($1, '') ON CONFLICT (BudgetKey) DO NOTHING

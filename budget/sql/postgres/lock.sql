@@ -1,4 +1,0 @@
--- Reads key's state and holds its row lock until the transaction ends, so
--- replicas reserve one at a time.
-SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros
-FROM hubsync_budget WHERE BudgetKey = $1 FOR UPDATE

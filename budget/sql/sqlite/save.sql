@@ -1,4 +1,0 @@
--- Writes key's state back under the lock taken by lock.sql.
-UPDATE hubsync_budget SET BucketMicros = ?, WindowHead = ?, WindowCounts = ?, DayNumber = ?,
-    DayCount = ?, PausedUntilMicros = ?, ClockMicros = ?
-WHERE BudgetKey = ?

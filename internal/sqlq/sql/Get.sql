@@ -1,0 +1,1 @@
+SELECT {{cols . ""}} FROM {{.Table}} WHERE Id = @id

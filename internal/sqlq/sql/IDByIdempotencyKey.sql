@@ -1,0 +1,3 @@
+{{if eq .Dir "inbound"}}
+SELECT Id FROM _System_IntegrationInbound WHERE IdempotencyKey = @idempotency_key
+{{end}}

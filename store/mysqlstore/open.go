@@ -1,0 +1,106 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	_ "github.com/go-sql-driver/mysql" // registers DriverName
+
+	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/store"
+)
+
+// DriverName is the database/sql driver this backend opens
+// (github.com/go-sql-driver/mysql).
+const DriverName = "mysql"
+
+// Pool sizes OpenDB sets.
+const (
+	// MaxOpenConnsDefault bounds MySQL/MariaDB connections.
+	MaxOpenConnsDefault = 20
+	// ConnMaxLifetimeDefault recycles connections, so failovers and server-side
+	// limits (wait_timeout) are picked up.
+	ConnMaxLifetimeDefault = 30 * time.Minute
+)
+
+// ParseURL turns a mysql:// (or mariadb://) URL, mysql://user:pass@host:port/db,
+// into the driver's DSN, with parseTime, UTC and client-side parameter
+// interpolation.
+func ParseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if !strings.HasPrefix(raw, "mysql://") && !strings.HasPrefix(raw, "mariadb://") {
+		return "", fmt.Errorf("%w: %q is not a mysql:// URL", store.ErrDatabaseURL, raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", store.ErrDatabaseURL, err)
+	}
+	db := strings.TrimPrefix(u.Path, "/")
+	if db == "" {
+		return "", fmt.Errorf("%w: %q names no database; use mysql://user:pass@host:3306/DBNAME", store.ErrDatabaseURL, redact(u))
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host += ":3306"
+	}
+	userinfo := ""
+	if u.User != nil {
+		userinfo = u.User.Username()
+		if p, ok := u.User.Password(); ok {
+			userinfo += ":" + p
+		}
+		userinfo += "@"
+	}
+	q := u.Query()
+	q.Set("parseTime", "true")
+	q.Set("loc", "UTC")
+	if q.Get("interpolateParams") == "" {
+		// One round trip per query instead of prepare/execute/close.
+		q.Set("interpolateParams", "true")
+	}
+	if q.Get("time_zone") == "" {
+		q.Set("time_zone", "'+00:00'")
+	}
+	return fmt.Sprintf("%stcp(%s)/%s?%s", userinfo, host, db, q.Encode()), nil
+}
+
+func redact(u *url.URL) string {
+	c := *u
+	if c.User != nil {
+		c.User = url.User(c.User.Username())
+	}
+	return c.String()
+}
+
+// OpenDB opens the database of a mysql:// URL, sizes its pool and checks that
+// it answers.
+func OpenDB(ctx context.Context, rawURL string) (*sql.DB, error) {
+	dsn, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return dialectsql.OpenDB(ctx, store.MySQL, DriverName, dsn, func(db *sql.DB) {
+		db.SetMaxOpenConns(MaxOpenConnsDefault)
+		db.SetMaxIdleConns(MaxOpenConnsDefault)
+		db.SetConnMaxLifetime(ConnMaxLifetimeDefault)
+	})
+}
+
+// Open opens the database of a mysql:// URL (OpenDB) and returns its store. It
+// does not migrate. Closing the store's DB closes the database.
+func Open(ctx context.Context, rawURL string, cfg store.Config) (*Store, error) {
+	db, err := OpenDB(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(db, cfg)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s store: %w", store.MySQL, err)
+	}
+	return s, nil
+}

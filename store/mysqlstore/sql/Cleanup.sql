@@ -1,0 +1,1 @@
+DELETE FROM {{.Table}} WHERE Status = 'processed' AND ProcessedDate < @cutoff LIMIT @batch

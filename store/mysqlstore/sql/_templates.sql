@@ -1,0 +1,33 @@
+-- Template definitions of the MySQL/MariaDB backend's queries. Each sql/NAME.sql
+-- beside this file overrides, or adds to, the shared internal/sqlq/sql/NAME.sql;
+-- internal/sqlq renders every query once per queue with text/template
+-- ({{.Table}}, {{.Key}}, the record-key columns) and binds its @named
+-- parameters with internal/dialectsql.
+-- Lists of ids and leases arrive as one JSON array parameter, unpacked with
+-- JSON_TABLE (MySQL 8.0.4+, MariaDB 10.6+).
+--
+-- MySQL has no UPDATE … RETURNING, so a claim is a short read-committed
+-- transaction: ClaimLockPending and ClaimLockExpired lock the due events of one
+-- key with FOR UPDATE SKIP LOCKED, ClaimUpdate leases them and SelectIDs reads
+-- them back.
+
+{{/* A candidate e is the head of its record: no earlier event of its record is
+     unfinished, and no other one holds a live lease (see the PostgreSQL file). */}}
+{{define "unblocked"}}NOT EXISTS (
+        SELECT 1 FROM {{.Table}} x
+        WHERE {{same . "x" "e"}} AND x.Id <> e.Id AND x.Status IN ('pending', 'processing')
+          AND (x.CreatedDate < e.CreatedDate OR (x.CreatedDate = e.CreatedDate AND x.Id < e.Id)
+            OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
+{{end}}
+
+{{define "pending"}}SELECT e.Id, e.CreatedDate FROM {{.Table}} e
+WHERE {{template "keyed" .}}e.Status = 'pending' AND e.NextAttemptDate <= @now
+  AND {{template "unblocked" .}}
+ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}{{end}}
+
+{{define "expired"}}SELECT e.Id, e.CreatedDate FROM {{.Table}} e
+WHERE {{template "keyed" .}}e.Status = 'processing' AND e.LeaseExpiresDate < @now
+  AND {{template "unblocked" .}}
+ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}{{end}}
+
+{{define "ids"}}JSON_TABLE(@ids, '$[*]' COLUMNS (Id VARCHAR(255) CHARACTER SET utf8mb4 PATH '$')) AS j{{end}}

@@ -1,0 +1,25 @@
+{{if eq .Dir "inbound"}}
+-- Inserts a batch in one statement. @events is a JSON array of objects, in batch
+-- order (ord); JSON documents arrive as text so RawPayload keeps its exact text.
+-- Returns, per event, the id inserted, or else the id of an existing event with
+-- the same key (NULL when that event is not in this statement's snapshot: a
+-- concurrent insert, or an earlier event of this same batch).
+WITH input AS (
+    SELECT * FROM jsonb_to_recordset(@events::jsonb) AS e(ord int, id text, source text, external_id text,
+        object_type text, event_type text, payload text, raw_payload text, idempotency_key text,
+        created timestamptz)
+), ins AS (
+    INSERT INTO _System_IntegrationInbound (Id, Source, ExternalID, ObjectType, EventType, Payload, RawPayload,
+        IdempotencyKey, Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+    SELECT id, source, external_id, object_type, event_type, payload::jsonb, raw_payload::json,
+        idempotency_key, 'pending', 0, 0, created, @now, created
+    FROM input ORDER BY ord
+    ON CONFLICT (IdempotencyKey) DO NOTHING
+    RETURNING Id
+)
+SELECT i.ord, COALESCE(ins.Id, x.Id, ''), ins.Id IS NOT NULL
+FROM input i
+LEFT JOIN ins ON ins.Id = i.id
+LEFT JOIN _System_IntegrationInbound x ON ins.Id IS NULL AND x.IdempotencyKey = i.idempotency_key
+ORDER BY i.ord
+{{end}}

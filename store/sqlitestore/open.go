@@ -1,0 +1,85 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	_ "modernc.org/sqlite" // registers DriverName
+
+	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/store"
+)
+
+// DriverName is the database/sql driver this backend opens (modernc.org/sqlite).
+const DriverName = "sqlite"
+
+// BusyTimeoutMillis is how long a SQLite connection waits for the write lock.
+const BusyTimeoutMillis = 10000
+
+// MaxOpenConnsDefault bounds SQLite connections. SQLite admits one writer at a
+// time whatever the pool size; a few connections let readers run beside the
+// writer (WAL) and keep an application transaction from starving the store,
+// while writers wait on the busy timeout instead of piling up. An in-memory
+// database gets one connection, as each connection would be a separate
+// database.
+const MaxOpenConnsDefault = 4
+
+// ParseURL turns a sqlite:PATH URL (also sqlite://PATH, sqlite::memory:) into
+// the driver's DSN, with WAL, a busy timeout, foreign keys and immediate
+// transactions (one writer at a time, without lock upgrades that fail with
+// SQLITE_BUSY). Query parameters of the URL are passed on to the driver.
+func ParseURL(raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	rest, ok := strings.CutPrefix(raw, "sqlite:")
+	if !ok {
+		return "", fmt.Errorf("%w: %q is not a sqlite: URL", store.ErrDatabaseURL, raw)
+	}
+	path := strings.TrimPrefix(rest, "//")
+	if path == "" {
+		return "", fmt.Errorf("%w: %q names no file; use sqlite:PATH, e.g. sqlite:hubsync.db", store.ErrDatabaseURL, raw)
+	}
+	query := ""
+	if i := strings.IndexByte(path, '?'); i >= 0 {
+		path, query = path[:i], path[i+1:]
+	}
+	params := fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)&_txlock=immediate", BusyTimeoutMillis)
+	if query != "" {
+		params += "&" + query
+	}
+	return "file:" + path + "?" + params, nil
+}
+
+// OpenDB opens the database of a sqlite: URL, sizes its pool and checks that
+// it answers.
+func OpenDB(ctx context.Context, rawURL string) (*sql.DB, error) {
+	dsn, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	return dialectsql.OpenDB(ctx, store.SQLite, DriverName, dsn, func(db *sql.DB) {
+		n := MaxOpenConnsDefault
+		if strings.Contains(dsn, ":memory:") || strings.Contains(dsn, "mode=memory") {
+			n = 1
+		}
+		db.SetMaxOpenConns(n)
+		db.SetMaxIdleConns(n)
+		db.SetConnMaxLifetime(0) // a SQLite connection holds no server resources
+	})
+}
+
+// Open opens the database of a sqlite: URL (OpenDB) and returns its store. It
+// does not migrate. Closing the store's DB closes the database.
+func Open(ctx context.Context, rawURL string, cfg store.Config) (*Store, error) {
+	db, err := OpenDB(ctx, rawURL)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(db, cfg)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open %s store: %w", store.SQLite, err)
+	}
+	return s, nil
+}

@@ -1,0 +1,2 @@
+WITH {{template "due" .}}, {{template "followers" .}}
+{{template "lease" withFollowers .}}

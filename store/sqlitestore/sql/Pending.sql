@@ -1,0 +1,2 @@
+WITH {{template "due" .}}
+SELECT {{cols . ""}} FROM {{.Table}} WHERE Id IN (SELECT Id FROM cand)
