@@ -150,12 +150,10 @@ SET t.Status = 'pending', t.RetryCount = 0, t.NextAttemptDate = @now, t.LeaseOwn
 WHERE t.Status = 'failed'
 
 -- name: RequeueAll
-{{if .Key}}
 UPDATE {{.Table}}
 SET Status = 'pending', RetryCount = 0, NextAttemptDate = @now, LeaseOwner = NULL, LeaseExpiresDate = NULL,
     LastModifiedDate = @now
-WHERE Status = 'failed' AND {{.Key}} = @key
-{{end}}
+WHERE Status = 'failed'{{if .Key}} AND {{.Key}} = @key{{end}}
 
 -- name: Stats
 SELECT {{if .Key}}{{.Key}}{{else}}''{{end}}, Status, COUNT(*), MIN(CreatedDate)

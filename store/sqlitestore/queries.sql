@@ -156,12 +156,10 @@ SET Status = 'pending', RetryCount = 0, NextAttemptDate = @now, LeaseOwner = NUL
 WHERE Status = 'failed' AND Id IN (SELECT value FROM json_each(@ids))
 
 -- name: RequeueAll
-{{if .Key}}
 UPDATE {{.Table}}
 SET Status = 'pending', RetryCount = 0, NextAttemptDate = @now, LeaseOwner = NULL, LeaseExpiresDate = NULL,
     LastModifiedDate = @now
-WHERE Status = 'failed' AND {{.Key}} = @key
-{{end}}
+WHERE Status = 'failed'{{if .Key}} AND {{.Key}} = @key{{end}}
 
 -- name: Stats
 SELECT {{if .Key}}{{.Key}}{{else}}''{{end}}, Status, COUNT(*), MIN(CreatedDate)
