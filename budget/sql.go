@@ -17,7 +17,7 @@ var sqlFS embed.FS
 
 // queries are one dialect's statements, from sql/<dialect>/*.sql.
 type queries struct {
-	ensure, lock, save string
+	ensure, lock, save, usage string
 }
 
 func loadQueries(d store.Dialect) (queries, error) {
@@ -36,7 +36,10 @@ func loadQueries(d store.Dialect) (queries, error) {
 	if q.lock, err = read("lock"); err != nil {
 		return q, err
 	}
-	q.save, err = read("save")
+	if q.save, err = read("save"); err != nil {
+		return q, err
+	}
+	q.usage, err = read("usage")
 	return q, err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -25,9 +26,8 @@ const (
 	// DrainTimeoutDefault bounds a graceful stop; then in-flight work is abandoned
 	// and its leases expire by themselves.
 	DrainTimeoutDefault = 30 * time.Second
-	// ReconcileAfterDefault is how long a due event may wait unclaimed before the
-	// reconciliation sweep reports it (seed 002: pendingOlderThanMinutes 10).
-	ReconcileAfterDefault = 10 * time.Minute
+	// CleanupIntervalDefault is how often the cleanup runs.
+	CleanupIntervalDefault = time.Hour
 	// BudgetKeyDefault is the budget key of the configured private app.
 	BudgetKeyDefault = "hubspot:private-app:primary"
 )
@@ -82,13 +82,13 @@ type Config struct {
 	DisableAPI            bool
 
 	// Cleanup sets the retention of processed events.
-	Cleanup CleanupConfig
+	Cleanup ops.CleanupConfig
 	// CleanupInterval is how often the cleanup runs; default CleanupIntervalDefault.
 	CleanupInterval time.Duration
 	// DrainTimeout bounds a graceful stop; default DrainTimeoutDefault.
 	DrainTimeout time.Duration
 	// ReconcileAfter is the age past which the reconciliation sweep reports a due
-	// event nobody claimed; default ReconcileAfterDefault.
+	// event nobody claimed; default ops.ReconcileAfterDefault.
 	ReconcileAfter time.Duration
 	// Store configures the store (retry policy, clock).
 	Store store.Config
@@ -107,7 +107,7 @@ func (c Config) WithDefaults() Config {
 	c.Cleanup = c.Cleanup.WithDefaults()
 	c.CleanupInterval = cmp.Or(c.CleanupInterval, CleanupIntervalDefault)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DrainTimeoutDefault)
-	c.ReconcileAfter = cmp.Or(c.ReconcileAfter, ReconcileAfterDefault)
+	c.ReconcileAfter = cmp.Or(c.ReconcileAfter, ops.ReconcileAfterDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -158,7 +158,7 @@ func (c Config) Validate() error {
 	if c.DailyLimit > 0 && c.DailyLimit < c.RateLimit {
 		add("HUBSYNC_HUBSPOT_DAILY_LIMIT %d is below HUBSYNC_HUBSPOT_RATE_LIMIT %d; raise it, or set it negative for no daily limit", c.DailyLimit, c.RateLimit)
 	}
-	if err := c.Cleanup.validate(); err != nil {
+	if err := c.Cleanup.Validate(); err != nil {
 		add("cleanup: %v", err)
 	}
 	for _, d := range []struct {
