@@ -46,7 +46,7 @@ type DB struct {
 	Dialect store.Dialect
 }
 
-// Open opens the database named by databaseURL (the HUBSYNC_DATABASE_URL forms
+// Open opens the database named by databaseURL (the forms
 // sqlite:PATH, postgres://…, mysql://…), checks that it answers, and returns its
 // store. It does not migrate; call Migrate or CheckSchema.
 func Open(ctx context.Context, databaseURL string, cfg store.Config) (*DB, error) {
@@ -61,7 +61,7 @@ func Open(ctx context.Context, databaseURL string, cfg store.Config) (*DB, error
 	configurePool(sqldb, u)
 	if err := sqldb.PingContext(ctx); err != nil {
 		sqldb.Close()
-		return nil, fmt.Errorf("open %s database: cannot reach it; check HUBSYNC_DATABASE_URL and that the server is up: %w", u.Dialect, err)
+		return nil, fmt.Errorf("open %s database: cannot reach it; check the database URL and that the server is up: %w", u.Dialect, err)
 	}
 	s, err := NewStore(sqldb, u.Dialect, cfg)
 	if err != nil {

@@ -51,7 +51,7 @@ func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) ht
 		// contents; only the length itself can leak, which is acceptable.
 		if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hubsync admin"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer $HUBSYNC_ADMIN_TOKEN")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer followed by the admin token")
 			return
 		}
 		if err := h(w, r); err != nil {

@@ -175,12 +175,12 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"all missing", Config{}, []string{"HUBSPOT_ACCESS_TOKEN", "HUBSPOT_CLIENT_SECRET", "-webhooks=false"}},
-		{"bad database", Config{DatabaseURL: "oracle://x", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_DATABASE_URL"}},
-		{"bad addr", Config{Addr: "8080", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_ADDR"}},
-		{"bad app id", Config{HubSpotAppID: "abc", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSPOT_APP_ID"}},
-		{"bad public url", Config{PublicURL: "crm.example.com", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_PUBLIC_URL"}},
-		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"HUBSYNC_HUBSPOT_RATE_LIMIT"}},
+		{"all missing", Config{}, []string{"HubSpotAccessToken", "HubSpotClientSecret", "DisableWebhooks"}},
+		{"bad database", Config{DatabaseURL: "oracle://x", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"DatabaseURL"}},
+		{"bad addr", Config{Addr: "8080", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"Addr"}},
+		{"bad app id", Config{HubSpotAppID: "abc", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HubSpotAppID"}},
+		{"bad public url", Config{PublicURL: "crm.example.com", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"PublicURL"}},
+		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"RateLimit"}},
 	} {
 		_, err := New(tc.cfg)
 		if !errors.Is(err, ErrConfig) {
@@ -191,6 +191,11 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %q does not name %s", tc.name, err, w)
 			}
+		}
+		// The library names Config fields; only cmd/hubsync knows the
+		// environment.
+		if strings.Contains(err.Error(), "HUBSYNC_") || strings.Contains(err.Error(), "HUBSPOT_") {
+			t.Errorf("%s: %q names an environment variable, want Config fields only", tc.name, err)
 		}
 	}
 	// Only the parts that need a setting require it.

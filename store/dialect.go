@@ -27,7 +27,7 @@ const (
 // SQLiteBusyTimeoutMillis is how long a SQLite connection waits for the write lock.
 const SQLiteBusyTimeoutMillis = 10000
 
-// DatabaseURL is a parsed HUBSYNC_DATABASE_URL.
+// DatabaseURL is a parsed database URL (see ParseDatabaseURL).
 type DatabaseURL struct {
 	Dialect Dialect
 	// Driver is the database/sql driver name to open DSN with.
@@ -52,7 +52,7 @@ func ParseDatabaseURL(raw string) (DatabaseURL, error) {
 	raw = strings.TrimSpace(raw)
 	switch {
 	case raw == "":
-		return DatabaseURL{}, fmt.Errorf("%w: empty; set HUBSYNC_DATABASE_URL to sqlite:PATH, postgres://... or mysql://...", ErrDatabaseURL)
+		return DatabaseURL{}, fmt.Errorf("%w: empty; use sqlite:PATH, postgres://... or mysql://...", ErrDatabaseURL)
 	case strings.HasPrefix(raw, "sqlite:"):
 		path := strings.TrimPrefix(strings.TrimPrefix(raw, "sqlite:"), "//")
 		if path == "" {

@@ -45,5 +45,5 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer db.Close()
 	res, err := ops.Cleanup(ctx, db.Store, c)
 	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d\n", res.Inbound, res.Outbound, res.Internal)
-	return err
+	return namingSettings(err)
 }

@@ -161,11 +161,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	srv, err := server.New(cfg)
 	if err != nil {
-		return err
+		return namingSettings(err)
 	}
 	if err := srv.Start(ctx); err != nil {
-		return err
+		return namingSettings(err)
 	}
 	fmt.Fprintf(stdout, "hubsync serving on http://%s\n", srv.Addr())
-	return srv.Wait()
+	return namingSettings(srv.Wait())
 }
