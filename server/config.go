@@ -12,6 +12,7 @@ import (
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
@@ -82,6 +83,12 @@ type Config struct {
 	DisableCleanup        bool
 	DisableAPI            bool
 
+	// Mapping maps local object types and fields to HubSpot's; default
+	// mapping.Default(). It drives every part: the records API accepts its
+	// object types only, the webhook receiver and the SyncWorker map HubSpot's
+	// objects through it, and the outbound worker maps local records.
+	Mapping *mapping.Set
+
 	// Cleanup sets the retention of processed events.
 	Cleanup ops.CleanupConfig
 	// CleanupInterval is how often the cleanup runs; default CleanupIntervalDefault.
@@ -105,6 +112,9 @@ func (c Config) WithDefaults() Config {
 	c.RateLimit = cmp.Or(c.RateLimit, RateLimitDefault)
 	c.BudgetKey = cmp.Or(c.BudgetKey, BudgetKeyDefault)
 	c.HubSpotTimeout = cmp.Or(c.HubSpotTimeout, hubspot.TimeoutDefault)
+	if c.Mapping == nil {
+		c.Mapping = mapping.Default()
+	}
 	c.Cleanup = c.Cleanup.WithDefaults()
 	c.CleanupInterval = cmp.Or(c.CleanupInterval, CleanupIntervalDefault)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DrainTimeoutDefault)

@@ -262,7 +262,7 @@ func (s *Server) build(ctx context.Context) error {
 	lk := links.New(st)
 	var recs *records.Service
 	if !cfg.DisableAPI || !cfg.DisableSyncWorker {
-		if recs, err = records.New(st, lk, records.Config{Logger: s.log}); err != nil {
+		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Logger: s.log}); err != nil {
 			return fmt.Errorf("records: %w", err)
 		}
 	}
@@ -287,7 +287,7 @@ func (s *Server) build(ctx context.Context) error {
 	var syncWorker *inbound.SyncWorker
 	if !cfg.DisableSyncWorker {
 		syncWorker, err = inbound.NewSyncWorker(inbound.WorkerConfig{
-			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
+			Store: st.Inbound(), Applier: recs, HubSpot: client, Mapping: cfg.Mapping, Budget: bud, BudgetKey: cfg.BudgetKey,
 			AppID: cfg.HubSpotAppID, Now: st.Now, Logger: s.log,
 		})
 		if err != nil {
@@ -299,7 +299,7 @@ func (s *Server) build(ctx context.Context) error {
 	var wake []notifier
 	if !cfg.DisableOutboundWorker {
 		w, err := outbound.NewWorker(outbound.Config{
-			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
+			Store: st.Outbound(), HubSpot: client, Links: lk, Mapping: cfg.Mapping, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
 			Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 		})
@@ -341,7 +341,7 @@ func (s *Server) build(ctx context.Context) error {
 			maxStores = 1
 		}
 		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
-			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
+			Store: st.Inbound(), Mapping: cfg.Mapping, ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
 			AppID: cfg.HubSpotAppID, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
 		})
 		if err != nil {

@@ -159,7 +159,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: simulator: %w", err)
 	}
 
+	m := mapping.Default()
 	srv, err := server.New(server.Config{
+		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
 		Addr:                "127.0.0.1:0",
 		HubSpotAPIBase:      sim.URL(),
@@ -199,7 +201,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: records: %w", err)
 	}
 
-	m := mapping.Default()
 	w := Generate(cfg.Seed, cfg.Changes)
 	expected, err := w.Expect(m)
 	if err != nil {
