@@ -310,9 +310,7 @@ func (c CleanupConfig) WithDefaults() CleanupConfig {
 }
 
 // Validate reports the settings that cannot work, each naming its field.
-func (c CleanupConfig) Validate() error { return c.validate() }
-
-func (c CleanupConfig) validate() error {
+func (c CleanupConfig) Validate() error {
 	var errs []error
 	for _, r := range []struct {
 		name string
@@ -338,7 +336,7 @@ type CleanupResult struct {
 // Cleanup deletes processed events older than each queue's retention, in
 // batches. Pending, processing and failed events are never touched.
 func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResult, error) {
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return CleanupResult{}, err
 	}
 	c = c.WithDefaults()
