@@ -36,7 +36,7 @@ type DB struct {
 	Dialect store.Dialect
 }
 
-// Open opens the database named by databaseURL (the HUBSYNC_DATABASE_URL forms
+// Open opens the database named by databaseURL (the forms
 // sqlite:PATH, postgres://…, mysql://…), checks that it answers, and returns its
 // store. It does not migrate; call Migrate or CheckSchema. It dispatches on the
 // URL's scheme to the backend, which parses the rest of the URL, opens it with

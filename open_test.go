@@ -52,12 +52,12 @@ func TestOpenSQLiteClaimComplete(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
-	if _, err := hubsync.Open(ctx, "", store.Config{}); err == nil || !strings.Contains(err.Error(), "HUBSYNC_DATABASE_URL") {
-		t.Errorf("Open(\"\") = %v, want an error naming HUBSYNC_DATABASE_URL", err)
+	if _, err := hubsync.Open(ctx, "", store.Config{}); err == nil || !strings.Contains(err.Error(), "database URL") {
+		t.Errorf("Open(\"\") = %v, want an error naming the database URL", err)
 	}
 	_, err := hubsync.Open(ctx, "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2", store.Config{})
-	if err == nil || !strings.Contains(err.Error(), "HUBSYNC_DATABASE_URL") {
-		t.Errorf("Open of an unreachable server = %v, want an error naming HUBSYNC_DATABASE_URL", err)
+	if err == nil || !strings.Contains(err.Error(), "database URL") {
+		t.Errorf("Open of an unreachable server = %v, want an error naming the database URL", err)
 	}
 }
 

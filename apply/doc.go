@@ -26,7 +26,7 @@
 //		return tx.Commit()
 //	}
 //
-//	worker, err := inbound.NewSyncWorker(inbound.WorkerConfig{
+//	worker, err := inbound.NewWorker(inbound.WorkerConfig{
 //		Applier: &apply.Guarded{Store: contactStore{db}}, …
 //	})
 //

@@ -15,6 +15,9 @@
 //     MySQL/MariaDB or SQLite), locked for one short transaction per call, so any
 //     number of replicas share it and never together exceed it.
 //
+// SQL.Usage reads every key's calls today and any pause, read-only, for
+// operators (`hubsync status`).
+//
 // There is no Redis implementation: it would add a client module the project
 // does not otherwise need.
 //

@@ -67,7 +67,7 @@ type Response struct {
 
 func (c *Config) validate() error {
 	if c.AccessToken == "" {
-		return errors.New("hubspot: Config.AccessToken is empty; set it to the private app's access token (HUBSPOT_ACCESS_TOKEN)")
+		return errors.New("hubspot: Config.AccessToken is empty; set it to the private app's access token")
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("hubspot: Config.Timeout is %s; set a positive duration or 0 for %s", c.Timeout, TimeoutDefault)

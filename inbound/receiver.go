@@ -127,7 +127,7 @@ func (c ReceiverConfig) validate() error {
 		errs = append(errs, errors.New("ReceiverConfig.Store is nil; pass store.Store.Inbound()"))
 	}
 	if c.ClientSecret == "" {
-		errs = append(errs, errors.New("ReceiverConfig.ClientSecret is empty; set it to the HubSpot app's client secret (HUBSPOT_CLIENT_SECRET)"))
+		errs = append(errs, errors.New("ReceiverConfig.ClientSecret is empty; set it to the HubSpot app's client secret"))
 	}
 	if c.MaxBodyBytes < 0 {
 		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxBodyBytes is %d; use a positive size or 0 for %d", c.MaxBodyBytes, MaxBodyBytesDefault))

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -50,14 +51,14 @@ func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) ht
 		// contents; only the length itself can leak, which is acceptable.
 		if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="hubsync admin"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer $HUBSYNC_ADMIN_TOKEN")
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer followed by the admin token")
 			return
 		}
 		if err := h(w, r); err != nil {
 			status, code := http.StatusInternalServerError, "internal"
 			if errors.Is(err, errBodyTooLarge) {
 				status, code = http.StatusRequestEntityTooLarge, "too_large"
-			} else if errors.Is(err, ErrBadRequest) {
+			} else if errors.Is(err, ops.ErrBadRequest) {
 				status, code = http.StatusBadRequest, "bad_request"
 			} else if errors.Is(err, context.Canceled) {
 				return
@@ -70,7 +71,7 @@ func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) ht
 }
 
 func (a *adminAPI) metrics(w http.ResponseWriter, r *http.Request) error {
-	m, err := LoadMetrics(r.Context(), a.st)
+	m, err := ops.LoadMetrics(r.Context(), a.st)
 	if err != nil {
 		return err
 	}
@@ -80,29 +81,29 @@ func (a *adminAPI) metrics(w http.ResponseWriter, r *http.Request) error {
 
 // deadLettersResponse is the answer of GET /admin/deadletters.
 type deadLettersResponse struct {
-	DeadLetters []DeadLetter `json:"dead_letters"`
+	DeadLetters []ops.DeadLetter `json:"dead_letters"`
 	// Next is the after= value of the next page, empty on the last one.
 	Next string `json:"next,omitempty"`
 }
 
 func (a *adminAPI) deadLetters(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	dir, err := ParseDirection(q.Get("direction"))
+	dir, err := ops.ParseDirection(q.Get("direction"))
 	if err != nil {
 		return err
 	}
 	limit := 0
 	if s := q.Get("limit"); s != "" {
 		if limit, err = strconv.Atoi(s); err != nil || limit < 1 {
-			return fmt.Errorf("%w: limit must be a positive number", ErrBadRequest)
+			return fmt.Errorf("%w: limit must be a positive number", ops.ErrBadRequest)
 		}
 	}
-	dls, err := ListDeadLetters(r.Context(), a.st, DeadLetterQuery{Direction: dir, Key: q.Get("key"), Limit: limit, After: q.Get("after")})
+	dls, err := ops.ListDeadLetters(r.Context(), a.st, ops.DeadLetterQuery{Direction: dir, Key: q.Get("key"), Limit: limit, After: q.Get("after")})
 	if err != nil {
 		return err
 	}
 	resp := deadLettersResponse{DeadLetters: dls}
-	if n := len(dls); n > 0 && n == min(cmp.Or(limit, DeadLetterLimitDefault), DeadLetterLimitMax) {
+	if n := len(dls); n > 0 && n == min(cmp.Or(limit, ops.DeadLetterLimitDefault), ops.DeadLetterLimitMax) {
 		resp.Next = dls[n-1].ID
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -110,11 +111,11 @@ func (a *adminAPI) deadLetters(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *adminAPI) retry(w http.ResponseWriter, r *http.Request) error {
-	var req RetryRequest
+	var req ops.RetryRequest
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
-	res, err := RetryDeadLetters(r.Context(), a.st, req)
+	res, err := ops.RetryDeadLetters(r.Context(), a.st, req)
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,7 @@ func (a *adminAPI) retry(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
-	var req ReconcileRequest
+	var req ops.ReconcileRequest
 	if r.ContentLength != 0 {
 		if err := decodeBody(w, r, &req); err != nil {
 			return err
@@ -133,7 +134,7 @@ func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
 	if req.OlderThan == "" {
 		req.OlderThan = a.reconcileAfter.String()
 	}
-	res, err := Reconcile(r.Context(), a.st, req)
+	res, err := ops.Reconcile(r.Context(), a.st, req)
 	if err != nil {
 		return err
 	}
@@ -148,10 +149,10 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return fmt.Errorf("%w: the body exceeds %d bytes", errBodyTooLarge, adminBodyMax)
 		}
-		return fmt.Errorf("%w: body: %v", ErrBadRequest, err)
+		return fmt.Errorf("%w: body: %v", ops.ErrBadRequest, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("%w: body has data after the JSON object", ErrBadRequest)
+		return fmt.Errorf("%w: body has data after the JSON object", ops.ErrBadRequest)
 	}
 	return nil
 }

@@ -1,21 +1,75 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/ops"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/store/sqlitestore"
+	"github.com/hubsync/hubsync/store/storetest"
 )
+
+// opsBundle is a store with dead letters to serve through the admin API.
+type opsBundle struct {
+	st    store.Store
+	clock *storetest.Clock
+}
+
+func setupOps(t testing.TB) opsBundle {
+	t.Helper()
+	db := dbtest.Migrated(t, store.SQLite)
+	clock := storetest.NewClock(time.Time{})
+	st, err := sqlitestore.New(db.DB, store.Config{Now: clock.Now, Retry: store.RetryPolicy{MaxAttempts: 1, NoJitter: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opsBundle{st: st, clock: clock}
+}
+
+// deadOutbound enqueues n outbound events for dest and dead-letters them.
+func (b opsBundle) deadOutbound(t *testing.T, dest string, n int) []string {
+	t.Helper()
+	ctx := context.Background()
+	for i := range n {
+		rec := fmt.Sprintf("%s-%d", dest, i)
+		p, err := outbox.Snapshot{ID: rec, Fields: map[string]any{"email": rec + "@example.com"}}.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := store.OutboundEvent{Destination: dest, ObjectType: "contacts", RecordID: rec, EventType: store.EventCreate, Payload: p}
+		if _, err := b.st.Outbound().Enqueue(ctx, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: dest, Limit: n})
+	if err != nil || len(evs) != n {
+		t.Fatalf("claim: %d events, %v", len(evs), err)
+	}
+	var ids []string
+	for _, e := range evs {
+		if err := b.st.Outbound().Fail(ctx, e.Lease(), "boom "+e.RecordID); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
 
 func adminServer(t testing.TB, b opsBundle, token string) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	(&adminAPI{token: []byte(token), st: b.st, reconcileAfter: ReconcileAfterDefault, log: slog.New(slog.DiscardHandler)}).register(mux)
+	(&adminAPI{token: []byte(token), st: b.st, reconcileAfter: ops.ReconcileAfterDefault, log: slog.New(slog.DiscardHandler)}).register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -107,7 +161,7 @@ func TestAdminDeadLettersAndRetry(t *testing.T) {
 	}
 
 	code, body = call(t, "GET", srv.URL+"/admin/metrics", "tok", "")
-	var m Metrics
+	var m ops.Metrics
 	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Pending != 3 || m.Queues[0].Direction != store.DirectionOutbound {
 		t.Fatalf("metrics = %d %s", code, body)
 	}

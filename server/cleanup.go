@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/internal/startstop"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -14,11 +15,11 @@ import (
 // run it at once: deleting processed rows in batches is idempotent.
 type cleaner struct {
 	st       store.Store
-	cfg      CleanupConfig
+	cfg      ops.CleanupConfig
 	interval time.Duration
 	log      *slog.Logger
 	// ran, when set, is called after each run (tests).
-	ran func(CleanupResult, error)
+	ran func(ops.CleanupResult, error)
 
 	svc startstop.Service
 }
@@ -45,7 +46,7 @@ func (c *cleaner) run(ctx context.Context, stop <-chan struct{}) {
 	t := time.NewTicker(c.interval)
 	defer t.Stop()
 	for {
-		res, err := Cleanup(ctx, c.st, c.cfg)
+		res, err := ops.Cleanup(ctx, c.st, c.cfg)
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):
 			c.log.Error("cleanup failed", "err", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -28,56 +29,53 @@ const (
 	// DrainTimeoutDefault bounds a graceful stop; then in-flight work is abandoned
 	// and its leases expire by themselves.
 	DrainTimeoutDefault = 30 * time.Second
-	// ReconcileAfterDefault is how long a due event may wait unclaimed before the
-	// reconciliation sweep reports it (seed 002: pendingOlderThanMinutes 10).
-	ReconcileAfterDefault = 10 * time.Minute
+	// CleanupIntervalDefault is how often the cleanup runs.
+	CleanupIntervalDefault = time.Hour
 	// BudgetKeyDefault is the budget key of the configured private app.
 	BudgetKeyDefault = "hubspot:private-app:primary"
 )
 
 // Config configures a Server. The zero value of every field means its default;
 // the settings HubSpot needs have none and are required by the parts that use
-// them. Each field names the environment variable `hubsync serve` reads it from.
+// them. Errors name the fields; `hubsync serve` sets each field from a flag and
+// an environment variable and names those instead.
 type Config struct {
-	// DatabaseURL is HUBSYNC_DATABASE_URL: sqlite:PATH, postgres://… or mysql://….
+	// DatabaseURL is the database: sqlite:PATH, postgres://… or mysql://….
 	// Default DatabaseURLDefault. SQLite is migrated on start; PostgreSQL and
 	// MySQL must have been migrated with `hubsync migrate`.
 	DatabaseURL string
-	// Addr is HUBSYNC_ADDR, the listen address; default AddrDefault. Use port 0
+	// Addr is the listen address; default AddrDefault. Use port 0
 	// for any free port (see Server.Addr).
 	Addr string
-	// PublicURL is HUBSYNC_PUBLIC_URL, the scheme and host HubSpot calls
+	// PublicURL is the scheme and host HubSpot calls
 	// (webhook signatures cover it). Empty: rebuilt from each request, which
 	// only fits a receiver that HubSpot reaches without a proxy.
 	PublicURL string
-	// HubSpotAPIBase is HUBSPOT_API_BASE; default hubspot.BaseURLDefault.
+	// HubSpotAPIBase is the HubSpot API base URL; default hubspot.BaseURLDefault.
 	HubSpotAPIBase string
-	// HubSpotAccessToken is HUBSPOT_ACCESS_TOKEN, the private app's token;
+	// HubSpotAccessToken is the private app's token;
 	// required by the SyncWorker and the outbound worker.
 	HubSpotAccessToken string
-	// HubSpotClientSecret is HUBSPOT_CLIENT_SECRET, which signs webhooks;
+	// HubSpotClientSecret is the app's client secret, which signs webhooks;
 	// required by the webhook receiver.
 	HubSpotClientSecret string
-	// HubSpotAppID is HUBSPOT_APP_ID, the app's numeric id; with it, webhook
+	// HubSpotAppID is the app's numeric id; with it, webhook
 	// events caused by hubsync's own writes are recognised as echoes.
 	HubSpotAppID string
-	// AdminToken is HUBSYNC_ADMIN_TOKEN; empty turns the admin API off (404).
+	// AdminToken is the bearer token of the admin API; empty turns it off (404).
 	AdminToken string
-	// Mapping is the field ↔ property mapping every part uses (HUBSYNC_MAPPING
-	// names a file; see mapping.Load); nil means mapping.Default().
-	Mapping *mapping.Set
 	// WebhookSignatures are the signature versions the webhook receiver
-	// accepts (HUBSYNC_WEBHOOK_SIGNATURES); nil means v3 only, see
+	// accepts; nil means v3 only, see
 	// inbound.ReceiverConfig.Signatures.
 	WebhookSignatures []hubspot.SignatureVersion
 	// TrustedProxies are the peers whose X-Forwarded-Proto/-Host the webhook
-	// receiver believes when PublicURL is empty (HUBSYNC_TRUSTED_PROXIES).
+	// receiver believes when PublicURL is empty.
 	TrustedProxies []netip.Prefix
 
-	// RateLimit is HUBSYNC_HUBSPOT_RATE_LIMIT, HubSpot calls per 10 s shared by
+	// RateLimit is the HubSpot calls per 10 s shared by
 	// every replica; default RateLimitDefault.
 	RateLimit int
-	// DailyLimit is HUBSYNC_HUBSPOT_DAILY_LIMIT; 0 means budget.DailyLimitDefault,
+	// DailyLimit is the HubSpot calls per day; 0 means budget.DailyLimitDefault,
 	// negative none.
 	DailyLimit int
 	// BudgetKey names the budget shared by every replica; default BudgetKeyDefault.
@@ -94,14 +92,21 @@ type Config struct {
 	DisableCleanup        bool
 	DisableAPI            bool
 
+	// Mapping maps local object types and fields to HubSpot's; default
+	// mapping.Default(). It drives every part: the records API accepts its
+	// object types only, the webhook receiver and the SyncWorker map HubSpot's
+	// objects through it, and the outbound worker maps local records. A
+	// service user loads it from a file with mapping.Load.
+	Mapping *mapping.Set
+
 	// Cleanup sets the retention of processed events.
-	Cleanup CleanupConfig
+	Cleanup ops.CleanupConfig
 	// CleanupInterval is how often the cleanup runs; default CleanupIntervalDefault.
 	CleanupInterval time.Duration
 	// DrainTimeout bounds a graceful stop; default DrainTimeoutDefault.
 	DrainTimeout time.Duration
 	// ReconcileAfter is the age past which the reconciliation sweep reports a due
-	// event nobody claimed; default ReconcileAfterDefault.
+	// event nobody claimed; default ops.ReconcileAfterDefault.
 	ReconcileAfter time.Duration
 	// Store configures the store (retry policy, clock).
 	Store store.Config
@@ -117,15 +122,15 @@ func (c Config) WithDefaults() Config {
 	c.RateLimit = cmp.Or(c.RateLimit, RateLimitDefault)
 	c.BudgetKey = cmp.Or(c.BudgetKey, BudgetKeyDefault)
 	c.HubSpotTimeout = cmp.Or(c.HubSpotTimeout, hubspot.TimeoutDefault)
+	if c.Mapping == nil {
+		c.Mapping = mapping.Default()
+	}
 	c.Cleanup = c.Cleanup.WithDefaults()
 	c.CleanupInterval = cmp.Or(c.CleanupInterval, CleanupIntervalDefault)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DrainTimeoutDefault)
-	c.ReconcileAfter = cmp.Or(c.ReconcileAfter, ReconcileAfterDefault)
+	c.ReconcileAfter = cmp.Or(c.ReconcileAfter, ops.ReconcileAfterDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
-	}
-	if c.Mapping == nil {
-		c.Mapping = mapping.Default()
 	}
 	return c
 }
@@ -136,45 +141,45 @@ var ErrConfig = errors.New("configuration")
 // callsHubSpot reports whether a part that calls the HubSpot API is on.
 func (c Config) callsHubSpot() bool { return !c.DisableSyncWorker || !c.DisableOutboundWorker }
 
-// Validate reports every setting that cannot work, each naming the setting (its
-// environment variable) and the fix.
+// Validate reports every setting that cannot work, each naming the Config field
+// and the fix.
 func (c Config) Validate() error {
 	var errs []error
 	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if _, err := hubsync.ParseDatabaseURL(c.DatabaseURL); err != nil {
-		add("HUBSYNC_DATABASE_URL: %v", err)
+		add("DatabaseURL: %v", err)
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
-		add("HUBSYNC_ADDR %q is not host:port (%v); use e.g. 127.0.0.1:8080 or :8080", c.Addr, err)
+		add("Addr %q is not host:port (%v); use e.g. 127.0.0.1:8080 or :8080", c.Addr, err)
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
-			add("HUBSYNC_PUBLIC_URL %q is not an absolute http(s) base URL; use the scheme and host HubSpot calls, e.g. https://crm.example.com", c.PublicURL)
+			add("PublicURL %q is not an absolute http(s) base URL; use the scheme and host HubSpot calls, e.g. https://crm.example.com", c.PublicURL)
 		}
 	}
 	if c.callsHubSpot() {
 		if c.HubSpotAccessToken == "" {
-			add("HUBSPOT_ACCESS_TOKEN is empty; set it to your private app's access token, or run with -sync-worker=false -outbound-worker=false")
+			add("HubSpotAccessToken is empty; set it to your private app's access token, or turn the workers off (DisableSyncWorker, DisableOutboundWorker)")
 		}
 		if u, err := url.Parse(c.HubSpotAPIBase); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			add("HUBSPOT_API_BASE %q is not an absolute http(s) URL; leave it unset for %s", c.HubSpotAPIBase, hubspot.BaseURLDefault)
+			add("HubSpotAPIBase %q is not an absolute http(s) URL; leave it unset for %s", c.HubSpotAPIBase, hubspot.BaseURLDefault)
 		}
 	}
 	if !c.DisableWebhooks && c.HubSpotClientSecret == "" {
-		add("HUBSPOT_CLIENT_SECRET is empty; set it to your app's client secret, or run with -webhooks=false")
+		add("HubSpotClientSecret is empty; set it to your app's client secret, or turn the webhook receiver off (DisableWebhooks)")
 	}
 	if c.HubSpotAppID != "" {
 		if n, err := strconv.ParseInt(c.HubSpotAppID, 10, 64); err != nil || n <= 0 {
-			add("HUBSPOT_APP_ID %q is not a positive number; set it to your app's numeric id (app settings, \"App ID\")", c.HubSpotAppID)
+			add("HubSpotAppID %q is not a positive number; set it to your app's numeric id (app settings, \"App ID\")", c.HubSpotAppID)
 		}
 	}
 	if c.RateLimit < 1 {
-		add("HUBSYNC_HUBSPOT_RATE_LIMIT is %d; set the HubSpot calls allowed per 10 s (100, 110, 190 or 250 by tier)", c.RateLimit)
+		add("RateLimit is %d; set the HubSpot calls allowed per 10 s (100, 110, 190 or 250 by tier)", c.RateLimit)
 	}
 	if c.DailyLimit > 0 && c.DailyLimit < c.RateLimit {
-		add("HUBSYNC_HUBSPOT_DAILY_LIMIT %d is below HUBSYNC_HUBSPOT_RATE_LIMIT %d; raise it, or set it negative for no daily limit", c.DailyLimit, c.RateLimit)
+		add("DailyLimit %d is below RateLimit %d; raise it, or set it negative for no daily limit", c.DailyLimit, c.RateLimit)
 	}
-	if err := c.Cleanup.validate(); err != nil {
+	if err := c.Cleanup.Validate(); err != nil {
 		add("cleanup: %v", err)
 	}
 	for _, d := range []struct {

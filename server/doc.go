@@ -19,7 +19,9 @@
 // set of replicas and workers on another, all on one PostgreSQL or MySQL
 // database).
 //
-// The operator functions the CLI and the admin API share — LoadMetrics,
-// ListDeadLetters, RetryDeadLetters, Cleanup and Reconcile — work on any
-// store.Store and are exported for that reason.
+// Server is the composition root only: Config.Mapping drives the records API,
+// the webhook receiver, the SyncWorker and the outbound worker; the operator
+// functions behind the admin API (and the CLI and the demo) live in package
+// ops; budget use is read by package budget. Config errors name Config fields;
+// `hubsync serve` retells them with its flags and environment variables.
 package server

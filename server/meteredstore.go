@@ -6,7 +6,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/store/pgstore"
 )
 
 // meteredStore wraps a store.Store and counts, per queue and exact
@@ -17,19 +20,42 @@ type meteredStore struct {
 	store.Store
 	in       *instruments
 	inbound  *meteredInbound
-	outbound *meteredOutbound
-	internal *meteredInternal
+	outbound *meteredQueue[store.OutboundEvent]
+	internal *meteredQueue[store.InternalEvent]
 }
 
 // Unwrap returns the wrapped store, for code that needs a backend's own type.
 func (s *meteredStore) Unwrap() store.Store { return s.Store }
 
-func newMeteredStore(st store.Store, in *instruments) *meteredStore {
-	ms := &meteredStore{Store: st, in: in}
-	newMeter := func(dir store.Direction) meter { return meter{in: in, dir: dir, leased: &sync.Map{}} }
-	ms.inbound = &meteredInbound{inboundRepo{st.Inbound()}, meteredLeases{st.Inbound(), newMeter(store.DirectionInbound)}}
-	ms.outbound = &meteredOutbound{outboundRepo{st.Outbound()}, meteredLeases{st.Outbound(), newMeter(store.DirectionOutbound)}}
-	ms.internal = &meteredInternal{internalRepo{st.Internal()}, meteredLeases{st.Internal(), newMeter(store.DirectionInternal)}}
+// meteredPgxStore is a meteredStore of a store that takes pgx transactions: the
+// wrapper keeps that capability (and counts what goes through it).
+type meteredPgxStore struct {
+	*meteredStore
+	pg pgstore.PgxEnqueuer
+}
+
+// EnqueueOutboundPgx enqueues through the wrapped PostgreSQL store and counts
+// the event.
+func (s meteredPgxStore) EnqueueOutboundPgx(ctx context.Context, tx pgx.Tx, ev store.OutboundEvent) (store.EnqueueResult, error) {
+	res, err := s.pg.EnqueueOutboundPgx(ctx, tx, ev)
+	s.outbound.m.enqueued(ev.Destination, res, err)
+	return res, err
+}
+
+// newMeteredStore wraps st. The result keeps st's optional capabilities: a
+// PostgreSQL store's wrapper still takes pgx transactions.
+func newMeteredStore(st store.Store, in *instruments) store.Store {
+	ms := &meteredStore{Store: st, in: in,
+		inbound: &meteredInbound{
+			meteredQueue: newMeteredQueue[store.InboundEvent](st.Inbound(), in),
+			batch:        st.Inbound(),
+		},
+		outbound: newMeteredQueue[store.OutboundEvent](st.Outbound(), in),
+		internal: newMeteredQueue[store.InternalEvent](st.Internal(), in),
+	}
+	if pg, ok := st.(pgstore.PgxEnqueuer); ok {
+		return meteredPgxStore{ms, pg}
+	}
 	return ms
 }
 
@@ -127,31 +153,82 @@ func (m meter) retry(l store.Lease, r store.RetryResult, err error) {
 	}
 }
 
-// meteredInbound counts inbound enqueues and claims; meteredLeases, one level
-// shallower than the repository, shadows its fenced state changes.
-type meteredInbound struct {
-	inboundRepo
-	meteredLeases
+// meteredQueue counts the enqueues, claims and fenced state changes of one
+// queue; every other method is the wrapped queue's.
+type meteredQueue[E store.Event] struct {
+	store.Queue[E]
+	m meter
 }
 
-// inboundRepo pushes the repository's methods one embedding level down.
-type inboundRepo struct{ store.InboundRepository }
+func newMeteredQueue[E store.Event](q store.Queue[E], in *instruments) *meteredQueue[E] {
+	var zero E
+	return &meteredQueue[E]{Queue: q, m: meter{in: in, dir: zero.Header().Direction, leased: &sync.Map{}}}
+}
 
-func (r *meteredInbound) Enqueue(ctx context.Context, ev store.InboundEvent) (store.EnqueueResult, error) {
-	res, err := r.InboundRepository.Enqueue(ctx, ev)
-	r.m.enqueued(ev.Source, res, err)
+func (q *meteredQueue[E]) Enqueue(ctx context.Context, ev E) (store.EnqueueResult, error) {
+	res, err := q.Queue.Enqueue(ctx, ev)
+	q.m.enqueued(ev.Header().Key, res, err)
 	return res, err
 }
 
-func (r *meteredInbound) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.InboundEvent) (store.EnqueueResult, error) {
+func (q *meteredQueue[E]) EnqueueTx(ctx context.Context, tx store.DBTX, ev E) (store.EnqueueResult, error) {
 	// Counted when the call succeeds; the caller's transaction may still roll back.
-	res, err := r.InboundRepository.EnqueueTx(ctx, tx, ev)
-	r.m.enqueued(ev.Source, res, err)
+	res, err := q.Queue.EnqueueTx(ctx, tx, ev)
+	q.m.enqueued(ev.Header().Key, res, err)
 	return res, err
+}
+
+func (q *meteredQueue[E]) Claim(ctx context.Context, p store.ClaimParams) ([]E, error) {
+	evs, err := q.Queue.Claim(ctx, p)
+	q.claimed(evs)
+	return evs, err
+}
+
+func (q *meteredQueue[E]) ClaimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]E, error) {
+	evs, err := q.Queue.ClaimIDs(ctx, ids, p)
+	q.claimed(evs)
+	return evs, err
+}
+
+func (q *meteredQueue[E]) claimed(evs []E) {
+	for _, e := range evs {
+		h := e.Header()
+		q.m.claimed(h.ID, h.Key)
+	}
+}
+
+func (q *meteredQueue[E]) Complete(ctx context.Context, leases ...store.Lease) error {
+	err := q.Queue.Complete(ctx, leases...)
+	q.m.complete(leases, err)
+	return err
+}
+
+func (q *meteredQueue[E]) Fail(ctx context.Context, lease store.Lease, msg string) error {
+	err := q.Queue.Fail(ctx, lease, msg)
+	q.m.fail(lease, err)
+	return err
+}
+
+func (q *meteredQueue[E]) IncrementRetry(ctx context.Context, lease store.Lease, msg string, minDelay time.Duration) (store.RetryResult, error) {
+	res, err := q.Queue.IncrementRetry(ctx, lease, msg, minDelay)
+	q.m.retry(lease, res, err)
+	return res, err
+}
+
+func (q *meteredQueue[E]) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
+	err := q.Queue.Release(ctx, delay, leases...)
+	q.m.release(leases, err)
+	return err
+}
+
+// meteredInbound adds the inbound queue's EnqueueBatch.
+type meteredInbound struct {
+	*meteredQueue[store.InboundEvent]
+	batch store.BatchEnqueuer[store.InboundEvent]
 }
 
 func (r *meteredInbound) EnqueueBatch(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
-	res, err := r.InboundRepository.EnqueueBatch(ctx, evs)
+	res, err := r.batch.EnqueueBatch(ctx, evs)
 	if err == nil {
 		for i, x := range res {
 			if i < len(evs) {
@@ -162,117 +239,9 @@ func (r *meteredInbound) EnqueueBatch(ctx context.Context, evs []store.InboundEv
 	return res, err
 }
 
-func (r *meteredInbound) Claim(ctx context.Context, p store.ClaimParams) ([]store.InboundEvent, error) {
-	evs, err := r.InboundRepository.Claim(ctx, p)
-	for _, e := range evs {
-		r.m.claimed(e.ID, e.Source)
-	}
-	return evs, err
-}
-
-func (r *meteredInbound) ClaimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]store.InboundEvent, error) {
-	evs, err := r.InboundRepository.ClaimIDs(ctx, ids, p)
-	for _, e := range evs {
-		r.m.claimed(e.ID, e.Source)
-	}
-	return evs, err
-}
-
-// meteredOutbound counts outbound enqueues and claims; meteredLeases, one level
-// shallower than the repository, shadows its fenced state changes.
-type meteredOutbound struct {
-	outboundRepo
-	meteredLeases
-}
-
-// outboundRepo pushes the repository's methods one embedding level down.
-type outboundRepo struct{ store.OutboundRepository }
-
-func (r *meteredOutbound) Enqueue(ctx context.Context, ev store.OutboundEvent) (store.EnqueueResult, error) {
-	res, err := r.OutboundRepository.Enqueue(ctx, ev)
-	r.m.enqueued(ev.Destination, res, err)
-	return res, err
-}
-
-func (r *meteredOutbound) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.OutboundEvent) (store.EnqueueResult, error) {
-	res, err := r.OutboundRepository.EnqueueTx(ctx, tx, ev)
-	r.m.enqueued(ev.Destination, res, err)
-	return res, err
-}
-
-func (r *meteredOutbound) Claim(ctx context.Context, p store.ClaimParams) ([]store.OutboundEvent, error) {
-	evs, err := r.OutboundRepository.Claim(ctx, p)
-	for _, e := range evs {
-		r.m.claimed(e.ID, e.Destination)
-	}
-	return evs, err
-}
-
-func (r *meteredOutbound) ClaimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]store.OutboundEvent, error) {
-	evs, err := r.OutboundRepository.ClaimIDs(ctx, ids, p)
-	for _, e := range evs {
-		r.m.claimed(e.ID, e.Destination)
-	}
-	return evs, err
-}
-
-// meteredInternal counts internal enqueues and claims; meteredLeases, one level
-// shallower than the repository, shadows its fenced state changes.
-type meteredInternal struct {
-	internalRepo
-	meteredLeases
-}
-
-// internalRepo pushes the repository's methods one embedding level down.
-type internalRepo struct{ store.InternalRepository }
-
-func (r *meteredInternal) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.InternalEvent) (store.EnqueueResult, error) {
-	res, err := r.InternalRepository.EnqueueTx(ctx, tx, ev)
-	r.m.enqueued("", res, err)
-	return res, err
-}
-
-func (r *meteredInternal) Claim(ctx context.Context, p store.ClaimParams) ([]store.InternalEvent, error) {
-	evs, err := r.InternalRepository.Claim(ctx, p)
-	for _, e := range evs {
-		r.m.claimed(e.ID, "")
-	}
-	return evs, err
-}
-
-// meteredLeases performs the fenced state changes of one queue and counts them.
-type meteredLeases struct {
-	ops store.LeaseOps
-	m   meter
-}
-
-func (l meteredLeases) Complete(ctx context.Context, leases ...store.Lease) error {
-	err := l.ops.Complete(ctx, leases...)
-	l.m.complete(leases, err)
-	return err
-}
-
-func (l meteredLeases) Fail(ctx context.Context, lease store.Lease, msg string) error {
-	err := l.ops.Fail(ctx, lease, msg)
-	l.m.fail(lease, err)
-	return err
-}
-
-func (l meteredLeases) IncrementRetry(ctx context.Context, lease store.Lease, msg string, minDelay time.Duration) (store.RetryResult, error) {
-	res, err := l.ops.IncrementRetry(ctx, lease, msg, minDelay)
-	l.m.retry(lease, res, err)
-	return res, err
-}
-
-func (l meteredLeases) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
-	err := l.ops.Release(ctx, delay, leases...)
-	l.m.release(leases, err)
-	return err
-}
-
 var (
-	_ store.Store              = (*meteredStore)(nil)
-	_ store.InboundRepository  = (*meteredInbound)(nil)
-	_ store.OutboundRepository = (*meteredOutbound)(nil)
-	_ store.InternalRepository = (*meteredInternal)(nil)
+	_ store.Store             = (*meteredStore)(nil)
+	_ store.Store             = meteredPgxStore{}
+	_ pgstore.PgxEnqueuer     = meteredPgxStore{}
+	_ store.InboundRepository = (*meteredInbound)(nil)
 )

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/store/pgstore"
 )
 
 // TestMeteredStoreCountsLeaseOps checks that the wrapper's fenced operations,
@@ -68,6 +70,49 @@ func TestMeteredStoreCountsLeaseOps(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("%s = %v, want %v", name, c.got, c.want)
 		}
+	}
+}
+
+// TestMeteredStoreKeepsPgxEnqueue checks that the metrics wrapper does not
+// drop a capability of the store it wraps: the server's store on PostgreSQL
+// still takes pgx transactions (pgstore.EnqueuePgxTx), and counts the event.
+func TestMeteredStoreKeepsPgxEnqueue(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tdb := dbtest.Migrated(t, store.Postgres)
+	db, err := hubsync.Open(ctx, tdb.URL, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	in := newInstruments(db.Store, slog.New(slog.DiscardHandler))
+	ms := newMeteredStore(db.Store, in)
+	conn, err := pgx.Connect(ctx, tdb.URL) // the URL carries the test schema's search_path
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+
+	snap, _ := outbox.Snapshot{ID: "r1", Fields: map[string]any{"email": "a@example.com"}}.Marshal()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := pgstore.EnqueuePgxTx(ctx, ms, tx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "r1", EventType: store.EventCreate, Payload: snap})
+	if err != nil {
+		t.Fatalf("EnqueuePgxTx through the metered store: %v", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Inserted {
+		t.Fatalf("EnqueuePgxTx = %+v, want Inserted", res)
+	}
+	if _, err := ms.Outbound().Get(ctx, res.ID); err != nil {
+		t.Fatalf("the event enqueued with pgx: %v", err)
+	}
+	if got := value(t, in.enqueued.WithLabelValues("outbound", "hubspot")); got != 1 {
+		t.Errorf("enqueued = %v, want 1", got)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
@@ -189,7 +190,7 @@ func (b meteredBudget) Reserve(ctx context.Context, key string, tokens int) (bud
 
 // defaultQueues are the queues of a standard deployment: HubSpot both ways and
 // the internal queue.
-var defaultQueues = []QueueMetrics{
+var defaultQueues = []ops.QueueMetrics{
 	{Direction: store.DirectionInbound, Key: outbox.SyncSourceHubSpot},
 	{Direction: store.DirectionOutbound, Key: outbox.SyncSourceHubSpot},
 	{Direction: store.DirectionInternal, Key: ""},
@@ -219,7 +220,7 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	defer cancel()
-	m, err := LoadMetrics(ctx, c.st)
+	m, err := ops.LoadMetrics(ctx, c.st)
 	if err != nil {
 		c.log.Warn("metrics: read queue stats", "err", err)
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
@@ -228,12 +229,12 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1)
 	queues := m.Queues
 	for _, d := range defaultQueues {
-		if !slices.ContainsFunc(queues, func(q QueueMetrics) bool { return q.Direction == d.Direction && q.Key == d.Key }) {
+		if !slices.ContainsFunc(queues, func(q ops.QueueMetrics) bool { return q.Direction == d.Direction && q.Key == d.Key }) {
 			queues = append(queues, d)
 		}
 	}
 	for _, q := range queues {
-		for _, s := range allStatuses {
+		for _, s := range ops.Statuses() {
 			ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(q.Counts[s]), string(q.Direction), q.Key, string(s))
 		}
 		ch <- prometheus.MustNewConstMetric(descAge, prometheus.GaugeValue, q.OldestPendingAgeSeconds, string(q.Direction), q.Key)

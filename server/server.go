@@ -265,7 +265,7 @@ func (s *Server) build(ctx context.Context) error {
 	lk := links.New(st)
 	var recs *records.Service
 	if !cfg.DisableAPI || !cfg.DisableSyncWorker {
-		if recs, err = records.New(st, lk, records.Config{Logger: s.log}); err != nil {
+		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Logger: s.log}); err != nil {
 			return fmt.Errorf("records: %w", err)
 		}
 	}
@@ -356,7 +356,7 @@ func (s *Server) build(ctx context.Context) error {
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("HUBSYNC_ADDR %s: cannot listen (%v); choose a free port, e.g. HUBSYNC_ADDR=127.0.0.1:8081", cfg.Addr, err)
+		return fmt.Errorf("Addr %s: cannot listen (%v); choose a free port, e.g. 127.0.0.1:8081", cfg.Addr, err)
 	}
 	s.ln = ln
 	s.http = &http.Server{
@@ -373,7 +373,7 @@ func (s *Server) build(ctx context.Context) error {
 func openChecked(ctx context.Context, rawURL string, sc store.Config, log *slog.Logger) (*hubsync.DB, error) {
 	db, err := hubsync.Open(ctx, rawURL, sc)
 	if err != nil {
-		return nil, fmt.Errorf("HUBSYNC_DATABASE_URL: %w", err)
+		return nil, fmt.Errorf("DatabaseURL: %w", err)
 	}
 	if db.Dialect == store.SQLite {
 		applied, err := hubsync.Migrate(ctx, db)
@@ -388,7 +388,7 @@ func openChecked(ctx context.Context, rawURL string, sc store.Config, log *slog.
 	if err := hubsync.CheckSchema(ctx, db); err != nil {
 		db.Close()
 		if errors.Is(err, migrate.ErrNotMigrated) {
-			return nil, fmt.Errorf("%s database: %w, with the same HUBSYNC_DATABASE_URL (serve migrates only SQLite by itself)", db.Dialect, err)
+			return nil, fmt.Errorf("%s database: %w, with the same DatabaseURL (the server migrates only SQLite by itself)", db.Dialect, err)
 		}
 		return nil, fmt.Errorf("check %s schema: %w", db.Dialect, err)
 	}

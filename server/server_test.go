@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"github.com/hubsync/hubsync/internal/testwait"
+	"github.com/hubsync/hubsync/mapping"
 	"io"
 	"log/slog"
 	"net/http"
@@ -175,12 +176,12 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		cfg  Config
 		want []string
 	}{
-		{"all missing", Config{}, []string{"HUBSPOT_ACCESS_TOKEN", "HUBSPOT_CLIENT_SECRET", "-webhooks=false"}},
-		{"bad database", Config{DatabaseURL: "oracle://x", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_DATABASE_URL"}},
-		{"bad addr", Config{Addr: "8080", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_ADDR"}},
-		{"bad app id", Config{HubSpotAppID: "abc", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSPOT_APP_ID"}},
-		{"bad public url", Config{PublicURL: "crm.example.com", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HUBSYNC_PUBLIC_URL"}},
-		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"HUBSYNC_HUBSPOT_RATE_LIMIT"}},
+		{"all missing", Config{}, []string{"HubSpotAccessToken", "HubSpotClientSecret", "DisableWebhooks"}},
+		{"bad database", Config{DatabaseURL: "oracle://x", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"DatabaseURL"}},
+		{"bad addr", Config{Addr: "8080", DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"Addr"}},
+		{"bad app id", Config{HubSpotAppID: "abc", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HubSpotAppID"}},
+		{"bad public url", Config{PublicURL: "crm.example.com", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"PublicURL"}},
+		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"RateLimit"}},
 	} {
 		_, err := New(tc.cfg)
 		if !errors.Is(err, ErrConfig) {
@@ -192,9 +193,64 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 				t.Errorf("%s: %q does not name %s", tc.name, err, w)
 			}
 		}
+		// The library names Config fields; only cmd/hubsync knows the
+		// environment.
+		if strings.Contains(err.Error(), "HUBSYNC_") || strings.Contains(err.Error(), "HUBSPOT_") {
+			t.Errorf("%s: %q names an environment variable, want Config fields only", tc.name, err)
+		}
 	}
 	// Only the parts that need a setting require it.
 	if _, err := New(Config{DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}); err != nil {
 		t.Errorf("API-only config: %v", err)
 	}
+}
+
+// TestConfigMappingDrivesEveryPart checks that Config.Mapping reaches the
+// records API (its object types only) and the outbound worker (its fields).
+func TestConfigMappingDrivesEveryPart(t *testing.T) {
+	db := dbtest.New(t, store.SQLite)
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	m, err := mapping.NewSet(mapping.Object{
+		ObjectType: "contacts", HubSpotType: "contacts", WebhookName: "contact", Version: 1,
+		IDProperty: "email", IDField: "email",
+		Fields: []mapping.Field{{Local: "email", HubSpot: "email"}, {Local: "nickname", HubSpot: "firstname"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{
+		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), Mapping: m,
+		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop(context.Background()) })
+	base := "http://" + srv.Addr()
+	post := func(path, body string) int {
+		resp, err := http.Post(base+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := post("/api/records/deals", `{"fields":{"name":"x"}}`); code != http.StatusNotFound {
+		t.Errorf("create a deal, which the mapping lacks = %d, want 404", code)
+	}
+	if code := post("/api/records/contacts", `{"fields":{"email":"map@example.com","nickname":"Al"}}`); code != http.StatusCreated {
+		t.Fatalf("create contact = %d", code)
+	}
+	testwait.For(t, "the contact in HubSpot with the mapped property", func() bool {
+		for _, o := range sim.Objects("contacts") {
+			if o.Properties["email"] == "map@example.com" && o.Properties["firstname"] == "Al" {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -18,7 +18,7 @@ import (
 func newBudget(db *hubsync.DB, cfg Config) (budget.Budget, error) {
 	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit})
 	if err != nil {
-		return nil, fmt.Errorf("HUBSYNC_HUBSPOT_RATE_LIMIT/HUBSYNC_HUBSPOT_DAILY_LIMIT: %w", err)
+		return nil, fmt.Errorf("RateLimit/DailyLimit: %w", err)
 	}
 	return b, nil
 }

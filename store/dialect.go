@@ -16,7 +16,7 @@ const (
 	MySQL    Dialect = "mysql"
 )
 
-// DatabaseURL is a parsed HUBSYNC_DATABASE_URL (hubsync.ParseDatabaseURL).
+// DatabaseURL is a parsed database URL (hubsync.ParseDatabaseURL).
 type DatabaseURL struct {
 	Dialect Dialect
 	// Driver is the database/sql driver name to open DSN with.
@@ -40,7 +40,7 @@ func DialectOf(raw string) (Dialect, error) {
 	raw = strings.TrimSpace(raw)
 	switch {
 	case raw == "":
-		return "", fmt.Errorf("%w: empty; set HUBSYNC_DATABASE_URL to sqlite:PATH, postgres://... or mysql://...", ErrDatabaseURL)
+		return "", fmt.Errorf("%w: empty; use sqlite:PATH, postgres://... or mysql://...", ErrDatabaseURL)
 	case strings.HasPrefix(raw, "sqlite:"):
 		return SQLite, nil
 	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):

@@ -11,6 +11,13 @@
 //   - _System_OutboxEvent: internal record events (record.created/updated/deleted),
 //     relayed to in-process subscribers.
 //
+// The three differ only in their event type: each is a Queue[E] for E one of
+// InboundEvent, OutboundEvent and InternalEvent (OutboundRepository and
+// InternalRepository are aliases; InboundRepository adds EnqueueBatch). A queue's
+// key is the exact Source (inbound) or Destination (outbound); the internal queue
+// has none and ignores key arguments. Code that serves every queue alike reads
+// events through Event.Header.
+//
 // Every queue is claimed in batches with a lease: a claim sets the row to
 // processing, stamps a lease owner and expiry, and increments Attempt. Attempt is
 // the fencing value: every later state change (Complete, Fail, IncrementRetry,

@@ -124,3 +124,48 @@ type EnqueueResult struct {
 	ID       string // the stored event's id (the existing one for a duplicate)
 	Inserted bool   // false when the idempotency key was already present
 }
+
+// Event is the type set of queued events: the type parameter of Queue.
+type Event interface {
+	InboundEvent | OutboundEvent | InternalEvent
+	// Lease returns the lease of the claim that handed out the event.
+	Lease() Lease
+	// Header returns what the event has in common with the events of the
+	// other queues.
+	Header() EventHeader
+}
+
+// EventHeader is what every queued event has, whichever queue holds it. Code
+// that serves all three queues alike (operator tools, metrics, tests) reads
+// events through it.
+type EventHeader struct {
+	ID        string
+	Direction Direction
+	// Key is the Source (inbound) or Destination (outbound); "" for internal events.
+	Key        string
+	ObjectType string
+	// RecordID is the local record id (outbound, internal) or the external id
+	// (inbound).
+	RecordID  string
+	EventType string
+	Payload   json.RawMessage
+	QueueState
+}
+
+// Header implements Event.
+func (e InboundEvent) Header() EventHeader {
+	return EventHeader{ID: e.ID, Direction: DirectionInbound, Key: e.Source, ObjectType: e.ObjectType,
+		RecordID: e.ExternalID, EventType: e.EventType, Payload: e.Payload, QueueState: e.QueueState}
+}
+
+// Header implements Event.
+func (e OutboundEvent) Header() EventHeader {
+	return EventHeader{ID: e.ID, Direction: DirectionOutbound, Key: e.Destination, ObjectType: e.ObjectType,
+		RecordID: e.RecordID, EventType: e.EventType, Payload: e.Payload, QueueState: e.QueueState}
+}
+
+// Header implements Event.
+func (e InternalEvent) Header() EventHeader {
+	return EventHeader{ID: e.ID, Direction: DirectionInternal, ObjectType: e.ObjectType,
+		RecordID: e.RecordID, EventType: e.EventType, Payload: e.Payload, QueueState: e.QueueState}
+}

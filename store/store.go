@@ -103,79 +103,57 @@ type DeadLetterFilter struct {
 	AfterID string // page after this id (ids ascending)
 }
 
-// InboundRepository is the _System_IntegrationInbound queue.
-type InboundRepository interface {
-	// Enqueue inserts an event. A duplicate IdempotencyKey is skipped and reported
-	// with Inserted false, never an error.
-	Enqueue(ctx context.Context, ev InboundEvent) (EnqueueResult, error)
-	// EnqueueTx is Enqueue inside the caller's transaction.
-	EnqueueTx(ctx context.Context, tx DBTX, ev InboundEvent) (EnqueueResult, error)
-	// EnqueueBatch inserts events in one transaction: all are kept or none.
-	EnqueueBatch(ctx context.Context, evs []InboundEvent) ([]EnqueueResult, error)
-	// GetPending lists claimable events of one source, oldest first, without claiming.
-	GetPending(ctx context.Context, source string, limit int) ([]InboundEvent, error)
-	// Claim leases the claimable events of up to p.Limit records of source p.Key,
+// Queue is one of the three queues, for its event type E: InboundEvent
+// (_System_IntegrationInbound), OutboundEvent (_System_IntegrationOutbound) or
+// InternalEvent (_System_OutboxEvent). The key of a queue is the exact Source
+// (inbound) or Destination (outbound); the internal queue has none and ignores
+// every key argument.
+type Queue[E Event] interface {
+	// Enqueue inserts an event in its own transaction. An inbound event whose
+	// IdempotencyKey is already present is skipped and reported with Inserted
+	// false, never an error.
+	Enqueue(ctx context.Context, ev E) (EnqueueResult, error)
+	// EnqueueTx is Enqueue inside the caller's transaction, so the change and
+	// the event commit together or not at all.
+	EnqueueTx(ctx context.Context, tx DBTX, ev E) (EnqueueResult, error)
+	// GetPending lists claimable events of one key, oldest first, without claiming.
+	GetPending(ctx context.Context, key string, limit int) ([]E, error)
+	// Claim leases the claimable events of up to p.Limit records of key p.Key,
 	// each record's head with its due followers (see the package doc).
-	Claim(ctx context.Context, p ClaimParams) ([]InboundEvent, error)
+	Claim(ctx context.Context, p ClaimParams) ([]E, error)
 	// ClaimIDs leases the named events if they are claimable (push dispatch).
-	ClaimIDs(ctx context.Context, ids []string, p ClaimParams) ([]InboundEvent, error)
+	ClaimIDs(ctx context.Context, ids []string, p ClaimParams) ([]E, error)
 	// Get reads one event; ErrNotFound when absent.
-	Get(ctx context.Context, id string) (InboundEvent, error)
+	Get(ctx context.Context, id string) (E, error)
 	LeaseOps
 	// Cleanup deletes processed events older than cutoff, batchSize rows per statement.
 	Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error)
-	// DeadLetters lists failed events.
-	DeadLetters(ctx context.Context, f DeadLetterFilter) ([]InboundEvent, error)
+	// DeadLetters lists failed events, ids ascending.
+	DeadLetters(ctx context.Context, f DeadLetterFilter) ([]E, error)
 	// Requeue returns the named failed events to pending with RetryCount 0.
 	Requeue(ctx context.Context, ids ...string) (int64, error)
-	// RequeueAll returns every failed event of one source to pending.
-	RequeueAll(ctx context.Context, source string) (int64, error)
+	// RequeueAll returns every failed event of one key to pending with
+	// RetryCount 0 (of the whole queue for the internal queue).
+	RequeueAll(ctx context.Context, key string) (int64, error)
+}
+
+// BatchEnqueuer inserts several events in one transaction: all are kept or none.
+type BatchEnqueuer[E Event] interface {
+	EnqueueBatch(ctx context.Context, evs []E) ([]EnqueueResult, error)
+}
+
+// InboundRepository is the _System_IntegrationInbound queue; the webhook
+// receiver stores a delivery's events with one EnqueueBatch.
+type InboundRepository interface {
+	Queue[InboundEvent]
+	BatchEnqueuer[InboundEvent]
 }
 
 // OutboundRepository is the _System_IntegrationOutbound queue.
-type OutboundRepository interface {
-	// Enqueue inserts an event in its own transaction.
-	Enqueue(ctx context.Context, ev OutboundEvent) (EnqueueResult, error)
-	// EnqueueTx inserts an event inside the caller's transaction, so the change and
-	// the event commit together or not at all.
-	EnqueueTx(ctx context.Context, tx DBTX, ev OutboundEvent) (EnqueueResult, error)
-	// GetPending lists claimable events of one destination, oldest first, without claiming.
-	GetPending(ctx context.Context, destination string, limit int) ([]OutboundEvent, error)
-	// Claim leases the claimable events of up to p.Limit records of destination
-	// p.Key, each record's head with its due followers (see the package doc).
-	Claim(ctx context.Context, p ClaimParams) ([]OutboundEvent, error)
-	// ClaimIDs leases the named events if they are claimable (push dispatch).
-	ClaimIDs(ctx context.Context, ids []string, p ClaimParams) ([]OutboundEvent, error)
-	// Get reads one event; ErrNotFound when absent.
-	Get(ctx context.Context, id string) (OutboundEvent, error)
-	LeaseOps
-	// Cleanup deletes processed events older than cutoff, batchSize rows per statement.
-	Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error)
-	// DeadLetters lists failed events.
-	DeadLetters(ctx context.Context, f DeadLetterFilter) ([]OutboundEvent, error)
-	// Requeue returns the named failed events to pending with RetryCount 0.
-	Requeue(ctx context.Context, ids ...string) (int64, error)
-	// RequeueAll returns every failed event of one destination to pending.
-	RequeueAll(ctx context.Context, destination string) (int64, error)
-}
+type OutboundRepository = Queue[OutboundEvent]
 
 // InternalRepository is the _System_OutboxEvent queue of internal record events.
-type InternalRepository interface {
-	// EnqueueTx inserts an event inside the caller's transaction.
-	EnqueueTx(ctx context.Context, tx DBTX, ev InternalEvent) (EnqueueResult, error)
-	// Claim leases the claimable events of up to p.Limit records, each record's
-	// head with its due followers (p.Key is ignored).
-	Claim(ctx context.Context, p ClaimParams) ([]InternalEvent, error)
-	// Get reads one event; ErrNotFound when absent.
-	Get(ctx context.Context, id string) (InternalEvent, error)
-	LeaseOps
-	// Cleanup deletes processed events older than cutoff, batchSize rows per statement.
-	Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error)
-	// DeadLetters lists failed events (f.Key is ignored).
-	DeadLetters(ctx context.Context, f DeadLetterFilter) ([]InternalEvent, error)
-	// Requeue returns the named failed events to pending with RetryCount 0.
-	Requeue(ctx context.Context, ids ...string) (int64, error)
-}
+type InternalRepository = Queue[InternalEvent]
 
 // StatsRow counts the events of one queue, key and status.
 type StatsRow struct {

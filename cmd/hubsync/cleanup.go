@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/hubsync/hubsync/server"
+	"github.com/hubsync/hubsync/ops"
 )
 
 func init() {
@@ -16,10 +16,10 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := newFlagSet("cleanup", stderr)
 	dbURL := databaseURLFlag(fs)
 	e := &envFlags{fs: fs}
-	var c server.CleanupConfig
-	e.duration(&c.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", server.OutboundRetentionDefault, "keep processed outbound events this long")
-	e.duration(&c.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", server.InboundRetentionDefault, "keep processed inbound events this long (audit)")
-	e.duration(&c.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", server.InternalRetentionDefault, "keep processed internal events this long")
+	var c ops.CleanupConfig
+	e.duration(&c.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
+	e.duration(&c.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
+	e.duration(&c.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
 	fs.IntVar(&c.BatchSize, "batch-size", 1000, "rows deleted per statement")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: hubsync cleanup [flags]\n\nDeletes processed events older than each queue's retention; pending,\nprocessing and failed events are never touched.")
@@ -43,7 +43,7 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer db.Close()
-	res, err := server.Cleanup(ctx, db.Store, c)
+	res, err := ops.Cleanup(ctx, db.Store, c)
 	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d\n", res.Inbound, res.Outbound, res.Internal)
-	return err
+	return namingSettings(err)
 }

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hubsync/hubsync/server"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -46,7 +46,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var ids idList
 	limit, after, asJSON, all := new(int), new(string), new(bool), new(bool)
 	if action == "list" {
-		limit = fs.Int("limit", server.DeadLetterLimitDefault, "most dead letters to list")
+		limit = fs.Int("limit", ops.DeadLetterLimitDefault, "most dead letters to list")
 		after = fs.String("after", "", "list ids after this one (paging)")
 		asJSON = fs.Bool("json", false, "print JSON")
 	} else {
@@ -64,7 +64,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fs.Usage()
 		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
-	dir, err := server.ParseDirection(*direction)
+	dir, err := ops.ParseDirection(*direction)
 	if err != nil {
 		return fmt.Errorf("-direction: %w", err)
 	}
@@ -75,14 +75,14 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer db.Close()
 
 	if action == "retry" {
-		res, err := server.RetryDeadLetters(ctx, db.Store, server.RetryRequest{Direction: dir, IDs: ids, Key: *key, All: *all})
+		res, err := ops.RetryDeadLetters(ctx, db.Store, ops.RetryRequest{Direction: dir, IDs: ids, Key: *key, All: *all})
 		if err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "re-queued %d %s dead letters\n", res.Requeued, dir)
 		return nil
 	}
-	dls, err := server.ListDeadLetters(ctx, db.Store, server.DeadLetterQuery{Direction: dir, Key: *key, Limit: *limit, After: *after})
+	dls, err := ops.ListDeadLetters(ctx, db.Store, ops.DeadLetterQuery{Direction: dir, Key: *key, Limit: *limit, After: *after})
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return nil
 }
 
-func printDeadLetters(w io.Writer, dir store.Direction, dls []server.DeadLetter) {
+func printDeadLetters(w io.Writer, dir store.Direction, dls []ops.DeadLetter) {
 	if len(dls) == 0 {
 		fmt.Fprintf(w, "no %s dead letters\n", dir)
 		return

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/server"
 )
 
@@ -123,9 +124,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.secret(&cfg.AdminToken, "admin-token", "HUBSYNC_ADMIN_TOKEN", "bearer token of the admin API; empty turns it off")
 	e.int(&cfg.RateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas (100, 110, 190 or 250 by tier)")
 	e.int(&cfg.DailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
-	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", server.OutboundRetentionDefault, "keep processed outbound events this long")
-	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", server.InboundRetentionDefault, "keep processed inbound events this long (audit)")
-	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", server.InternalRetentionDefault, "keep processed internal events this long")
+	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
+	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
+	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
 	e.duration(&cfg.CleanupInterval, "cleanup-interval", "HUBSYNC_CLEANUP_INTERVAL", server.CleanupIntervalDefault, "how often the cleanup runs")
 	e.duration(&cfg.DrainTimeout, "drain-timeout", "HUBSYNC_DRAIN_TIMEOUT", server.DrainTimeoutDefault, "how long a graceful stop may take")
 	webhooks := fs.Bool("webhooks", true, "serve POST /webhooks/hubspot")
@@ -169,11 +170,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 	srv, err := server.New(cfg)
 	if err != nil {
-		return err
+		return namingSettings(err)
 	}
 	if err := srv.Start(ctx); err != nil {
-		return err
+		return namingSettings(err)
 	}
 	fmt.Fprintf(stdout, "hubsync serving on http://%s\n", srv.Addr())
-	return srv.Wait()
+	return namingSettings(srv.Wait())
 }

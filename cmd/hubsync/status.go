@@ -8,7 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hubsync/hubsync/server"
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -18,8 +19,8 @@ func init() {
 
 // statusReport is what `hubsync status -json` prints.
 type statusReport struct {
-	server.Metrics
-	Budget []server.BudgetUsage `json:"budget"`
+	ops.Metrics
+	Budget []budget.Usage `json:"budget"`
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -42,17 +43,21 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer db.Close()
-	m, err := server.LoadMetrics(ctx, db.Store)
+	m, err := ops.LoadMetrics(ctx, db.Store)
 	if err != nil {
 		return err
 	}
-	bu, err := server.LoadBudgetUsage(ctx, db.Store)
+	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{Now: db.Store.Now})
+	if err != nil {
+		return err
+	}
+	bu, err := b.Usage(ctx)
 	if err != nil {
 		return err
 	}
 	rep := statusReport{Metrics: m, Budget: bu}
 	if rep.Queues == nil {
-		rep.Queues = []server.QueueMetrics{}
+		rep.Queues = []ops.QueueMetrics{}
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

@@ -27,10 +27,7 @@ func newQueue[E any](s *Store, def queueDef[E]) (*Queue[E], error) {
 		return nil, err
 	}
 	need := []string{"Insert", "Get", "Pending", "Complete", "Fail", "RetryCount", "Retry", "Release",
-		"Cleanup", "DeadLetters", "Requeue", "Stats"}
-	if def.data.Key != "" {
-		need = append(need, "RequeueAll")
-	}
+		"Cleanup", "DeadLetters", "Requeue", "RequeueAll", "Stats"}
 	if def.data.Dir == store.DirectionInbound {
 		need = append(need, "IDByIdempotencyKey")
 	}
@@ -483,7 +480,8 @@ func (qu *Queue[E]) Requeue(ctx context.Context, ids ...string) (int64, error) {
 	return n, nil
 }
 
-// RequeueAll returns every failed event of one key to pending.
+// RequeueAll returns every failed event of one key (of the queue, for a queue
+// without keys) to pending.
 func (qu *Queue[E]) RequeueAll(ctx context.Context, key string) (int64, error) {
 	unlock := qu.s.lockWrites()
 	n, err := qu.exec(ctx, qu.s.db, "RequeueAll", params{"key": key, "now": qu.s.encodeTime(qu.s.now())})

@@ -285,6 +285,12 @@ func (r *InternalRepo) EnqueueConn(ctx context.Context, c Conn, ev store.Interna
 	return res, nil
 }
 
+// Enqueue inserts an event in its own transaction.
+func (r *InternalRepo) Enqueue(ctx context.Context, ev store.InternalEvent) (store.EnqueueResult, error) {
+	defer r.s.lockWrites()()
+	return r.EnqueueConn(ctx, SQLConn{r.s.db}, ev)
+}
+
 // EnqueueTx inserts an event inside the caller's transaction.
 func (r *InternalRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.InternalEvent) (store.EnqueueResult, error) {
 	return r.EnqueueConn(ctx, SQLConn{tx}, ev)

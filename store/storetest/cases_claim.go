@@ -28,7 +28,9 @@ func testGetPending(t *testing.T, b *bundle) {
 	e1 := q.mustEnqueue(t, spec{})
 	e2 := q.mustEnqueue(t, spec{})
 	e3 := q.mustEnqueue(t, spec{})
-	q.mustEnqueue(t, spec{Key: "other"})
+	if q.keyed {
+		q.mustEnqueue(t, spec{Key: "other"})
+	}
 	ctx := context.Background()
 	got, err := q.getPending(ctx, keyDefault, 10)
 	if err != nil {
@@ -59,7 +61,7 @@ func testClaimIDs(t *testing.T, b *bundle) {
 	e1 := q.mustEnqueue(t, spec{})
 	e2 := q.mustEnqueue(t, spec{})
 	e3 := q.mustEnqueue(t, spec{})
-	got, err := q.claimIDs(ctx, []string{e2, "no-such-id"}, minute, "push")
+	got, err := q.claimIDsFor(ctx, []string{e2, "no-such-id"}, minute, "push")
 	if err != nil {
 		t.Fatalf("ClaimIDs(e2, missing): %v", err)
 	}
@@ -72,7 +74,7 @@ func testClaimIDs(t *testing.T, b *bundle) {
 			t.Errorf("ClaimIDs(e2) changed %v; only named events may be claimed", it)
 		}
 	}
-	got, err = q.claimIDs(ctx, []string{e2}, minute, "push2")
+	got, err = q.claimIDsFor(ctx, []string{e2}, minute, "push2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +82,10 @@ func testClaimIDs(t *testing.T, b *bundle) {
 	// An event that is not yet due is not claimable by id either.
 	c := q.mustClaim(t, 1, minute, "w1")
 	wantIDs(t, "claim(1)", c, e1)
-	if err := q.ops().Release(ctx, time.Hour, c[0].lease()); err != nil {
+	if err := q.Release(ctx, time.Hour, c[0].lease()); err != nil {
 		t.Fatal(err)
 	}
-	got, err = q.claimIDs(ctx, []string{e1}, minute, "push")
+	got, err = q.claimIDsFor(ctx, []string{e1}, minute, "push")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func testConcurrentClaimers(t *testing.T, b *bundle) {
 		owner := fmt.Sprintf("worker-%d", w)
 		wg.Go(func() {
 			for done.Load() < total && ctx.Err() == nil {
-				evs, err := q.claim(ctx, keyDefault, batch, time.Hour, owner)
+				evs, err := q.claimKey(ctx, keyDefault, batch, time.Hour, owner)
 				if err != nil {
 					mu.Lock()
 					report("%s: claim: %v", owner, err)
@@ -238,7 +240,7 @@ func testConcurrentClaimers(t *testing.T, b *bundle) {
 					}
 				}
 				mu.Unlock()
-				if err := q.ops().Complete(ctx, leases(evs)...); err != nil {
+				if err := q.Complete(ctx, leases(evs)...); err != nil {
 					mu.Lock()
 					report("%s: complete %v: %v", owner, ids(evs), err)
 					mu.Unlock()

@@ -28,21 +28,21 @@ func testRecordFollowers(t *testing.T, b *bundle) {
 	c2 := q.mustClaim(t, 10, minute, "w2")
 	wantIDs(t, "second claimer while A is out: only B, none of A", c2, b1)
 	if q.dir != store.DirectionInternal {
-		got, err := q.claimIDs(ctx, []string{a2, a3}, minute, "push")
+		got, err := q.claimIDsFor(ctx, []string{a2, a3}, minute, "push")
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantIDs(t, "ClaimIDs of A's leased followers", got)
 	}
 	// Completing the head alone leaves the followers leased: still nothing of A.
-	if err := q.ops().Complete(ctx, c1[0].lease(), c2[0].lease()); err != nil {
+	if err := q.Complete(ctx, c1[0].lease(), c2[0].lease()); err != nil {
 		t.Fatal(err)
 	}
 	a4 := q.mustEnqueue(t, spec{Record: "A"})
 	if got := q.mustClaim(t, 10, minute, "w2"); len(got) != 0 {
 		t.Fatalf("claim while A2, A3 are leased got %v, want nothing", got)
 	}
-	if err := q.ops().Complete(ctx, c1[1].lease(), c1[2].lease()); err != nil {
+	if err := q.Complete(ctx, c1[1].lease(), c1[2].lease()); err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "claim after A2, A3 completed", q.mustClaim(t, 10, minute, "w2"), a4)
@@ -51,12 +51,12 @@ func testRecordFollowers(t *testing.T, b *bundle) {
 	if q.dir != store.DirectionInternal {
 		d1 := q.mustEnqueue(t, spec{Record: "D"})
 		d2 := q.mustEnqueue(t, spec{Record: "D"})
-		got, err := q.claimIDs(ctx, []string{d2}, minute, "push")
+		got, err := q.claimIDsFor(ctx, []string{d2}, minute, "push")
 		if err != nil {
 			t.Fatal(err)
 		}
 		wantIDs(t, "ClaimIDs of a follower whose head is pending", got)
-		got, err = q.claimIDs(ctx, []string{d1, d2}, minute, "push")
+		got, err = q.claimIDsFor(ctx, []string{d1, d2}, minute, "push")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +83,7 @@ func testRecordFollowers(t *testing.T, b *bundle) {
 	f3 := q.mustEnqueue(t, spec{Record: "F"})
 	c := q.mustClaimP(t, store.ClaimParams{Key: keyDefault, Limit: 10, LeaseDuration: minute, Owner: "w1", MaxPerRecord: 1})
 	wantIDs(t, "claim of F with MaxPerRecord 1", c, f1)
-	if err := q.ops().Fail(ctx, c[0].lease(), "permanent"); err != nil {
+	if err := q.Fail(ctx, c[0].lease(), "permanent"); err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "claim after F1 failed", q.mustClaim(t, 10, minute, "w1"), f2, f3)
@@ -99,11 +99,11 @@ func testFollowerBackoffBlocks(t *testing.T, b *bundle) {
 	a3 := q.mustEnqueue(t, spec{Record: "A"})
 	c := q.mustClaim(t, 10, minute, "w1")
 	wantIDs(t, "claim of A1..A3", c, a1, a2, a3)
-	res, err := q.ops().IncrementRetry(ctx, c[1].lease(), "HubSpot 500", 0)
+	res, err := q.IncrementRetry(ctx, c[1].lease(), "HubSpot 500", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := q.ops().Release(ctx, 0, c[0].lease(), c[2].lease()); err != nil {
+	if err := q.Release(ctx, 0, c[0].lease(), c[2].lease()); err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "claim while A2 waits in backoff: A1 only, A3 waits behind A2", q.mustClaim(t, 10, minute, "w1"), a1)
@@ -120,7 +120,7 @@ func testFollowerBackoffBlocks(t *testing.T, b *bundle) {
 	h2 := q.mustEnqueue(t, spec{Record: "H"})
 	c = q.mustClaimP(t, store.ClaimParams{Key: keyDefault, Limit: 10, LeaseDuration: minute, Owner: "w1", MaxPerRecord: 1})
 	wantIDs(t, "claim of H1 alone", c, h1)
-	res, err = q.ops().IncrementRetry(ctx, c[0].lease(), "HubSpot 502", 0)
+	res, err = q.IncrementRetry(ctx, c[0].lease(), "HubSpot 502", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,18 +143,18 @@ func testMaxPerRecord(t *testing.T, b *bundle) {
 	}
 	c := q.mustClaimP(t, store.ClaimParams{Key: keyDefault, Limit: 10, LeaseDuration: minute, Owner: "w1", MaxPerRecord: 3})
 	wantIDs(t, "claim with MaxPerRecord 3", c, a[0], a[1], a[2], r[0], r[1])
-	if err := q.ops().Complete(context.Background(), leases(c)...); err != nil {
+	if err := q.Complete(context.Background(), leases(c)...); err != nil {
 		t.Fatal(err)
 	}
 	wantIDs(t, "claim of the rest", q.mustClaim(t, 1, minute, "w1"), a[3], a[4])
-	if _, err := q.claimParams(context.Background(), store.ClaimParams{Key: keyDefault, MaxPerRecord: -1}); err == nil {
+	if _, err := q.claim(context.Background(), store.ClaimParams{Key: keyDefault, MaxPerRecord: -1}); err == nil {
 		t.Error("claim with MaxPerRecord -1 succeeded, want an error")
 	}
 }
 
 func (q *queue) mustClaimP(t testing.TB, p store.ClaimParams) []item {
 	t.Helper()
-	evs, err := q.claimParams(context.Background(), p)
+	evs, err := q.claim(context.Background(), p)
 	if err != nil {
 		t.Fatalf("%s: claim %+v: %v", q.name, p, err)
 	}

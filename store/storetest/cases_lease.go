@@ -62,13 +62,13 @@ func testFencing(t *testing.T, b *bundle) {
 		name string
 		do   func() error
 	}{
-		{"Complete", func() error { return q.ops().Complete(ctx, lost) }},
-		{"Fail", func() error { return q.ops().Fail(ctx, lost, "late failure") }},
+		{"Complete", func() error { return q.Complete(ctx, lost) }},
+		{"Fail", func() error { return q.Fail(ctx, lost, "late failure") }},
 		{"IncrementRetry", func() error {
-			_, err := q.ops().IncrementRetry(ctx, lost, "late retry", 0)
+			_, err := q.IncrementRetry(ctx, lost, "late retry", 0)
 			return err
 		}},
-		{"Release", func() error { return q.ops().Release(ctx, 0, lost) }},
+		{"Release", func() error { return q.Release(ctx, 0, lost) }},
 	}
 	for _, op := range ops {
 		err := op.do()
@@ -79,7 +79,7 @@ func testFencing(t *testing.T, b *bundle) {
 			t.Errorf("%s with a lost lease changed the event:\n before %+v\n after  %+v", op.name, before, after)
 		}
 	}
-	if err := q.ops().Complete(ctx, cur[0].lease()); err != nil {
+	if err := q.Complete(ctx, cur[0].lease()); err != nil {
 		t.Fatalf("Complete by the current owner w2: %v", err)
 	}
 	done := q.mustGet(t, id)
@@ -88,10 +88,10 @@ func testFencing(t *testing.T, b *bundle) {
 	}
 	// A finished event is no longer leased by anyone: a second Complete, or a
 	// late Fail, is rejected and leaves it processed.
-	if err := q.ops().Complete(ctx, cur[0].lease()); !errors.Is(err, store.ErrLeaseLost) {
+	if err := q.Complete(ctx, cur[0].lease()); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("second Complete of a processed event: err = %v, want ErrLeaseLost", err)
 	}
-	if err := q.ops().Fail(ctx, cur[0].lease(), "late"); !errors.Is(err, store.ErrLeaseLost) {
+	if err := q.Fail(ctx, cur[0].lease(), "late"); !errors.Is(err, store.ErrLeaseLost) {
 		t.Errorf("Fail of a processed event: err = %v, want ErrLeaseLost", err)
 	}
 	if got := q.mustGet(t, id); got.Status != store.StatusProcessed || got.ErrorMessage != "" {
@@ -113,7 +113,7 @@ func testFencingBatch(t *testing.T, b *bundle) {
 		t.Fatalf("claim(1) by w2 after expiry got %v, want one event", stolen)
 	}
 	lostID := stolen[0].ID
-	err := q.ops().Complete(ctx, leases(mine)...)
+	err := q.Complete(ctx, leases(mine)...)
 	var lle *store.LeaseLostError
 	if !errors.As(err, &lle) || !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("batch Complete with one lost lease: err = %v (%T), want a *LeaseLostError matching ErrLeaseLost", err, err)
@@ -177,7 +177,7 @@ func testBackoff(t *testing.T, b *bundle) {
 	// failure 1: policy delay BackoffBase (10s).
 	c := claim("first claim")
 	now := b.clock.Now()
-	res, err := q.ops().IncrementRetry(ctx, c.lease(), "HubSpot 502", 0)
+	res, err := q.IncrementRetry(ctx, c.lease(), "HubSpot 502", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +199,7 @@ func testBackoff(t *testing.T, b *bundle) {
 	}
 	// failure 2: policy delay 20s, raised by minDelay (Retry-After) to 45s.
 	now = b.clock.Now()
-	res, err = q.ops().IncrementRetry(ctx, c.lease(), "HubSpot 429", 45*time.Second)
+	res, err = q.IncrementRetry(ctx, c.lease(), "HubSpot 429", 45*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func testBackoff(t *testing.T, b *bundle) {
 	b.clock.Advance(time.Second + time.Millisecond)
 	c = claim("claim after minDelay")
 	// failure 3 = MaxAttempts: dead letter.
-	res, err = q.ops().IncrementRetry(ctx, c.lease(), "HubSpot 400: bad property", 0)
+	res, err = q.IncrementRetry(ctx, c.lease(), "HubSpot 400: bad property", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func failOne(t *testing.T, b *bundle, key, msg string) string {
 	id := b.q.mustEnqueue(t, spec{Key: key})
 	got := b.q.mustClaimKey(t, key, 10, minute, "w1")
 	wantIDs(t, "claim to fail", got, id)
-	if err := b.q.ops().Fail(context.Background(), got[0].lease(), msg); err != nil {
+	if err := b.q.Fail(context.Background(), got[0].lease(), msg); err != nil {
 		t.Fatalf("Fail: %v", err)
 	}
 	return id
@@ -272,7 +272,7 @@ func testDeadLetters(t *testing.T, b *bundle) {
 	}
 	wantIDs(t, "DeadLetters page after the first id", page, want[1])
 
-	n, err := q.requeue(ctx, d1, "no-such-id")
+	n, err := q.Requeue(ctx, d1, "no-such-id")
 	if err != nil || n != 1 {
 		t.Fatalf("Requeue(d1, missing) = %d, %v; want 1", n, err)
 	}
@@ -280,18 +280,20 @@ func testDeadLetters(t *testing.T, b *bundle) {
 		t.Errorf("after Requeue: %v, want pending with retry 0", got)
 	}
 	wantIDs(t, "claim after Requeue", q.mustClaim(t, 10, minute, "w1"), d1)
-	if n, err := q.requeue(ctx, d1); err != nil || n != 0 {
+	if n, err := q.Requeue(ctx, d1); err != nil || n != 0 {
 		t.Errorf("Requeue of a processing event = %d, %v; want 0: only failed events are requeued", n, err)
 	}
-	if !q.keyed {
-		return
-	}
-	n, err = q.requeueAll(ctx, "hubspot")
+	// RequeueAll takes the failed events of one key; the internal queue, which
+	// has no key, takes all of them.
+	n, err = q.RequeueAll(ctx, "hubspot")
 	if err != nil || n != 1 {
 		t.Fatalf("RequeueAll(hubspot) = %d, %v; want 1 (d2)", n, err)
 	}
 	if got := q.mustGet(t, d2); got.Status != store.StatusPending || got.RetryCount != 0 {
 		t.Errorf("after RequeueAll: %v, want pending with retry 0", got)
+	}
+	if !q.keyed {
+		return
 	}
 	if got := q.mustGet(t, dOther); got.Status != store.StatusFailed {
 		t.Errorf("RequeueAll(hubspot) touched %v of salesforce", got)
@@ -305,7 +307,7 @@ func testRelease(t *testing.T, b *bundle) {
 	c := q.mustClaim(t, 10, minute, "w1")
 	wantIDs(t, "claim", c, id)
 	// Record a failure first, so that Release's leaving RetryCount alone shows.
-	res, err := q.ops().IncrementRetry(ctx, c[0].lease(), "first", 0)
+	res, err := q.IncrementRetry(ctx, c[0].lease(), "first", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +316,7 @@ func testRelease(t *testing.T, b *bundle) {
 	c = q.mustClaim(t, 10, minute, "w1")
 	wantIDs(t, "claim after retry", c, id)
 	now := b.clock.Now()
-	if err := q.ops().Release(ctx, 20*time.Second, c[0].lease()); err != nil {
+	if err := q.Release(ctx, 20*time.Second, c[0].lease()); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
 	got := q.mustGet(t, id)
@@ -339,7 +341,7 @@ func testCleanup(t *testing.T, b *bundle) {
 	}
 	c := q.mustClaim(t, 10, minute, "w1")
 	wantIDs(t, "claim the 7 old events", c, old...)
-	if err := q.ops().Complete(ctx, leases(c)...); err != nil {
+	if err := q.Complete(ctx, leases(c)...); err != nil {
 		t.Fatal(err)
 	}
 	failed := failOne(t, b, keyDefault, "dead")
@@ -348,7 +350,7 @@ func testCleanup(t *testing.T, b *bundle) {
 	pending := q.mustEnqueue(t, spec{})
 	c = q.mustClaim(t, 10, minute, "w1")
 	wantIDs(t, "claim (released for two days)", c, pending)
-	if err := q.ops().Release(ctx, 48*time.Hour, c[0].lease()); err != nil {
+	if err := q.Release(ctx, 48*time.Hour, c[0].lease()); err != nil {
 		t.Fatal(err)
 	}
 	b.clock.Set(t0.Add(time.Hour))
@@ -356,11 +358,11 @@ func testCleanup(t *testing.T, b *bundle) {
 	r2 := q.mustEnqueue(t, spec{})
 	c = q.mustClaim(t, 10, minute, "w1")
 	wantIDs(t, "claim the recent events", c, r1, r2)
-	if err := q.ops().Complete(ctx, leases(c)...); err != nil {
+	if err := q.Complete(ctx, leases(c)...); err != nil {
 		t.Fatal(err)
 	}
 	cutoff := t0.Add(30 * time.Minute)
-	n, err := q.cleanup(ctx, cutoff, 3)
+	n, err := q.Cleanup(ctx, cutoff, 3)
 	if err != nil {
 		t.Fatalf("Cleanup(batch 3): %v", err)
 	}
@@ -380,7 +382,7 @@ func testCleanup(t *testing.T, b *bundle) {
 	if c := q.countRows(t, ""); c != 5 {
 		t.Errorf("%d rows after Cleanup, want 5", c)
 	}
-	if n, err := q.cleanup(ctx, cutoff, 3); err != nil || n != 0 {
+	if n, err := q.Cleanup(ctx, cutoff, 3); err != nil || n != 0 {
 		t.Errorf("second Cleanup = %d, %v; want 0", n, err)
 	}
 }
@@ -388,8 +390,8 @@ func testCleanup(t *testing.T, b *bundle) {
 func testStats(t *testing.T, b *bundle) {
 	ctx := context.Background()
 	q := b.q // inbound
-	outQ := &queue{kind: kindOutbound, s: b.s, clock: b.clock}
-	inQ := &queue{kind: kindInternal, s: b.s, clock: b.clock}
+	outQ := newQueue(kindOutbound, b.s, b.clock)
+	inQ := newQueue(kindInternal, b.s, b.clock)
 	oldest := b.clock.Now()
 	q.mustEnqueue(t, spec{Key: "hubspot"})
 	q.mustEnqueue(t, spec{Key: "hubspot"})
@@ -400,7 +402,7 @@ func testStats(t *testing.T, b *bundle) {
 	failOne(t, b, "salesforce", "dead")
 	outQ.mustEnqueue(t, spec{Key: "hubspot"})
 	c := outQ.mustClaim(t, 1, minute, "w1")
-	if err := outQ.ops().Complete(ctx, leases(c)...); err != nil {
+	if err := outQ.Complete(ctx, leases(c)...); err != nil {
 		t.Fatal(err)
 	}
 	inQ.mustEnqueue(t, spec{})

@@ -35,7 +35,7 @@ func TestFillOutbound(t *testing.T) {
 		if err := Analyze(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		q := &queue{kind: kindOutbound, s: s}
+		q := &queue{kind: kindOutbound, s: s} // only countRows: s has no queues
 		if n := q.countRows(t, store.StatusPending); n != 1510 {
 			t.Errorf("%d pending rows, want 1510", n)
 		}

@@ -46,32 +46,17 @@ func (it item) String() string {
 	return fmt.Sprintf("%s[%s/%s/%s status=%s attempt=%d retry=%d]", it.ID, it.Key, it.Object, it.Record, it.Status, it.Attempt, it.RetryCount)
 }
 
-func fromInbound(e store.InboundEvent) item {
-	return item{ID: e.ID, Key: e.Source, Object: e.ObjectType, Record: e.ExternalID, Payload: e.Payload, QueueState: e.QueueState}
+func itemOf[E store.Event](e E) item {
+	h := e.Header()
+	return item{ID: h.ID, Key: h.Key, Object: h.ObjectType, Record: h.RecordID, Payload: h.Payload, QueueState: h.QueueState}
 }
 
-func fromOutbound(e store.OutboundEvent) item {
-	return item{ID: e.ID, Key: e.Destination, Object: e.ObjectType, Record: e.RecordID, Payload: e.Payload, QueueState: e.QueueState}
-}
-
-func fromInternal(e store.InternalEvent) item {
-	return item{ID: e.ID, Object: e.ObjectType, Record: e.RecordID, Payload: e.Payload, QueueState: e.QueueState}
-}
-
-func mapItems[E any](evs []E, f func(E) item) []item {
+func items[E store.Event](evs []E) []item {
 	out := make([]item, len(evs))
 	for i, e := range evs {
-		out[i] = f(e)
+		out[i] = itemOf(e)
 	}
 	return out
-}
-
-// queue adapts one queue of one store to a common shape.
-type queue struct {
-	kind
-	s     store.Store
-	clock *Clock
-	seq   atomic.Int64 // for unique idempotency keys
 }
 
 // spec says what to enqueue; zero fields get defaults.
@@ -83,6 +68,96 @@ type spec struct {
 }
 
 const keyDefault = "hubspot"
+
+// anyQueue is one store.Queue with its event type out of sight: events go in as
+// specs and come out as items. The methods that do not mention the event type
+// are the queue's own.
+type anyQueue interface {
+	store.LeaseOps
+	Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error)
+	Requeue(ctx context.Context, ids ...string) (int64, error)
+	RequeueAll(ctx context.Context, key string) (int64, error)
+
+	enqueue(ctx context.Context, sp spec) (store.EnqueueResult, error)
+	enqueueTx(ctx context.Context, tx store.DBTX, sp spec) (store.EnqueueResult, error)
+	claim(ctx context.Context, p store.ClaimParams) ([]item, error)
+	claimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]item, error)
+	getPending(ctx context.Context, key string, limit int) ([]item, error)
+	get(ctx context.Context, id string) (item, error)
+	deadLetters(ctx context.Context, f store.DeadLetterFilter) ([]item, error)
+}
+
+// typedQueue implements anyQueue for one event type; event builds the event a
+// filled spec describes.
+type typedQueue[E store.Event] struct {
+	store.Queue[E]
+	event func(sp spec) E
+}
+
+func (q typedQueue[E]) enqueue(ctx context.Context, sp spec) (store.EnqueueResult, error) {
+	return q.Enqueue(ctx, q.event(sp))
+}
+
+func (q typedQueue[E]) enqueueTx(ctx context.Context, tx store.DBTX, sp spec) (store.EnqueueResult, error) {
+	return q.EnqueueTx(ctx, tx, q.event(sp))
+}
+
+func (q typedQueue[E]) claim(ctx context.Context, p store.ClaimParams) ([]item, error) {
+	evs, err := q.Claim(ctx, p)
+	return items(evs), err
+}
+
+func (q typedQueue[E]) claimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]item, error) {
+	evs, err := q.ClaimIDs(ctx, ids, p)
+	return items(evs), err
+}
+
+func (q typedQueue[E]) getPending(ctx context.Context, key string, limit int) ([]item, error) {
+	evs, err := q.GetPending(ctx, key, limit)
+	return items(evs), err
+}
+
+func (q typedQueue[E]) get(ctx context.Context, id string) (item, error) {
+	e, err := q.Get(ctx, id)
+	return itemOf(e), err
+}
+
+func (q typedQueue[E]) deadLetters(ctx context.Context, f store.DeadLetterFilter) ([]item, error) {
+	evs, err := q.DeadLetters(ctx, f)
+	return items(evs), err
+}
+
+// queue is one queue of one store, with the helpers the cases share.
+type queue struct {
+	kind
+	anyQueue
+	s     store.Store
+	clock *Clock
+	seq   *atomic.Int64 // for unique idempotency keys
+}
+
+// newQueue returns the queue of kind k of s.
+func newQueue(k kind, s store.Store, clock *Clock) *queue {
+	q := &queue{kind: k, s: s, clock: clock, seq: new(atomic.Int64)}
+	switch k.dir {
+	case store.DirectionInbound:
+		q.anyQueue = typedQueue[store.InboundEvent]{s.Inbound(), func(sp spec) store.InboundEvent {
+			return store.InboundEvent{
+				Source: sp.Key, ExternalID: sp.Record, ObjectType: sp.Object, EventType: store.EventUpdate,
+				Payload: sp.Payload, IdempotencyKey: fmt.Sprintf("idem-%s-%d", sp.Record, q.seq.Add(1)),
+			}
+		}}
+	case store.DirectionOutbound:
+		q.anyQueue = typedQueue[store.OutboundEvent]{s.Outbound(), func(sp spec) store.OutboundEvent {
+			return store.OutboundEvent{Destination: sp.Key, ObjectType: sp.Object, RecordID: sp.Record, EventType: store.EventUpdate, Payload: sp.Payload}
+		}}
+	default:
+		q.anyQueue = typedQueue[store.InternalEvent]{s.Internal(), func(sp spec) store.InternalEvent {
+			return store.InternalEvent{EventType: store.EventRecordUpdated, ObjectType: sp.Object, RecordID: sp.Record, Payload: sp.Payload}
+		}}
+	}
+	return q
+}
 
 func (q *queue) fill(sp spec) spec {
 	if sp.Key == "" {
@@ -101,52 +176,14 @@ func (q *queue) fill(sp spec) spec {
 	return sp
 }
 
-func (q *queue) inboundEvent(sp spec) store.InboundEvent {
-	return store.InboundEvent{
-		Source: sp.Key, ExternalID: sp.Record, ObjectType: sp.Object, EventType: store.EventUpdate,
-		Payload: sp.Payload, IdempotencyKey: fmt.Sprintf("idem-%s-%d", sp.Record, q.seq.Add(1)),
-	}
-}
-
-func (q *queue) outboundEvent(sp spec) store.OutboundEvent {
-	return store.OutboundEvent{Destination: sp.Key, ObjectType: sp.Object, RecordID: sp.Record, EventType: store.EventUpdate, Payload: sp.Payload}
-}
-
-func (q *queue) internalEvent(sp spec) store.InternalEvent {
-	return store.InternalEvent{EventType: store.EventRecordUpdated, ObjectType: sp.Object, RecordID: sp.Record, Payload: sp.Payload}
-}
-
 // enqueueTx enqueues inside tx.
 func (q *queue) enqueueTx(ctx context.Context, tx store.DBTX, sp spec) (store.EnqueueResult, error) {
-	sp = q.fill(sp)
-	switch q.dir {
-	case store.DirectionInbound:
-		return q.s.Inbound().EnqueueTx(ctx, tx, q.inboundEvent(sp))
-	case store.DirectionOutbound:
-		return q.s.Outbound().EnqueueTx(ctx, tx, q.outboundEvent(sp))
-	default:
-		return q.s.Internal().EnqueueTx(ctx, tx, q.internalEvent(sp))
-	}
+	return q.anyQueue.enqueueTx(ctx, tx, q.fill(sp))
 }
 
-// enqueue enqueues in its own transaction (internal: a transaction of store.DB()).
+// enqueue enqueues in its own transaction.
 func (q *queue) enqueue(ctx context.Context, sp spec) (store.EnqueueResult, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		return q.s.Inbound().Enqueue(ctx, q.inboundEvent(q.fill(sp)))
-	case store.DirectionOutbound:
-		return q.s.Outbound().Enqueue(ctx, q.outboundEvent(q.fill(sp)))
-	}
-	tx, err := q.s.DB().BeginTx(ctx, nil)
-	if err != nil {
-		return store.EnqueueResult{}, err
-	}
-	res, err := q.enqueueTx(ctx, tx, sp)
-	if err != nil {
-		tx.Rollback()
-		return res, err
-	}
-	return res, tx.Commit()
+	return q.anyQueue.enqueue(ctx, q.fill(sp))
 }
 
 // mustEnqueue enqueues and advances the clock by a millisecond, so that events
@@ -190,22 +227,8 @@ func (q *queue) mustEnqueueMany(t testing.TB, sps []spec) []string {
 	return out
 }
 
-func (q *queue) claim(ctx context.Context, key string, limit int, lease time.Duration, owner string) ([]item, error) {
-	return q.claimParams(ctx, store.ClaimParams{Key: key, Limit: limit, LeaseDuration: lease, Owner: owner})
-}
-
-func (q *queue) claimParams(ctx context.Context, p store.ClaimParams) ([]item, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		evs, err := q.s.Inbound().Claim(ctx, p)
-		return mapItems(evs, fromInbound), err
-	case store.DirectionOutbound:
-		evs, err := q.s.Outbound().Claim(ctx, p)
-		return mapItems(evs, fromOutbound), err
-	default:
-		evs, err := q.s.Internal().Claim(ctx, p)
-		return mapItems(evs, fromInternal), err
-	}
+func (q *queue) claimKey(ctx context.Context, key string, limit int, lease time.Duration, owner string) ([]item, error) {
+	return q.claim(ctx, store.ClaimParams{Key: key, Limit: limit, LeaseDuration: lease, Owner: owner})
 }
 
 // mustClaim claims from keyDefault.
@@ -216,50 +239,16 @@ func (q *queue) mustClaim(t testing.TB, limit int, lease time.Duration, owner st
 
 func (q *queue) mustClaimKey(t testing.TB, key string, limit int, lease time.Duration, owner string) []item {
 	t.Helper()
-	evs, err := q.claim(context.Background(), key, limit, lease, owner)
+	evs, err := q.claimKey(context.Background(), key, limit, lease, owner)
 	if err != nil {
 		t.Fatalf("%s: claim key=%q limit=%d owner=%q at %s: %v", q.name, key, limit, owner, q.clock.Now().Format(time.RFC3339Nano), err)
 	}
 	return evs
 }
 
-func (q *queue) claimIDs(ctx context.Context, ids []string, lease time.Duration, owner string) ([]item, error) {
-	p := store.ClaimParams{Limit: len(ids), LeaseDuration: lease, Owner: owner}
-	switch q.dir {
-	case store.DirectionInbound:
-		evs, err := q.s.Inbound().ClaimIDs(ctx, ids, p)
-		return mapItems(evs, fromInbound), err
-	case store.DirectionOutbound:
-		evs, err := q.s.Outbound().ClaimIDs(ctx, ids, p)
-		return mapItems(evs, fromOutbound), err
-	}
-	panic("storetest: the internal queue has no ClaimIDs")
-}
-
-func (q *queue) getPending(ctx context.Context, key string, limit int) ([]item, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		evs, err := q.s.Inbound().GetPending(ctx, key, limit)
-		return mapItems(evs, fromInbound), err
-	case store.DirectionOutbound:
-		evs, err := q.s.Outbound().GetPending(ctx, key, limit)
-		return mapItems(evs, fromOutbound), err
-	}
-	panic("storetest: the internal queue has no GetPending")
-}
-
-func (q *queue) get(ctx context.Context, id string) (item, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		e, err := q.s.Inbound().Get(ctx, id)
-		return fromInbound(e), err
-	case store.DirectionOutbound:
-		e, err := q.s.Outbound().Get(ctx, id)
-		return fromOutbound(e), err
-	default:
-		e, err := q.s.Internal().Get(ctx, id)
-		return fromInternal(e), err
-	}
+// claimIDsFor claims the named events for owner.
+func (q *queue) claimIDsFor(ctx context.Context, ids []string, lease time.Duration, owner string) ([]item, error) {
+	return q.claimIDs(ctx, ids, store.ClaimParams{Limit: len(ids), LeaseDuration: lease, Owner: owner})
 }
 
 func (q *queue) mustGet(t testing.TB, id string) item {
@@ -269,63 +258,6 @@ func (q *queue) mustGet(t testing.TB, id string) item {
 		t.Fatalf("%s: get %s: %v", q.name, id, err)
 	}
 	return it
-}
-
-func (q *queue) ops() store.LeaseOps {
-	switch q.dir {
-	case store.DirectionInbound:
-		return q.s.Inbound()
-	case store.DirectionOutbound:
-		return q.s.Outbound()
-	default:
-		return q.s.Internal()
-	}
-}
-
-func (q *queue) cleanup(ctx context.Context, cutoff time.Time, batch int) (int64, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		return q.s.Inbound().Cleanup(ctx, cutoff, batch)
-	case store.DirectionOutbound:
-		return q.s.Outbound().Cleanup(ctx, cutoff, batch)
-	default:
-		return q.s.Internal().Cleanup(ctx, cutoff, batch)
-	}
-}
-
-func (q *queue) deadLetters(ctx context.Context, f store.DeadLetterFilter) ([]item, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		evs, err := q.s.Inbound().DeadLetters(ctx, f)
-		return mapItems(evs, fromInbound), err
-	case store.DirectionOutbound:
-		evs, err := q.s.Outbound().DeadLetters(ctx, f)
-		return mapItems(evs, fromOutbound), err
-	default:
-		evs, err := q.s.Internal().DeadLetters(ctx, f)
-		return mapItems(evs, fromInternal), err
-	}
-}
-
-func (q *queue) requeue(ctx context.Context, ids ...string) (int64, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		return q.s.Inbound().Requeue(ctx, ids...)
-	case store.DirectionOutbound:
-		return q.s.Outbound().Requeue(ctx, ids...)
-	default:
-		return q.s.Internal().Requeue(ctx, ids...)
-	}
-}
-
-func (q *queue) requeueAll(ctx context.Context, key string) (int64, error) {
-	switch q.dir {
-	case store.DirectionInbound:
-		return q.s.Inbound().RequeueAll(ctx, key)
-	case store.DirectionOutbound:
-		return q.s.Outbound().RequeueAll(ctx, key)
-	}
-	panic("storetest: the internal queue has no RequeueAll")
 }
 
 // countRows counts the rows of the queue's table with the given status ("" for

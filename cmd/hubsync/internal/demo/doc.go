@@ -26,7 +26,7 @@
 // record, and the workload's own expectations (the values it wrote last, the
 // records it deleted) must hold on both sides. When both sides first settle,
 // the run reports the dead letters (the injected VALIDATION_ERRORs) with their
-// messages, clears the faults, re-queues them through server.RetryDeadLetters
+// messages, clears the faults, re-queues them through ops.RetryDeadLetters
 // (the path of `hubsync dlq retry`) and waits to settle again; only then does
 // it compare. CONSISTENT means every live record equal with no exception, no
 // dead letter left and no loop.

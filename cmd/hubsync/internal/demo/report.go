@@ -12,9 +12,9 @@ import (
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/records"
-	"github.com/hubsync/hubsync/server"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -47,10 +47,10 @@ type Report struct {
 	// FirstDeadLetters are the dead letters when both sides first settled,
 	// with their error messages; Requeued is how many of them were re-queued
 	// (with the faults cleared) before the comparison.
-	FirstDeadLetters []server.DeadLetter
+	FirstDeadLetters []ops.DeadLetter
 	Requeued         int64
 	// DeadLetters are the failed events left at the comparison; any fails the run.
-	DeadLetters []server.DeadLetter
+	DeadLetters []ops.DeadLetter
 	// ExpectedDeadLetters counts those of FirstDeadLetters provoked on purpose
 	// (the injected VALIDATION_ERROR).
 	ExpectedDeadLetters int

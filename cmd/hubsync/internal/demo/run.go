@@ -17,6 +17,7 @@ import (
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/server"
 	"github.com/hubsync/hubsync/store"
@@ -158,7 +159,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: simulator: %w", err)
 	}
 
+	m := mapping.Default()
 	srv, err := server.New(server.Config{
+		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
 		Addr:                "127.0.0.1:0",
 		HubSpotAPIBase:      sim.URL(),
@@ -198,7 +201,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: records: %w", err)
 	}
 
-	m := mapping.Default()
 	w := Generate(cfg.Seed, cfg.Changes)
 	expected, err := w.Expect(m)
 	if err != nil {
@@ -238,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 		converged = convergeErr == nil
 	}
-	var firstDead []server.DeadLetter
+	var firstDead []ops.DeadLetter
 	var requeued int64
 	if converged {
 		// The operator's part: read the dead letters and why, fix the cause
@@ -309,10 +311,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // listDeadLetters returns the dead letters of every queue, without payloads.
-func listDeadLetters(ctx context.Context, st store.Store) ([]server.DeadLetter, error) {
-	var out []server.DeadLetter
+func listDeadLetters(ctx context.Context, st store.Store) ([]ops.DeadLetter, error) {
+	var out []ops.DeadLetter
 	for _, dir := range []store.Direction{store.DirectionOutbound, store.DirectionInbound, store.DirectionInternal} {
-		dls, err := server.ListDeadLetters(ctx, st, server.DeadLetterQuery{Direction: dir, Limit: server.DeadLetterLimitMax})
+		dls, err := ops.ListDeadLetters(ctx, st, ops.DeadLetterQuery{Direction: dir, Limit: ops.DeadLetterLimitMax})
 		if err != nil {
 			return nil, fmt.Errorf("demo: dead letters: %w", err)
 		}
@@ -324,9 +326,9 @@ func listDeadLetters(ctx context.Context, st store.Store) ([]server.DeadLetter, 
 	return out, nil
 }
 
-// requeueDeadLetters re-queues dls through server.RetryDeadLetters, the code
+// requeueDeadLetters re-queues dls through ops.RetryDeadLetters, the code
 // path of `hubsync dlq retry` and POST /admin/deadletters/retry.
-func requeueDeadLetters(ctx context.Context, st store.Store, dls []server.DeadLetter) (int64, error) {
+func requeueDeadLetters(ctx context.Context, st store.Store, dls []ops.DeadLetter) (int64, error) {
 	ids := map[store.Direction][]string{}
 	for _, dl := range dls {
 		ids[dl.Direction] = append(ids[dl.Direction], dl.ID)
@@ -336,7 +338,7 @@ func requeueDeadLetters(ctx context.Context, st store.Store, dls []server.DeadLe
 		if len(ids[dir]) == 0 {
 			continue
 		}
-		res, err := server.RetryDeadLetters(ctx, st, server.RetryRequest{Direction: dir, IDs: ids[dir]})
+		res, err := ops.RetryDeadLetters(ctx, st, ops.RetryRequest{Direction: dir, IDs: ids[dir]})
 		n += res.Requeued
 		if err != nil {
 			return n, fmt.Errorf("demo: %w", err)

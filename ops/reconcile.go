@@ -1,4 +1,4 @@
-package server
+package ops
 
 import (
 	"cmp"
@@ -13,6 +13,9 @@ import (
 const (
 	ReconcileLimitDefault = 250
 	ReconcileLimitMax     = 1000
+	// ReconcileAfterDefault is how long a due event may wait unclaimed before the
+	// reconciliation sweep reports it (seed 002: pendingOlderThanMinutes 10).
+	ReconcileAfterDefault = 10 * time.Minute
 )
 
 // Reasons a reconciliation candidate is reported for.
@@ -110,37 +113,28 @@ func Reconcile(ctx context.Context, st store.Store, req ReconcileRequest) (Recon
 		if q.Counts[store.StatusPending]+q.Counts[store.StatusProcessing] == 0 {
 			continue
 		}
-		var states []candidateState
-		switch q.Direction {
-		case store.DirectionInbound:
-			evs, err := st.Inbound().GetPending(ctx, q.Key, limit)
+		var states []store.EventHeader
+		if q.Direction != store.DirectionInternal {
+			qu, err := queueOf(st, q.Direction)
 			if err != nil {
-				return res, fmt.Errorf("reconcile inbound %s: %w", q.Key, err)
+				return res, err
 			}
-			for _, e := range evs {
-				states = append(states, candidateState{e.ID, e.QueueState})
-			}
-		case store.DirectionOutbound:
-			evs, err := st.Outbound().GetPending(ctx, q.Key, limit)
-			if err != nil {
-				return res, fmt.Errorf("reconcile outbound %s: %w", q.Key, err)
-			}
-			for _, e := range evs {
-				states = append(states, candidateState{e.ID, e.QueueState})
+			if states, err = qu.getPending(ctx, q.Key, limit); err != nil {
+				return res, fmt.Errorf("reconcile %s %s: %w", q.Direction, q.Key, err)
 			}
 		}
 		rq.Checked = len(states)
 		for _, s := range states {
 			c := ReconcileCandidate{
-				Direction: q.Direction, Key: q.Key, ID: s.id, Status: s.q.Status,
-				CreatedDate: s.q.CreatedDate, NextAttemptDate: s.q.NextAttemptDate,
-				LeaseOwner: s.q.LeaseOwner, LeaseExpiresDate: s.q.LeaseExpiresDate, RetryCount: s.q.RetryCount,
+				Direction: q.Direction, Key: q.Key, ID: s.ID, Status: s.Status,
+				CreatedDate: s.CreatedDate, NextAttemptDate: s.NextAttemptDate,
+				LeaseOwner: s.LeaseOwner, LeaseExpiresDate: s.LeaseExpiresDate, RetryCount: s.RetryCount,
 			}
 			switch {
-			case s.q.Status == store.StatusProcessing && s.q.LeaseExpiresDate != nil && !s.q.LeaseExpiresDate.After(now):
+			case s.Status == store.StatusProcessing && s.LeaseExpiresDate != nil && !s.LeaseExpiresDate.After(now):
 				c.Reason = ReasonExpiredLease
 				rq.ExpiredLeases++
-			case s.q.Status == store.StatusPending && !s.q.NextAttemptDate.After(now.Add(-olderThan)):
+			case s.Status == store.StatusPending && !s.NextAttemptDate.After(now.Add(-olderThan)):
 				c.Reason = ReasonOverdue
 				rq.Overdue++
 			default:
@@ -152,9 +146,4 @@ func Reconcile(ctx context.Context, st store.Store, req ReconcileRequest) (Recon
 		res.Queues = append(res.Queues, rq)
 	}
 	return res, nil
-}
-
-type candidateState struct {
-	id string
-	q  store.QueueState
 }

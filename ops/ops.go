@@ -1,4 +1,4 @@
-package server
+package ops
 
 import (
 	"cmp"
@@ -59,6 +59,10 @@ func LoadMetrics(ctx context.Context, st store.Store) (Metrics, error) {
 }
 
 var allStatuses = []store.Status{store.StatusPending, store.StatusProcessing, store.StatusProcessed, store.StatusFailed}
+
+// Statuses returns every status an event can have, in lifecycle order: the
+// keys of QueueMetrics.Counts.
+func Statuses() []store.Status { return slices.Clone(allStatuses) }
 
 func metricsFromStats(stats store.Stats) Metrics {
 	type qk struct {
@@ -153,50 +157,30 @@ type DeadLetterQuery struct {
 
 // ListDeadLetters lists failed events, ids ascending.
 func ListDeadLetters(ctx context.Context, st store.Store, q DeadLetterQuery) ([]DeadLetter, error) {
-	if _, err := ParseDirection(string(q.Direction)); err != nil {
+	qu, err := queueOf(st, q.Direction)
+	if err != nil {
 		return nil, err
 	}
 	if q.Limit < 0 {
 		return nil, fmt.Errorf("%w: limit %d is negative", ErrBadRequest, q.Limit)
 	}
 	f := store.DeadLetterFilter{Key: q.Key, Limit: min(cmp.Or(q.Limit, DeadLetterLimitDefault), DeadLetterLimitMax), AfterID: q.After}
-	out := []DeadLetter{}
-	switch q.Direction {
-	case store.DirectionInbound:
-		evs, err := st.Inbound().DeadLetters(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("list inbound dead letters: %w", err)
-		}
-		for _, e := range evs {
-			out = append(out, deadLetter(store.DirectionInbound, e.ID, e.Source, e.ObjectType, e.ExternalID, e.EventType, e.Payload, e.QueueState))
-		}
-	case store.DirectionOutbound:
-		evs, err := st.Outbound().DeadLetters(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("list outbound dead letters: %w", err)
-		}
-		for _, e := range evs {
-			out = append(out, deadLetter(store.DirectionOutbound, e.ID, e.Destination, e.ObjectType, e.RecordID, e.EventType, e.Payload, e.QueueState))
-		}
-	case store.DirectionInternal:
+	if q.Direction == store.DirectionInternal {
 		f.Key = ""
-		evs, err := st.Internal().DeadLetters(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("list internal dead letters: %w", err)
-		}
-		for _, e := range evs {
-			out = append(out, deadLetter(store.DirectionInternal, e.ID, "", e.ObjectType, e.RecordID, e.EventType, e.Payload, e.QueueState))
+	}
+	hs, err := qu.deadLetters(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("list %s dead letters: %w", q.Direction, err)
+	}
+	out := make([]DeadLetter, len(hs))
+	for i, h := range hs {
+		out[i] = DeadLetter{
+			ID: h.ID, Direction: h.Direction, Key: h.Key, ObjectType: h.ObjectType, RecordID: h.RecordID, EventType: h.EventType,
+			RetryCount: h.RetryCount, Attempt: h.Attempt, ErrorMessage: h.ErrorMessage,
+			CreatedDate: h.CreatedDate, LastModifiedDate: h.LastModifiedDate, Payload: h.Payload,
 		}
 	}
 	return out, nil
-}
-
-func deadLetter(d store.Direction, id, key, objectType, recordID, eventType string, payload json.RawMessage, q store.QueueState) DeadLetter {
-	return DeadLetter{
-		ID: id, Direction: d, Key: key, ObjectType: objectType, RecordID: recordID, EventType: eventType,
-		RetryCount: q.RetryCount, Attempt: q.Attempt, ErrorMessage: q.ErrorMessage,
-		CreatedDate: q.CreatedDate, LastModifiedDate: q.LastModifiedDate, Payload: payload,
-	}
 }
 
 // RetryRequest names dead letters to re-queue: either IDs, or All of one Key
@@ -239,29 +223,15 @@ func RetryDeadLetters(ctx context.Context, st store.Store, r RetryRequest) (Retr
 	if err := r.validate(); err != nil {
 		return RetryResult{}, err
 	}
-	var (
-		n   int64
-		err error
-	)
-	switch r.Direction {
-	case store.DirectionInbound:
-		if r.All {
-			n, err = st.Inbound().RequeueAll(ctx, r.Key)
-		} else {
-			n, err = st.Inbound().Requeue(ctx, r.IDs...)
-		}
-	case store.DirectionOutbound:
-		if r.All {
-			n, err = st.Outbound().RequeueAll(ctx, r.Key)
-		} else {
-			n, err = st.Outbound().Requeue(ctx, r.IDs...)
-		}
-	case store.DirectionInternal:
-		if r.All {
-			n, err = requeueAllInternal(ctx, st)
-		} else {
-			n, err = st.Internal().Requeue(ctx, r.IDs...)
-		}
+	qu, err := queueOf(st, r.Direction)
+	if err != nil {
+		return RetryResult{}, err
+	}
+	var n int64
+	if r.All {
+		n, err = qu.RequeueAll(ctx, r.Key)
+	} else {
+		n, err = qu.Requeue(ctx, r.IDs...)
 	}
 	if err != nil {
 		return RetryResult{Requeued: n}, fmt.Errorf("retry %s dead letters: %w", r.Direction, err)
@@ -269,26 +239,47 @@ func RetryDeadLetters(ctx context.Context, st store.Store, r RetryRequest) (Retr
 	return RetryResult{Requeued: n}, nil
 }
 
-// requeueAllInternal pages through the internal dead letters, since the internal
-// queue has no key to requeue by in one statement.
-func requeueAllInternal(ctx context.Context, st store.Store) (int64, error) {
-	var total int64
-	after := ""
-	for {
-		evs, err := st.Internal().DeadLetters(ctx, store.DeadLetterFilter{Limit: DeadLetterLimitMax, AfterID: after})
-		if err != nil || len(evs) == 0 {
-			return total, err
-		}
-		ids := make([]string, len(evs))
-		for i, e := range evs {
-			ids[i] = e.ID
-		}
-		n, err := st.Internal().Requeue(ctx, ids...)
-		total += n
-		if err != nil {
-			return total, err
-		}
-		after = ids[len(ids)-1]
+// queue is one store.Queue as the operator functions see it, whatever its
+// event type: events come out as headers.
+type queue interface {
+	Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error)
+	Requeue(ctx context.Context, ids ...string) (int64, error)
+	RequeueAll(ctx context.Context, key string) (int64, error)
+	deadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.EventHeader, error)
+	getPending(ctx context.Context, key string, limit int) ([]store.EventHeader, error)
+}
+
+// headerQueue implements queue for the store.Queue of one event type.
+type headerQueue[E store.Event] struct{ store.Queue[E] }
+
+func headers[E store.Event](evs []E, err error) ([]store.EventHeader, error) {
+	out := make([]store.EventHeader, len(evs))
+	for i, e := range evs {
+		out[i] = e.Header()
+	}
+	return out, err
+}
+
+func (q headerQueue[E]) deadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.EventHeader, error) {
+	return headers(q.DeadLetters(ctx, f))
+}
+
+func (q headerQueue[E]) getPending(ctx context.Context, key string, limit int) ([]store.EventHeader, error) {
+	return headers(q.GetPending(ctx, key, limit))
+}
+
+// queueOf returns st's queue of direction d.
+func queueOf(st store.Store, d store.Direction) (queue, error) {
+	if _, err := ParseDirection(string(d)); err != nil {
+		return nil, err
+	}
+	switch d {
+	case store.DirectionInbound:
+		return headerQueue[store.InboundEvent]{st.Inbound()}, nil
+	case store.DirectionOutbound:
+		return headerQueue[store.OutboundEvent]{st.Outbound()}, nil
+	default:
+		return headerQueue[store.InternalEvent]{st.Internal()}, nil
 	}
 }
 
@@ -297,7 +288,6 @@ const (
 	OutboundRetentionDefault = 7 * 24 * time.Hour
 	InboundRetentionDefault  = 30 * 24 * time.Hour
 	InternalRetentionDefault = 7 * 24 * time.Hour
-	CleanupIntervalDefault   = time.Hour
 )
 
 // CleanupConfig says how long processed events are kept. The zero value means
@@ -319,7 +309,8 @@ func (c CleanupConfig) WithDefaults() CleanupConfig {
 	return c
 }
 
-func (c CleanupConfig) validate() error {
+// Validate reports the settings that cannot work, each naming its field.
+func (c CleanupConfig) Validate() error {
 	var errs []error
 	for _, r := range []struct {
 		name string
@@ -345,21 +336,28 @@ type CleanupResult struct {
 // Cleanup deletes processed events older than each queue's retention, in
 // batches. Pending, processing and failed events are never touched.
 func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResult, error) {
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return CleanupResult{}, err
 	}
 	c = c.WithDefaults()
 	now := st.Now()
 	var res CleanupResult
-	var err error
-	if res.Inbound, err = st.Inbound().Cleanup(ctx, now.Add(-c.InboundRetention), c.BatchSize); err != nil {
-		return res, fmt.Errorf("clean up inbound: %w", err)
-	}
-	if res.Outbound, err = st.Outbound().Cleanup(ctx, now.Add(-c.OutboundRetention), c.BatchSize); err != nil {
-		return res, fmt.Errorf("clean up outbound: %w", err)
-	}
-	if res.Internal, err = st.Internal().Cleanup(ctx, now.Add(-c.InternalRetention), c.BatchSize); err != nil {
-		return res, fmt.Errorf("clean up internal: %w", err)
+	for _, r := range []struct {
+		dir       store.Direction
+		retention time.Duration
+		n         *int64
+	}{
+		{store.DirectionInbound, c.InboundRetention, &res.Inbound},
+		{store.DirectionOutbound, c.OutboundRetention, &res.Outbound},
+		{store.DirectionInternal, c.InternalRetention, &res.Internal},
+	} {
+		qu, err := queueOf(st, r.dir)
+		if err != nil {
+			return res, err
+		}
+		if *r.n, err = qu.Cleanup(ctx, now.Add(-r.retention), c.BatchSize); err != nil {
+			return res, fmt.Errorf("clean up %s: %w", r.dir, err)
+		}
 	}
 	return res, nil
 }

@@ -1,20 +1,13 @@
-package server
+package budget
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"time"
-
-	"github.com/hubsync/hubsync/store"
 )
 
-//go:embed sql/budget_usage.sql
-var budgetUsageSQL string
-
-// BudgetUsage is what the shared HubSpot call budget (package budget's SQL
-// budget) has recorded for one key.
-type BudgetUsage struct {
+// Usage is what the shared budget has recorded for one key, for operators.
+type Usage struct {
 	Key string `json:"key"`
 	// CallsToday counts the calls granted since midnight UTC.
 	CallsToday int64 `json:"calls_today"`
@@ -22,21 +15,19 @@ type BudgetUsage struct {
 	PausedUntil *time.Time `json:"paused_until,omitempty"`
 }
 
-const dayMicros = int64(24 * time.Hour / time.Microsecond)
-
-// LoadBudgetUsage reads the budget rows of the shared database. It reads the
-// budget table directly, read-only: package budget offers no usage query.
-func LoadBudgetUsage(ctx context.Context, st store.Store) ([]BudgetUsage, error) {
-	rows, err := st.DB().QueryContext(ctx, budgetUsageSQL)
+// Usage reads every key's use of the budget, by key, without changing it:
+// today's call count (by Config.Now) and any pause in force.
+func (b *SQL) Usage(ctx context.Context) ([]Usage, error) {
+	rows, err := b.db.QueryContext(ctx, b.q.usage)
 	if err != nil {
 		return nil, fmt.Errorf("read budget use: %w", err)
 	}
 	defer rows.Close()
-	now := st.Now().UnixMicro()
-	today := now / dayMicros
-	out := []BudgetUsage{}
+	now := b.cfg.Now().UnixMicro()
+	today := floorDiv(now, dayMicros)
+	out := []Usage{}
 	for rows.Next() {
-		var u BudgetUsage
+		var u Usage
 		var day, count, paused int64
 		if err := rows.Scan(&u.Key, &day, &count, &paused); err != nil {
 			return nil, fmt.Errorf("read budget use: %w", err)

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"regexp"
+	"strings"
+)
+
+// configNames maps the Config fields that library errors name (server.Config,
+// ops.CleanupConfig) to what sets them here: an environment variable, or for
+// the Disable… switches the flag that turns a part off. Environment variable
+// names live in this package only.
+var configNames = map[string]string{
+	"DatabaseURL":           "HUBSYNC_DATABASE_URL",
+	"Addr":                  "HUBSYNC_ADDR",
+	"PublicURL":             "HUBSYNC_PUBLIC_URL",
+	"HubSpotAPIBase":        "HUBSPOT_API_BASE",
+	"HubSpotAccessToken":    "HUBSPOT_ACCESS_TOKEN",
+	"HubSpotClientSecret":   "HUBSPOT_CLIENT_SECRET",
+	"HubSpotAppID":          "HUBSPOT_APP_ID",
+	"AdminToken":            "HUBSYNC_ADMIN_TOKEN",
+	"RateLimit":             "HUBSYNC_HUBSPOT_RATE_LIMIT",
+	"DailyLimit":            "HUBSYNC_HUBSPOT_DAILY_LIMIT",
+	"InboundRetention":      "HUBSYNC_INBOUND_RETENTION",
+	"OutboundRetention":     "HUBSYNC_OUTBOUND_RETENTION",
+	"InternalRetention":     "HUBSYNC_INTERNAL_RETENTION",
+	"CleanupInterval":       "HUBSYNC_CLEANUP_INTERVAL",
+	"DrainTimeout":          "HUBSYNC_DRAIN_TIMEOUT",
+	"DisableWebhooks":       "-webhooks=false",
+	"DisableSyncWorker":     "-sync-worker=false",
+	"DisableOutboundWorker": "-outbound-worker=false",
+	"DisableRelay":          "-relay=false",
+	"DisableCleanup":        "-cleanup=false",
+	"DisableAPI":            "-api=false",
+}
+
+var configNameRE = func() *regexp.Regexp {
+	names := make([]string, 0, len(configNames))
+	for f := range configNames {
+		names = append(names, regexp.QuoteMeta(f))
+	}
+	return regexp.MustCompile(`\b(` + strings.Join(names, "|") + `)\b`)
+}()
+
+// settingError is a library error retold with the settings of this program.
+type settingError struct {
+	msg string
+	err error
+}
+
+func (e *settingError) Error() string { return e.msg }
+func (e *settingError) Unwrap() error { return e.err }
+
+// namingSettings rewrites the Config field names in err's message to the
+// environment variables and flags that set them; errors.Is and errors.As still
+// see err.
+func namingSettings(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := configNameRE.ReplaceAllStringFunc(err.Error(), func(f string) string { return configNames[f] })
+	if msg == err.Error() {
+		return err
+	}
+	return &settingError{msg: msg, err: err}
+}
