@@ -79,7 +79,7 @@ func asStore[S interface {
 	return s, nil
 }
 
-// ParseDatabaseURL parses a HUBSYNC_DATABASE_URL into its dialect, driver and
+// ParseDatabaseURL parses a database URL into its dialect, driver and
 // DSN: store.DialectOf picks the backend by scheme and the backend parses the
 // rest (sqlitestore.ParseURL, pgstore.ParseURL, mysqlstore.ParseURL). Errors
 // wrap store.ErrDatabaseURL.

@@ -347,7 +347,7 @@ func firstForwarded(v string) string {
 }
 
 // ParseTrustedProxies parses a comma-separated list of IP addresses and CIDR
-// prefixes (HUBSYNC_TRUSTED_PROXIES), e.g. "10.0.0.1, 192.168.0.0/16, ::1".
+// prefixes, e.g. "10.0.0.1, 192.168.0.0/16, ::1".
 // An empty string is no proxy.
 func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 	var out []netip.Prefix

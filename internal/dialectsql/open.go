@@ -21,7 +21,7 @@ func OpenDB(ctx context.Context, d store.Dialect, driver, dsn string, pool func(
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open %s database: cannot reach it; check HUBSYNC_DATABASE_URL and that the server is up: %w", d, err)
+		return nil, fmt.Errorf("open %s database: cannot reach it; check the database URL and that the server is up: %w", d, err)
 	}
 	return db, nil
 }
