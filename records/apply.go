@@ -16,8 +16,10 @@ var _ apply.Applier = (*Service)(nil)
 // Apply applies one inbound change in one transaction with the rules of
 // apply.Guarded (the per-field monotonic guard, tombstones of deleted and
 // merged-away external ids, merge redirects), over the record table, its field
-// clocks and links.Links. Local writes advance the field clocks too (to the
-// store clock's now), so an inbound change older than a local edit is stale.
+// clocks and links.Links. Local writes advance the clocks of the fields whose
+// value they change (to the store clock's now), so an inbound change older than
+// a local edit of a field is stale; a save that leaves a value as it was moves
+// no clock.
 // A change whose values equal the record's writes no new version and no events.
 //
 // Besides what apply.Guarded checks, the object type must be allowed

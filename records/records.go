@@ -261,7 +261,10 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 		if err != nil {
 			return err
 		}
-		return s.touchClocks(ctx, tx, objectType, id, keys(patch), now)
+		// Only the fields whose value changed move their clock: a save that
+		// rewrites a value as it is must not make an in-flight inbound change of
+		// that field look stale.
+		return s.touchClocks(ctx, tx, objectType, id, changedFields(before.Fields, rec.Fields, patch), now)
 	})
 	return rec, err
 }
@@ -417,6 +420,20 @@ func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outbound
 		}
 	}
 	return nil
+}
+
+// changedFields returns the names of patch whose value differs between before
+// and after (a field added, removed or given a different value), in order.
+func changedFields(before, after map[string]any, patch map[string]any) []string {
+	var out []string
+	for _, k := range keys(patch) {
+		b, inBefore := before[k]
+		a, inAfter := after[k]
+		if inBefore != inAfter || (inBefore && !sameJSON(b, a)) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // touchClocks advances the field clocks of names to at (never backwards).
