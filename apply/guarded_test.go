@@ -260,3 +260,49 @@ func TestApplyIsAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalDeleteTombstone: after a local delete leaves a TombstoneLocalDeleted
+// (and the link is dropped once the object is archived), no create or update of
+// the id brings the record back, however late its OccurredAt, and the echo of
+// the archive is ignored; a restore newer than the delete brings it back, and
+// later updates apply again.
+func TestLocalDeleteTombstone(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "Ann"}))
+	id, _ := m.record("hubspot", "contacts", "1")
+	// The application deletes the record at 100 and writes the tombstone; the
+	// outbound archive drops the link.
+	k := recKey{"contacts", id}
+	delete(m.state.records, k)
+	delete(m.state.links, extKey{"hubspot", "contacts", "1"})
+	m.state.tombstones[extKey{"hubspot", "contacts", "1"}] = apply.Tombstone{Kind: apply.TombstoneLocalDeleted, OccurredAt: at(100)}
+
+	for _, s := range []int{50, 150} { // before the delete, and after it but before the archive
+		for _, kind := range []string{store.EventUpdate, store.EventCreate} {
+			res := mustApply(t, g, change(kind, "1", at(s), map[string]any{"name": "Late"}))
+			if res.Outcome != apply.Stale || res.RecordID != "" {
+				t.Fatalf("%s at %d after a local delete = %+v; want stale", kind, s, res)
+			}
+		}
+	}
+	if res := mustApply(t, g, change(store.EventDelete, "1", at(200), nil)); res.Outcome != apply.Ignored {
+		t.Fatalf("the archive's deletion = %+v; want ignored", res)
+	}
+	if res := mustApply(t, g, change(store.EventRestore, "1", at(90), map[string]any{"name": "Old"})); res.Outcome != apply.Stale {
+		t.Fatalf("a restore older than the local delete = %+v; want stale", res)
+	}
+	if _, f := m.record("hubspot", "contacts", "1"); f != nil {
+		t.Fatalf("record came back: %v", f)
+	}
+	back := mustApply(t, g, change(store.EventRestore, "1", at(300), map[string]any{"name": "Back"}))
+	if back.Outcome != apply.Created {
+		t.Fatalf("a restore after the local delete = %+v; want created", back)
+	}
+	if res := mustApply(t, g, change(store.EventUpdate, "1", at(400), map[string]any{"name": "Newer"})); res.Outcome != apply.Updated {
+		t.Fatalf("an update after the restore = %+v; want updated", res)
+	}
+	if _, f := m.record("hubspot", "contacts", "1"); f["name"] != "Newer" {
+		t.Fatalf("record = %v", f)
+	}
+}
