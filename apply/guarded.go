@@ -65,7 +65,7 @@ type Guarded struct {
 	MaxRedirects int
 }
 
-var _ Applier = (*Guarded)(nil)
+var _ FencedApplier = (*Guarded)(nil)
 
 // Apply applies ch in one transaction of the store, under
 // outbox.WithSyncSource(ctx, ch.Source), so the store's writes are not enqueued
@@ -73,6 +73,17 @@ var _ Applier = (*Guarded)(nil)
 // redirected through more than MaxRedirects merges, fails with an error
 // matching ErrPermanent.
 func (g *Guarded) Apply(ctx context.Context, ch Change) (Result, error) {
+	return g.apply(ctx, ch, nil)
+}
+
+// ApplyFenced is Apply with fence run first in the store's transaction, on
+// its SQLRecordTx.DBTX; a fence error rolls the change back. A RecordTx that
+// is not a SQLRecordTx fails with ErrFenceUnsupported, before any write.
+func (g *Guarded) ApplyFenced(ctx context.Context, ch Change, fence Fence) (Result, error) {
+	return g.apply(ctx, ch, fence)
+}
+
+func (g *Guarded) apply(ctx context.Context, ch Change, fence Fence) (Result, error) {
 	switch {
 	case ch.Source == "":
 		return Result{}, fmt.Errorf("%w: change %s has no Source", ErrPermanent, ch.EventID)
@@ -85,6 +96,15 @@ func (g *Guarded) Apply(ctx context.Context, ch Change) (Result, error) {
 	at := ch.OccurredAt.UTC().Truncate(time.Microsecond)
 	var res Result
 	err := g.Store.InTx(ctx, func(tx RecordTx) error {
+		if fence != nil {
+			sq, ok := tx.(SQLRecordTx)
+			if !ok {
+				return ErrFenceUnsupported
+			}
+			if err := fence(ctx, sq.DBTX()); err != nil {
+				return err
+			}
+		}
 		r := run{tx: tx, maxRedirects: cmp.Or(g.MaxRedirects, MaxRedirectsDefault)}
 		var err error
 		switch ch.Kind {

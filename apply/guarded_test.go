@@ -306,3 +306,42 @@ func TestLocalDeleteTombstone(t *testing.T) {
 		t.Fatalf("record = %v", f)
 	}
 }
+
+// sqlMemStore is memStore whose transactions are SQLRecordTxs (with no SQL
+// behind them), so Guarded can run a fence.
+type sqlMemStore struct{ *memStore }
+
+type sqlMemTx struct{ apply.RecordTx }
+
+func (sqlMemTx) DBTX() store.DBTX { return nil }
+
+func (s sqlMemStore) InTx(ctx context.Context, fn func(apply.RecordTx) error) error {
+	return s.memStore.InTx(ctx, func(tx apply.RecordTx) error { return fn(sqlMemTx{tx}) })
+}
+
+// TestApplyFenced: the fence runs first in the apply's transaction; its error
+// rolls the change back and is returned; a RecordTx that is no SQLRecordTx
+// cannot run a fence and writes nothing.
+func TestApplyFenced(t *testing.T) {
+	t.Parallel()
+	m := newMemStore()
+	g := &apply.Guarded{Store: sqlMemStore{m}}
+	ch := change(store.EventCreate, "1", at(10), map[string]any{"name": "Ann"})
+	lost := func(context.Context, store.DBTX) error { return store.ErrLeaseLost }
+	if _, err := g.ApplyFenced(context.Background(), ch, lost); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("apply with a failing fence: %v, want ErrLeaseLost", err)
+	}
+	if id, f := m.record("hubspot", "contacts", "1"); id != "" || f != nil {
+		t.Fatalf("a failed fence left record %q %v", id, f)
+	}
+	ran := 0
+	res, err := g.ApplyFenced(context.Background(), ch, func(context.Context, store.DBTX) error { ran++; return nil })
+	if err != nil || ran != 1 || res.Outcome != apply.Created {
+		t.Fatalf("apply with a passing fence = %+v, %v (fence ran %d times)", res, err, ran)
+	}
+
+	plain := &apply.Guarded{Store: newMemStore()}
+	if _, err := plain.ApplyFenced(context.Background(), ch, lost); !errors.Is(err, apply.ErrFenceUnsupported) {
+		t.Fatalf("fenced apply over a plain RecordTx: %v, want ErrFenceUnsupported", err)
+	}
+}

@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"time"
+
+	"github.com/hubsync/hubsync/store"
 )
 
 // DeletedClock is the name of the clock that records when a record was deleted
@@ -98,4 +100,13 @@ type RecordTx interface {
 	// DeleteRecord deletes a locked record. A privacy delete (GDPR) must keep
 	// no field values anywhere it writes, such as outbound events.
 	DeleteRecord(ctx context.Context, objectType, id string, privacy bool) error
+}
+
+// SQLRecordTx is a RecordTx that runs on a SQL transaction of the inbound
+// queue's database. Guarded.ApplyFenced runs its Fence on that transaction, so
+// the change and the completion of its inbound event commit together.
+type SQLRecordTx interface {
+	RecordTx
+	// DBTX returns the transaction the RecordTx writes through.
+	DBTX() store.DBTX
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hubsync/hubsync/budget"
@@ -66,7 +67,10 @@ type WorkerHooks struct {
 type WorkerConfig struct {
 	// Store is the inbound queue (required).
 	Store store.InboundRepository
-	// Applier writes changes to the application's records (required).
+	// Applier writes changes to the application's records (required). When it
+	// is an apply.FencedApplier on the queue's database (records.Service is),
+	// each event is applied and completed in one transaction that first checks
+	// the event's lease, so a worker whose lease was lost changes nothing.
 	Applier apply.Applier
 	// HubSpot reads the objects that creation and restore events name (required).
 	HubSpot ObjectReader
@@ -151,6 +155,8 @@ type SyncWorker struct {
 	cfg    WorkerConfig
 	notify chan struct{}
 	svc    startstop.Service
+	// unfenced is set once the Applier answered ErrFenceUnsupported.
+	unfenced atomic.Bool
 }
 
 // NewSyncWorker validates cfg and returns a SyncWorker.
@@ -541,7 +547,7 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 			held = append(held, t)
 			continue
 		}
-		res, err := c.w.cfg.Applier.Apply(sctx, t.change)
+		res, fenced, err := c.applyOne(sctx, t)
 		if err == nil {
 			outcome := OutcomeApplied
 			if res.Outcome == apply.Stale || (len(res.Applied) == 0 && len(res.Stale) > 0) {
@@ -549,11 +555,26 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 			}
 			c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
 				"external_id", t.change.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
-			c.complete(t, outcome)
+			if fenced {
+				// Completed in the apply's own transaction.
+				t.done = true
+				c.outcome(t, outcome)
+			} else {
+				c.complete(t, outcome)
+			}
 			continue
 		}
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, store.ErrLeaseLost) {
+			// Another worker took the event over: nothing was applied, and the
+			// record's later events are its too.
+			t.done = true
+			c.log.Warn("inbound: lease lost; the apply was rolled back", "event", t.ev.ID, "kind", t.ev.EventType, "external_id", t.ev.ExternalID)
+			c.outcome(t, OutcomeLeaseLost)
+			blocked[k] = 0
+			continue
 		}
 		if errors.Is(err, apply.ErrPermanent) {
 			c.fail(ctx, t, err.Error())
@@ -565,6 +586,26 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 	for _, t := range held {
 		c.release(ctx, blocked[t.key()], []*task{t})
 	}
+}
+
+// applyOne applies one task. With a FencedApplier, the inbound event is
+// completed under its lease in the apply's transaction (fenced is true): a
+// worker whose lease was lost changes nothing and gets store.ErrLeaseLost.
+// Other Appliers apply, and the cycle completes the event afterwards.
+func (c *cycle) applyOne(ctx context.Context, t *task) (res apply.Result, fenced bool, err error) {
+	if fa, ok := c.w.cfg.Applier.(apply.FencedApplier); ok && !c.w.unfenced.Load() {
+		lease := t.ev.Lease()
+		res, err := fa.ApplyFenced(ctx, t.change, func(ctx context.Context, tx store.DBTX) error {
+			return c.w.cfg.Store.CompleteTx(ctx, tx, lease)
+		})
+		if !errors.Is(err, apply.ErrFenceUnsupported) {
+			return res, true, err
+		}
+		c.w.unfenced.Store(true)
+		c.log.Warn("inbound: the Applier cannot run a fence in its transaction; applying unfenced", "err", err)
+	}
+	res, err = c.w.cfg.Applier.Apply(ctx, t.change)
+	return res, false, err
 }
 
 // compareNumeric orders decimal ids numerically, falling back to text.

@@ -252,6 +252,14 @@ func (l meteredLeases) Complete(ctx context.Context, leases ...store.Lease) erro
 	return err
 }
 
+// CompleteTx counts the completions when the caller's transaction accepted
+// them; one rolled back afterwards (its apply failed) is counted all the same.
+func (l meteredLeases) CompleteTx(ctx context.Context, tx store.DBTX, leases ...store.Lease) error {
+	err := l.ops.CompleteTx(ctx, tx, leases...)
+	l.m.complete(leases, err)
+	return err
+}
+
 func (l meteredLeases) Fail(ctx context.Context, lease store.Lease, msg string) error {
 	err := l.ops.Fail(ctx, lease, msg)
 	l.m.fail(lease, err)
