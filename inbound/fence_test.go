@@ -79,7 +79,9 @@ func TestWorkerFencedApply(t *testing.T) {
 		res, err := recs.ApplyFenced(outbox.WithSyncSource(ctx, "hubspot"), apply.Change{
 			EventID: ev.ID, Source: "hubspot", ObjectType: "contacts", ExternalID: "1", Kind: store.EventUpdate,
 			Fields: map[string]any{"first_name": "Once"}, OccurredAt: time.UnixMilli(t0),
-		}, func(ctx context.Context, tx store.DBTX) error { return b.store.Inbound().CompleteTx(ctx, tx, ev.Lease()) })
+		}, func(ctx context.Context, tx store.DBTX) error {
+			return b.store.Inbound().CompleteTx(ctx, tx, ev.Lease())
+		})
 		if err != nil || res.Outcome != apply.Created {
 			t.Fatalf("w2's fenced apply = %+v, %v", res, err)
 		}
