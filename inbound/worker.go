@@ -97,6 +97,11 @@ type WorkerConfig struct {
 	// Now is the clock used to turn a retry's NextAttemptDate into a delay; pass
 	// the store's clock. Default time.Now.
 	Now func() time.Time
+	// MaxEventSkew is how far ahead of Now an event's occurredAt may lie; a
+	// stored event further ahead (or with an occurredAt that is not positive)
+	// is dead-lettered with the reason, never applied: its time would win
+	// every later change of its fields. Default MaxEventSkewDefault.
+	MaxEventSkew time.Duration
 	// Logger receives the worker's logs; default discards.
 	Logger *slog.Logger
 	// Hooks are optional metrics callbacks.
@@ -112,6 +117,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, store.LeaseDurationDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.MaxEventSkew = cmp.Or(c.MaxEventSkew, MaxEventSkewDefault)
 	if c.Owner == "" {
 		host, _ := os.Hostname()
 		c.Owner = fmt.Sprintf("%s:%d:inbound", cmp.Or(host, "unknown"), os.Getpid())
@@ -141,6 +147,9 @@ func (c WorkerConfig) validate() error {
 	}
 	if c.LeaseDuration < 0 || (c.LeaseDuration > 0 && c.LeaseDuration < time.Second) {
 		errs = append(errs, fmt.Errorf("WorkerConfig.LeaseDuration is %s; use at least 1s or 0 for %s", c.LeaseDuration, store.LeaseDurationDefault))
+	}
+	if c.MaxEventSkew < 0 {
+		errs = append(errs, fmt.Errorf("WorkerConfig.MaxEventSkew is %s; use a positive duration or 0 for %s", c.MaxEventSkew, MaxEventSkewDefault))
 	}
 	if c.PollInterval < 0 {
 		errs = append(errs, fmt.Errorf("WorkerConfig.PollInterval is %s; use a positive duration or 0 for %s", c.PollInterval, PollIntervalDefault))
@@ -325,6 +334,10 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 	}
 	if t.canon.Version != EventVersion {
 		c.fail(ctx, t, fmt.Sprintf("payload version %d, this worker reads %d", t.canon.Version, EventVersion))
+		return resolved
+	}
+	if msg, ok := checkOccurredAt(t.canon.OccurredAt, c.w.cfg.Now(), c.w.cfg.MaxEventSkew); !ok {
+		c.fail(ctx, t, msg)
 		return resolved
 	}
 	if t.canon.Echo || t.canon.IsEcho(c.w.cfg.AppID) {
