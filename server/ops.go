@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -340,6 +341,8 @@ type CleanupResult struct {
 	Inbound  int64 `json:"inbound"`
 	Outbound int64 `json:"outbound"`
 	Internal int64 `json:"internal"`
+	// Rejected counts the refused webhook events deleted (inbound retention).
+	Rejected int64 `json:"rejected"`
 }
 
 // Cleanup deletes processed events older than each queue's retention, in
@@ -360,6 +363,13 @@ func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResul
 	}
 	if res.Internal, err = st.Internal().Cleanup(ctx, now.Add(-c.InternalRetention), c.BatchSize); err != nil {
 		return res, fmt.Errorf("clean up internal: %w", err)
+	}
+	rejected, err := inbound.NewRejectedLog(st)
+	if err != nil {
+		return res, err
+	}
+	if res.Rejected, err = rejected.Cleanup(ctx, now.Add(-c.InboundRetention), c.BatchSize); err != nil {
+		return res, fmt.Errorf("clean up rejected webhook events: %w", err)
 	}
 	return res, nil
 }
