@@ -385,6 +385,11 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 		slices.Sort(merged)
 		t.change.ExternalID = survivor
 		t.change.MergedIDs = merged
+		if t.canon.NumberOfPropertiesMoved > 0 {
+			// HubSpot sends no propertyChange for the values the merge copied
+			// into the survivor: read them, and apply them with the merge.
+			return needsFetch
+		}
 		return readyToApply
 	case store.EventDelete, store.EventPrivacyDelete:
 		return readyToApply
@@ -401,8 +406,9 @@ func deref(s *string) string {
 	return *s
 }
 
-// fetch reads the objects of creation and restore events from HubSpot, at
-// most hubspot.MaxBatchInputs ids per call and one budget token per call, and
+// fetch reads the objects of creation and restore events, and the survivors
+// of merges that moved properties, from HubSpot, at most
+// hubspot.MaxBatchInputs ids per call and one budget token per call, and
 // returns the tasks ready to apply.
 func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
 	byType := map[string][]*task{}
@@ -419,10 +425,11 @@ func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
 		byID := map[string][]*task{}
 		var ids []string
 		for _, t := range ts {
-			if _, ok := byID[t.ev.ExternalID]; !ok {
-				ids = append(ids, t.ev.ExternalID)
+			id := t.change.ExternalID // a merge's survivor; else the event's object
+			if _, ok := byID[id]; !ok {
+				ids = append(ids, id)
 			}
-			byID[t.ev.ExternalID] = append(byID[t.ev.ExternalID], t)
+			byID[id] = append(byID[id], t)
 		}
 		for chunk := range slices.Chunk(ids, hubspot.MaxBatchInputs) {
 			if ctx.Err() != nil {
@@ -467,10 +474,16 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			// Created and deleted since: the deletion event carries the rest.
 			// Only for a single id: a whole-call 404 for several ids says the
 			// object type is wrong (a mapping error), not that all were deleted.
+			// A merge still re-points its records, without the moved values.
+			var ready []*task
 			for _, t := range tasks {
+				if t.ev.EventType == store.EventMerge {
+					ready = append(ready, t)
+					continue
+				}
 				c.complete(t, OutcomeIgnored)
 			}
-			return nil
+			return ready
 		}
 		var delay time.Duration
 		for _, t := range tasks {
@@ -483,7 +496,14 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 	for _, id := range ids {
 		o := result.ResultByID(id)
 		for _, t := range byID[id] {
+			merge := t.ev.EventType == store.EventMerge
 			if o == nil || o.Archived {
+				if merge {
+					// The survivor is gone (or merged on) since: the merge
+					// still re-points its records; later events carry the rest.
+					ready = append(ready, t)
+					continue
+				}
 				c.complete(t, OutcomeIgnored)
 				continue
 			}
@@ -493,6 +513,12 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 				continue
 			}
 			t.change.Fields = fields
+			if merge {
+				// The survivor's values, under the guard at the merge's time:
+				// a local edit after the merge still wins.
+				ready = append(ready, t)
+				continue
+			}
 			// The read reflects every change up to updatedAt, not just the creation.
 			if o.UpdatedAt.After(t.change.OccurredAt) {
 				t.change.OccurredAt = o.UpdatedAt.UTC()
