@@ -2,7 +2,9 @@ package inbound
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,5 +115,38 @@ func TestWorkerFencedApplyCompletes(t *testing.T) {
 	var n int
 	if err := b.db.QueryRow("SELECT COUNT(*) FROM hubsync_record").Scan(&n); err != nil || n != 2 {
 		t.Fatalf("%d records, %v; want 2", n, err)
+	}
+}
+
+// unfenceable is a FencedApplier whose store has no SQL transaction.
+type unfenceable struct {
+	*memApplier
+	fencedCalls atomic.Int64
+}
+
+func (u *unfenceable) ApplyFenced(context.Context, apply.Change, apply.Fence) (apply.Result, error) {
+	u.fencedCalls.Add(1)
+	return apply.Result{}, fmt.Errorf("wrapped: %w", apply.ErrFenceUnsupported)
+}
+
+// TestWorkerUnfenceableApplierFallsBack: an Applier that cannot run the fence
+// is asked once, then applied unfenced and completed afterwards, as before.
+func TestWorkerUnfenceableApplierFallsBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	u := &unfenceable{memApplier: b.applier}
+	b.deliverEvents(t,
+		whEvent("contact.propertyChange", 1, t0, prop("firstname", "A")),
+		whEvent("contact.propertyChange", 2, t0, prop("firstname", "B")))
+	w := b.newWorker(t, &fakeReader{}, "w", func(c *WorkerConfig) { c.Applier = u })
+	drain(t, w)
+	if got := b.statusCounts(t); got["processed"] != 2 {
+		t.Fatalf("statuses %v; want 2 processed", got)
+	}
+	if n := u.fencedCalls.Load(); n != 1 {
+		t.Fatalf("ApplyFenced called %d times; want once, then the fallback", n)
+	}
+	if rec, ok := b.applier.record("contacts", "2"); !ok || rec.Fields["first_name"] != "B" {
+		t.Fatalf("record %+v", rec)
 	}
 }
