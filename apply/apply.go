@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/hubsync/hubsync/store"
 )
 
 // Change is one inbound change, already mapped to local field names, for an
@@ -85,3 +87,29 @@ var ErrPermanent = errors.New("apply: permanent apply error")
 type Applier interface {
 	Apply(ctx context.Context, ch Change) (Result, error)
 }
+
+// Fence is run by a FencedApplier inside the transaction that applies a
+// change, before any of its writes, with that transaction. The SyncWorker's
+// fence completes the inbound event under its lease
+// (store.LeaseOps.CompleteTx): it fails with store.ErrLeaseLost when another
+// worker took the event over, and the Applier must then roll back, so a worker
+// that lost its lease changes nothing.
+type Fence func(ctx context.Context, tx store.DBTX) error
+
+// FencedApplier is an Applier that can run a Fence in the transaction that
+// applies a change, on the database of the inbound queue, making
+// apply-and-complete one transaction. records.Service and Guarded (over a
+// RecordTx that implements SQLRecordTx) are FencedAppliers.
+type FencedApplier interface {
+	Applier
+	// ApplyFenced is Apply with fence run first inside the transaction; an
+	// error of fence rolls everything back and is returned (wrapped). When the
+	// Applier cannot run fence in its transaction it returns an error matching
+	// ErrFenceUnsupported and writes nothing.
+	ApplyFenced(ctx context.Context, ch Change, fence Fence) (Result, error)
+}
+
+// ErrFenceUnsupported is returned by ApplyFenced when the Applier has no SQL
+// transaction to run the fence in (for Guarded: a RecordTx that does not
+// implement SQLRecordTx). The SyncWorker then applies unfenced, as before.
+var ErrFenceUnsupported = errors.New("apply: the applier cannot run a fence in its transaction")

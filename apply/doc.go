@@ -46,6 +46,13 @@
 //     with outbox.EnqueueTx in the same transaction; the context carries
 //     outbox.WithSyncSource, so the change is not sent back to its source.
 //
+// When the RecordTx also implements SQLRecordTx (its DBTX is a transaction on
+// the inbound queue's database), Guarded is a working FencedApplier: the
+// SyncWorker completes each inbound event under its lease inside the apply's
+// transaction, so a worker that lost its lease to another replica changes
+// nothing. Without it, ApplyFenced answers ErrFenceUnsupported and the worker
+// applies first and completes afterwards.
+//
 // The records package's recordTx (records/apply.go) is a complete example over
 // SQL, and this package's tests run the rules against an in-memory one.
 package apply

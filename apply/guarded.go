@@ -32,6 +32,13 @@ const MaxRedirectsDefault = 8
 //     after a newer restore) is ignored; so is the Delete of a merged-away id,
 //     which must not reach the survivor.
 //
+// Local deletes: an application that deletes a linked record writes a
+// TombstoneLocalDeleted for its external id. Every create or update of the id
+// is then stale, whatever its OccurredAt (the source's edit may postdate the
+// local delete and still predate the archive that delete causes), and a Delete
+// is ignored; only a Restore newer than the tombstone removes it and brings the
+// record back.
+//
 // Merge redirects: a change of a merged-away external id that is not newer than
 // the merge is stale (the merge already settled the survivor's values); a newer
 // one is redirected to the surviving external id, as HubSpot answers a read of a
@@ -58,7 +65,7 @@ type Guarded struct {
 	MaxRedirects int
 }
 
-var _ Applier = (*Guarded)(nil)
+var _ FencedApplier = (*Guarded)(nil)
 
 // Apply applies ch in one transaction of the store, under
 // outbox.WithSyncSource(ctx, ch.Source), so the store's writes are not enqueued
@@ -66,6 +73,17 @@ var _ Applier = (*Guarded)(nil)
 // redirected through more than MaxRedirects merges, fails with an error
 // matching ErrPermanent.
 func (g *Guarded) Apply(ctx context.Context, ch Change) (Result, error) {
+	return g.apply(ctx, ch, nil)
+}
+
+// ApplyFenced is Apply with fence run first in the store's transaction, on
+// its SQLRecordTx.DBTX; a fence error rolls the change back. A RecordTx that
+// is not a SQLRecordTx fails with ErrFenceUnsupported, before any write.
+func (g *Guarded) ApplyFenced(ctx context.Context, ch Change, fence Fence) (Result, error) {
+	return g.apply(ctx, ch, fence)
+}
+
+func (g *Guarded) apply(ctx context.Context, ch Change, fence Fence) (Result, error) {
 	switch {
 	case ch.Source == "":
 		return Result{}, fmt.Errorf("%w: change %s has no Source", ErrPermanent, ch.EventID)
@@ -78,6 +96,15 @@ func (g *Guarded) Apply(ctx context.Context, ch Change) (Result, error) {
 	at := ch.OccurredAt.UTC().Truncate(time.Microsecond)
 	var res Result
 	err := g.Store.InTx(ctx, func(tx RecordTx) error {
+		if fence != nil {
+			sq, ok := tx.(SQLRecordTx)
+			if !ok {
+				return ErrFenceUnsupported
+			}
+			if err := fence(ctx, sq.DBTX()); err != nil {
+				return err
+			}
+		}
 		r := run{tx: tx, maxRedirects: cmp.Or(g.MaxRedirects, MaxRedirectsDefault)}
 		var err error
 		switch ch.Kind {
@@ -129,6 +156,14 @@ func (r run) redirect(ctx context.Context, ch Change, at time.Time) (_ Change, s
 		tomb, ok, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
 		if err != nil || !ok {
 			return ch, false, err
+		}
+		if tomb.Kind == TombstoneLocalDeleted {
+			// Deleted here: only a restore at the source after the delete
+			// brings the id back, and then later changes apply again.
+			if ch.Kind != store.EventRestore || !at.After(tomb.OccurredAt) {
+				return ch, true, nil
+			}
+			return ch, false, r.tx.RemoveTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, at)
 		}
 		if !at.After(tomb.OccurredAt) {
 			return ch, true, nil
@@ -248,6 +283,11 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 	case tombstoned && tomb.Kind == TombstoneMerged:
 		// The id lives on as the survivor, whose record this must not delete.
 		return Result{Outcome: Ignored}, nil
+	case tombstoned && tomb.Kind == TombstoneLocalDeleted && !privacy:
+		// Deleted here already (this is most likely the echo of our archive);
+		// the local tombstone stays, stricter than a source deletion's.
+		id, _, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+		return Result{RecordID: id, Outcome: Ignored}, err
 	case tombstoned && !privacy && !at.After(tomb.OccurredAt):
 		// A replay, or a deletion older than a restore that came after it.
 		id, _, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)

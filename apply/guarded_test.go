@@ -260,3 +260,88 @@ func TestApplyIsAtomic(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalDeleteTombstone: after a local delete leaves a TombstoneLocalDeleted
+// (and the link is dropped once the object is archived), no create or update of
+// the id brings the record back, however late its OccurredAt, and the echo of
+// the archive is ignored; a restore newer than the delete brings it back, and
+// later updates apply again.
+func TestLocalDeleteTombstone(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "Ann"}))
+	id, _ := m.record("hubspot", "contacts", "1")
+	// The application deletes the record at 100 and writes the tombstone; the
+	// outbound archive drops the link.
+	k := recKey{"contacts", id}
+	delete(m.state.records, k)
+	delete(m.state.links, extKey{"hubspot", "contacts", "1"})
+	m.state.tombstones[extKey{"hubspot", "contacts", "1"}] = apply.Tombstone{Kind: apply.TombstoneLocalDeleted, OccurredAt: at(100)}
+
+	for _, s := range []int{50, 150} { // before the delete, and after it but before the archive
+		for _, kind := range []string{store.EventUpdate, store.EventCreate} {
+			res := mustApply(t, g, change(kind, "1", at(s), map[string]any{"name": "Late"}))
+			if res.Outcome != apply.Stale || res.RecordID != "" {
+				t.Fatalf("%s at %d after a local delete = %+v; want stale", kind, s, res)
+			}
+		}
+	}
+	if res := mustApply(t, g, change(store.EventDelete, "1", at(200), nil)); res.Outcome != apply.Ignored {
+		t.Fatalf("the archive's deletion = %+v; want ignored", res)
+	}
+	if res := mustApply(t, g, change(store.EventRestore, "1", at(90), map[string]any{"name": "Old"})); res.Outcome != apply.Stale {
+		t.Fatalf("a restore older than the local delete = %+v; want stale", res)
+	}
+	if _, f := m.record("hubspot", "contacts", "1"); f != nil {
+		t.Fatalf("record came back: %v", f)
+	}
+	back := mustApply(t, g, change(store.EventRestore, "1", at(300), map[string]any{"name": "Back"}))
+	if back.Outcome != apply.Created {
+		t.Fatalf("a restore after the local delete = %+v; want created", back)
+	}
+	if res := mustApply(t, g, change(store.EventUpdate, "1", at(400), map[string]any{"name": "Newer"})); res.Outcome != apply.Updated {
+		t.Fatalf("an update after the restore = %+v; want updated", res)
+	}
+	if _, f := m.record("hubspot", "contacts", "1"); f["name"] != "Newer" {
+		t.Fatalf("record = %v", f)
+	}
+}
+
+// sqlMemStore is memStore whose transactions are SQLRecordTxs (with no SQL
+// behind them), so Guarded can run a fence.
+type sqlMemStore struct{ *memStore }
+
+type sqlMemTx struct{ apply.RecordTx }
+
+func (sqlMemTx) DBTX() store.DBTX { return nil }
+
+func (s sqlMemStore) InTx(ctx context.Context, fn func(apply.RecordTx) error) error {
+	return s.memStore.InTx(ctx, func(tx apply.RecordTx) error { return fn(sqlMemTx{tx}) })
+}
+
+// TestApplyFenced: the fence runs first in the apply's transaction; its error
+// rolls the change back and is returned; a RecordTx that is no SQLRecordTx
+// cannot run a fence and writes nothing.
+func TestApplyFenced(t *testing.T) {
+	t.Parallel()
+	m := newMemStore()
+	g := &apply.Guarded{Store: sqlMemStore{m}}
+	ch := change(store.EventCreate, "1", at(10), map[string]any{"name": "Ann"})
+	lost := func(context.Context, store.DBTX) error { return store.ErrLeaseLost }
+	if _, err := g.ApplyFenced(context.Background(), ch, lost); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("apply with a failing fence: %v, want ErrLeaseLost", err)
+	}
+	if id, f := m.record("hubspot", "contacts", "1"); id != "" || f != nil {
+		t.Fatalf("a failed fence left record %q %v", id, f)
+	}
+	ran := 0
+	res, err := g.ApplyFenced(context.Background(), ch, func(context.Context, store.DBTX) error { ran++; return nil })
+	if err != nil || ran != 1 || res.Outcome != apply.Created {
+		t.Fatalf("apply with a passing fence = %+v, %v (fence ran %d times)", res, err, ran)
+	}
+
+	plain := &apply.Guarded{Store: newMemStore()}
+	if _, err := plain.ApplyFenced(context.Background(), ch, lost); !errors.Is(err, apply.ErrFenceUnsupported) {
+		t.Fatalf("fenced apply over a plain RecordTx: %v, want ErrFenceUnsupported", err)
+	}
+}

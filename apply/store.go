@@ -3,6 +3,8 @@ package apply
 import (
 	"context"
 	"time"
+
+	"github.com/hubsync/hubsync/store"
 )
 
 // DeletedClock is the name of the clock that records when a record was deleted
@@ -16,14 +18,21 @@ const (
 	TombstoneDeleted = "deleted"
 	// TombstoneMerged marks an external id merged into another (SurvivorID).
 	TombstoneMerged = "merged"
+	// TombstoneLocalDeleted marks an external id whose local record was
+	// deleted by the application, at the local clock's OccurredAt. The delete
+	// archives the object at the source later, so a source edit made before the
+	// archive may carry a time after the local delete: every change of the id
+	// is stale, whatever its time, until a source restore newer than the
+	// tombstone. The application writes it when it deletes a linked record.
+	TombstoneLocalDeleted = "local_deleted"
 )
 
 // Tombstone records that an external id was deleted or merged away at its
-// source, and when. Sources do not order their events, so a change of the id
+// source (or its record deleted locally), and when. Sources do not order their events, so a change of the id
 // older than the tombstone may still arrive; Guarded judges it against the
 // tombstone instead of creating the record again.
 type Tombstone struct {
-	// Kind is TombstoneDeleted or TombstoneMerged.
+	// Kind is TombstoneDeleted, TombstoneMerged or TombstoneLocalDeleted.
 	Kind string
 	// SurvivorID is, for TombstoneMerged, the external id the id was merged
 	// into; "" otherwise.
@@ -91,4 +100,13 @@ type RecordTx interface {
 	// DeleteRecord deletes a locked record. A privacy delete (GDPR) must keep
 	// no field values anywhere it writes, such as outbound events.
 	DeleteRecord(ctx context.Context, objectType, id string, privacy bool) error
+}
+
+// SQLRecordTx is a RecordTx that runs on a SQL transaction of the inbound
+// queue's database. Guarded.ApplyFenced runs its Fence on that transaction, so
+// the change and the completion of its inbound event commit together.
+type SQLRecordTx interface {
+	RecordTx
+	// DBTX returns the transaction the RecordTx writes through.
+	DBTX() store.DBTX
 }

@@ -5,8 +5,12 @@
 //
 //   - Receiver, the http.Handler for POST /webhooks/hubspot. It verifies HubSpot's
 //     signature over the raw body and the public URI before parsing anything,
-//     validates the delivery, and stores every event of it in one transaction,
+//     validates the delivery, and stores its valid events in one transaction,
 //     answering 2xx only after the commit so HubSpot retries whatever was not kept.
+//     An event that is malformed or whose occurredAt is not positive or lies more
+//     than MaxEventSkew ahead is refused on its own: logged, counted and kept with
+//     its reason in a RejectedLog (hubsync_rejected_webhook), while the rest of
+//     the delivery is stored; only a body that is no JSON array is a 400.
 //     It only stores: no HubSpot call, no record write, so it stays far below
 //     HubSpot's 5 s delivery timeout.
 //   - Worker (the design's SyncWorker), a service that claims inbound events by
@@ -64,6 +68,10 @@
 //   - update: the single mapped property; an unmapped one is completed as ignored.
 //   - merge: Kind merge, ExternalID the surviving id (newObjectId, else
 //     primaryObjectId), MergedIDs the others; the Applier re-points the record.
+//     HubSpot sends no propertyChange for the values a merge copies into the
+//     survivor, so when numberOfPropertiesMoved > 0 the worker reads the
+//     survivor (batched and budgeted like creations) and the merge carries its
+//     mapped properties, stamped with the merge's occurredAt.
 //   - delete, privacy_delete: passed on as such; the Applier's documented policy
 //     decides between deleting and anonymising.
 //   - association and unknown types, unmapped object types: completed without
@@ -71,6 +79,12 @@
 //   - echoes, events whose changeSource is INTEGRATION or API with sourceId equal
 //     to this app's id (our own writes coming back): completed without applying,
 //     kept for audit.
+//
+// Fencing: with an apply.FencedApplier (records.Service), the apply and the
+// event's completion are one transaction that first completes the event under
+// its lease (store.LeaseOps.CompleteTx); a worker whose lease expired and was
+// claimed by another replica rolls back and changes nothing (lease_lost).
+// Events whose occurredAt lies more than MaxEventSkew ahead are dead-lettered.
 //
 // Outcomes: success → Complete; an Applier error matching ErrPermanent, a value
 // that does not parse as the mapped field's type or an undecodable payload →

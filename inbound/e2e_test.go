@@ -255,7 +255,7 @@ func TestEndToEndLateUpdateAfterDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const t0 = int64(1_900_000_000_000)
+	const t0 = int64(1_700_000_000_000) // in the past: the worker refuses events from the future
 	deliver := func(evs ...hubspot.WebhookEvent) {
 		t.Helper()
 		var rows []store.InboundEvent
@@ -317,4 +317,111 @@ type noReads struct{}
 
 func (noReads) BatchRead(context.Context, hubspot.ObjectType, []string, []string, string) (*hubspot.BatchResult, error) {
 	return nil, errors.New("noReads: unexpected BatchRead")
+}
+
+// TestEndToEndMergeBringsMovedProperties: HubSpot sends no propertyChange for
+// the values a merge copies into the survivor; the SyncWorker reads the
+// survivor after a merge that moved properties and applies its values, so the
+// local survivor ends with HubSpot's.
+func TestEndToEndMergeBringsMovedProperties(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := dbtest.Migrated(t, store.SQLite)
+	st, err := sqlitestore.New(db.DB, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := records.New(st, nil, records.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var worker *inbound.Worker
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
+		Store: st.Inbound(), ClientSecret: "e2e-secret", PublicURL: srv.URL,
+		Hooks: inbound.ReceiverHooks{OnAccept: func(_, inserted int, _ time.Duration) {
+			if inserted > 0 {
+				worker.Notify()
+			}
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("POST "+inbound.WebhookPath, rc)
+	clock := &tickingClock{}
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{
+		ClientSecret: "e2e-secret", WebhookURL: srv.URL + inbound.WebhookPath, Now: clock.Now, Seed: 3,
+	})
+	client, err := hubspot.NewClient(hubspot.Config{BaseURL: sim.URL(), AccessToken: hubspotsim.AccessTokenDefault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err = inbound.NewWorker(inbound.WorkerConfig{
+		Store: st.Inbound(), Applier: recs, HubSpot: client, PollInterval: 20 * time.Millisecond, Owner: "merge",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := worker.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := worker.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	}()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	settle := func() {
+		t.Helper()
+		must(sim.WaitWebhooksIdle(ctx))
+		waitQueueDrained(ctx, t, st)
+	}
+	survivor, err := sim.UserCreate("contacts", map[string]string{"email": "keep@example.com", "firstname": "Keep"})
+	must(err)
+	merged, err := sim.UserCreate("contacts", map[string]string{"email": "gone@example.com", "firstname": "Gone", "phone": "555-1", "company": "Acme"})
+	must(err)
+	settle()
+	must(sim.UserUpdate("contacts", merged, map[string]string{"phone": "555-2"})) // the merged one's newer value
+	settle()
+	must(sim.UserMerge("contacts", survivor, merged))
+	settle()
+
+	var want map[string]string
+	for _, o := range sim.Objects("contacts") {
+		if o.ID == survivor {
+			want = o.Properties
+		}
+	}
+	if want["phone"] != "555-2" || want["company"] != "Acme" {
+		t.Fatalf("the simulator's survivor %v did not take the moved values; the test needs them", want)
+	}
+	recID, ok, err := links.New(st).LookupRecord(ctx, "hubspot", "contacts", survivor)
+	must(err)
+	if !ok {
+		t.Fatal("survivor not linked")
+	}
+	rec, err := recs.Get(ctx, "contacts", recID)
+	must(err)
+	obj, _ := mapping.Default().Lookup("contacts")
+	wantFields, err := obj.FromHubSpot(want)
+	must(err)
+	for _, f := range obj.Fields {
+		if got, w := fmt.Sprint(rec.Fields[f.Local]), fmt.Sprint(wantFields[f.Local]); got != w {
+			t.Errorf("local survivor %s = %s, HubSpot's survivor has %s", f.Local, got, w)
+		}
+	}
+	all, err := recs.List(ctx, "contacts", records.ListOptions{})
+	must(err)
+	if len(all) != 1 {
+		t.Errorf("%d local contacts after the merge, want the survivor only", len(all))
+	}
 }

@@ -193,30 +193,54 @@ func EventTypeOf(subscriptionType string) string {
 // occurredAt. It never panics. Errors wrap ErrMalformed (a *ParseError) or
 // ErrTooManyEvents. Unknown fields are ignored; HubSpot adds fields over time.
 func ParseEvents(body []byte) ([]ParsedEvent, error) {
+	out, bad, err := ParseDelivery(body)
+	if err != nil {
+		return nil, err
+	}
+	if len(bad) > 0 {
+		return nil, bad[0].Err
+	}
+	return out, nil
+}
+
+// BadEvent is a malformed event of a delivery that ParseDelivery skipped.
+type BadEvent struct {
+	// Raw is the event as sent.
+	Raw json.RawMessage
+	// Err says which event and field is wrong; it matches ErrMalformed.
+	Err *ParseError
+}
+
+// ParseDelivery is ParseEvents that does not let one malformed event sink the
+// delivery: it returns the well-formed events and, in bad, each malformed one
+// with its reason, in order. err is for the body as a whole: not valid UTF-8,
+// not a JSON array, or more than MaxEventsPerDelivery events.
+func ParseDelivery(body []byte) (events []ParsedEvent, bad []BadEvent, err error) {
 	if !utf8.Valid(body) {
-		return nil, &ParseError{Index: -1, Reason: "body is not valid UTF-8"}
+		return nil, nil, &ParseError{Index: -1, Reason: "body is not valid UTF-8"}
 	}
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '[' {
-		return nil, &ParseError{Index: -1, Reason: "body is not a JSON array"}
+		return nil, nil, &ParseError{Index: -1, Reason: "body is not a JSON array"}
 	}
 	var raws []json.RawMessage
 	if err := json.Unmarshal(body, &raws); err != nil {
-		return nil, &ParseError{Index: -1, Reason: "invalid JSON: " + err.Error()}
+		return nil, nil, &ParseError{Index: -1, Reason: "invalid JSON: " + err.Error()}
 	}
 	if len(raws) > MaxEventsPerDelivery {
-		return nil, fmt.Errorf("%w: %d events, at most %d", ErrTooManyEvents, len(raws), MaxEventsPerDelivery)
+		return nil, nil, fmt.Errorf("%w: %d events, at most %d", ErrTooManyEvents, len(raws), MaxEventsPerDelivery)
 	}
 	out := make([]ParsedEvent, 0, len(raws))
 	for i, raw := range raws {
 		ev, err := parseEvent(raw)
 		if err != nil {
 			err.Index = i
-			return nil, err
+			bad = append(bad, BadEvent{Raw: raw, Err: err})
+			continue
 		}
 		out = append(out, ParsedEvent{Event: ev, Raw: raw, IdempotencyKey: IdempotencyKey(ev)})
 	}
-	return out, nil
+	return out, bad, nil
 }
 
 // wireEvent is a HubSpot event as sent, with every id kept raw so that numbers

@@ -41,7 +41,7 @@ const (
 	RejectSignatureInvalid = "signature_invalid" // 401: the signature does not match
 	RejectSignatureVersion = "signature_version" // 401: signed only with a version not in Signatures
 	RejectTimestampStale   = "timestamp_stale"   // 401: timestamp outside MaxSkew
-	RejectMalformed        = "malformed"         // 400: not a JSON array of valid events
+	RejectMalformed        = "malformed"         // 400: not a JSON array (malformed events in an array are rejected one by one)
 	RejectTooManyEvents    = "too_many_events"   // 400: more than hubspot.MaxWebhookBatch events
 	RejectStore            = "store_error"       // 500: the events could not be stored; HubSpot retries
 )
@@ -55,6 +55,10 @@ type ReceiverHooks struct {
 	// OnAccept is called after a delivery was committed: events received,
 	// rows inserted (the rest were duplicates), and the handling time.
 	OnAccept func(events, inserted int, elapsed time.Duration)
+	// OnEventRejected is called for every event of an accepted delivery that
+	// was refused (not stored as an inbound event), with its EventReject*
+	// reason.
+	OnEventRejected func(reason string)
 }
 
 // ReceiverConfig configures a Receiver. Zero fields take their defaults.
@@ -84,6 +88,13 @@ type ReceiverConfig struct {
 	MaxBodyBytes int64
 	// MaxSkew is how old (or how far ahead) a v3 timestamp may be; default MaxSkewDefault.
 	MaxSkew time.Duration
+	// MaxEventSkew is how far ahead of Now an event's occurredAt may lie; an
+	// event further ahead is refused (EventRejectFuture), since its time would
+	// win every later change of its fields. Default MaxEventSkewDefault.
+	MaxEventSkew time.Duration
+	// Rejected keeps the refused events of accepted deliveries with their
+	// reason (a *RejectedLog); nil only logs and counts them.
+	Rejected RejectedRecorder
 	// Now is the clock for the timestamp check; default time.Now.
 	Now func() time.Time
 	// AppID is this app's HubSpot id; events whose changeSource/sourceId show
@@ -105,6 +116,7 @@ type ReceiverConfig struct {
 func (c ReceiverConfig) withDefaults() ReceiverConfig {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
 	c.MaxSkew = cmp.Or(c.MaxSkew, MaxSkewDefault)
+	c.MaxEventSkew = cmp.Or(c.MaxEventSkew, MaxEventSkewDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -134,6 +146,9 @@ func (c ReceiverConfig) validate() error {
 	}
 	if c.MaxConcurrentStores < 0 {
 		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxConcurrentStores is %d; use a positive bound or 0 for none", c.MaxConcurrentStores))
+	}
+	if c.MaxEventSkew < 0 {
+		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxEventSkew is %s; use a positive duration or 0 for %s", c.MaxEventSkew, MaxEventSkewDefault))
 	}
 	if c.MaxSkew < 0 {
 		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxSkew is %s; use a positive duration or 0 for %s", c.MaxSkew, MaxSkewDefault))
@@ -169,6 +184,12 @@ func (c ReceiverConfig) validate() error {
 // MaxBodyBytes; 415 for a non-JSON content type; 400 for a body that is not a
 // JSON array of at most 100 valid events; 500 when the store fails, so HubSpot
 // retries. Error bodies are {"error":"<reason>","message":"..."}.
+//
+// One bad event does not sink a delivery: an event of the array that is
+// malformed, has an invalid occurredAt, or one more than MaxEventSkew ahead is
+// refused on its own (logged, counted by OnEventRejected and kept in Rejected
+// with its reason), the others are stored, and the answer is 200 with the
+// count of rejected events.
 type Receiver struct {
 	cfg ReceiverConfig
 	sem chan struct{} // nil when MaxConcurrentStores is 0
@@ -190,6 +211,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 type receiveResponse struct {
 	Received int `json:"received"`
 	Inserted int `json:"inserted"`
+	Rejected int `json:"rejected,omitempty"`
 }
 
 type errorResponse struct {
@@ -236,7 +258,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	parsed, err := ParseEvents(body)
+	parsed, bad, err := ParseDelivery(body)
 	if err != nil {
 		reason := RejectMalformed
 		if errors.Is(err, ErrTooManyEvents) {
@@ -247,6 +269,18 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	now := rc.cfg.Now()
+	var rejects []RejectedEvent
+	refuse := func(reason, msg string, raw []byte) {
+		rejects = append(rejects, RejectedEvent{Reason: reason, Message: msg, RawPayload: rawText(raw), ReceivedAt: now})
+	}
+	for _, b := range bad {
+		reason := EventRejectMalformed
+		if b.Err.Field == "occurredAt" {
+			reason = EventRejectOccurredAt
+		}
+		refuse(reason, b.Err.Error(), b.Raw)
+	}
 	evs := make([]store.InboundEvent, 0, len(parsed))
 	seen := make(map[string]bool, len(parsed))
 	for _, p := range parsed {
@@ -254,10 +288,14 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		seen[p.IdempotencyKey] = true
+		if msg, ok := checkOccurredAt(p.Event.OccurredAt, now, rc.cfg.MaxEventSkew); !ok {
+			refuse(EventRejectFuture, fmt.Sprintf("event %s of %s: %s", p.Event.EventID, p.Event.ObjectID, msg), p.Raw)
+			continue
+		}
 		ev, err := p.Resolve(rc.cfg.Mapping, rc.cfg.AppID)
 		if err != nil {
-			rc.reject(w, http.StatusBadRequest, RejectMalformed, err.Error())
-			return
+			refuse(EventRejectMalformed, err.Error(), p.Raw)
+			continue
 		}
 		evs = append(evs, ev)
 	}
@@ -275,10 +313,46 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	if h := rc.cfg.Hooks.OnAccept; h != nil {
-		h(len(parsed), inserted, time.Since(start))
+	if len(rejects) > 0 {
+		if err := rc.keepRejected(r.Context(), rejects); err != nil {
+			// The valid events are stored; a retry stores nothing twice.
+			rc.cfg.Logger.Error("inbound: store rejected webhook events", "events", len(rejects), "err", err)
+			rc.reject(w, http.StatusInternalServerError, RejectStore, "rejected events not recorded; retry")
+			return
+		}
 	}
-	writeJSON(w, http.StatusOK, receiveResponse{Received: len(parsed), Inserted: inserted})
+	if h := rc.cfg.Hooks.OnAccept; h != nil {
+		h(len(parsed)+len(bad), inserted, time.Since(start))
+	}
+	writeJSON(w, http.StatusOK, receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)})
+}
+
+// checkOccurredAt refuses an occurredAt (epoch ms) that is not positive or
+// lies more than skew ahead of now. It works on milliseconds, so no value
+// overflows or wraps a time.
+func checkOccurredAt(ms int64, now time.Time, skew time.Duration) (msg string, ok bool) {
+	limit := now.UnixMilli() + skew.Milliseconds()
+	switch {
+	case ms <= 0:
+		return fmt.Sprintf("occurredAt %d is not a positive epoch millisecond", ms), false
+	case ms > limit:
+		return fmt.Sprintf("occurredAt %d is more than %s ahead of now (%d)", ms, skew, now.UnixMilli()), false
+	}
+	return "", true
+}
+
+// keepRejected logs, counts and records the refused events of a delivery.
+func (rc *Receiver) keepRejected(ctx context.Context, rejects []RejectedEvent) error {
+	for _, rj := range rejects {
+		rc.cfg.Logger.Warn("inbound: webhook event rejected", "reason", rj.Reason, "err", rj.Message)
+		if h := rc.cfg.Hooks.OnEventRejected; h != nil {
+			h(rj.Reason)
+		}
+	}
+	if rc.cfg.Rejected == nil {
+		return nil
+	}
+	return rc.cfg.Rejected.RecordRejected(ctx, rejects)
 }
 
 // store writes one delivery, waiting for a turn when writes are bounded.

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hubsync/hubsync/apply"
@@ -66,7 +67,10 @@ type WorkerHooks struct {
 type WorkerConfig struct {
 	// Store is the inbound queue (required).
 	Store store.InboundRepository
-	// Applier writes changes to the application's records (required).
+	// Applier writes changes to the application's records (required). When it
+	// is an apply.FencedApplier on the queue's database (records.Service is),
+	// each event is applied and completed in one transaction that first checks
+	// the event's lease, so a worker whose lease was lost changes nothing.
 	Applier apply.Applier
 	// HubSpot reads the objects that creation and restore events name (required).
 	HubSpot ObjectReader
@@ -93,6 +97,11 @@ type WorkerConfig struct {
 	// Now is the clock used to turn a retry's NextAttemptDate into a delay; pass
 	// the store's clock. Default time.Now.
 	Now func() time.Time
+	// MaxEventSkew is how far ahead of Now an event's occurredAt may lie; a
+	// stored event further ahead (or with an occurredAt that is not positive)
+	// is dead-lettered with the reason, never applied: its time would win
+	// every later change of its fields. Default MaxEventSkewDefault.
+	MaxEventSkew time.Duration
 	// Logger receives the worker's logs; default slog.Default().
 	Logger *slog.Logger
 	// Hooks are optional metrics callbacks.
@@ -108,6 +117,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, store.LeaseDurationDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.MaxEventSkew = cmp.Or(c.MaxEventSkew, MaxEventSkewDefault)
 	b := service.NewBase("inbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
 	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
 	return c
@@ -130,6 +140,9 @@ func (c WorkerConfig) validate() error {
 	if c.LeaseDuration < 0 || (c.LeaseDuration > 0 && c.LeaseDuration < time.Second) {
 		errs = append(errs, fmt.Errorf("WorkerConfig.LeaseDuration is %s; use at least 1s or 0 for %s", c.LeaseDuration, store.LeaseDurationDefault))
 	}
+	if c.MaxEventSkew < 0 {
+		errs = append(errs, fmt.Errorf("WorkerConfig.MaxEventSkew is %s; use a positive duration or 0 for %s", c.MaxEventSkew, MaxEventSkewDefault))
+	}
 	if c.PollInterval < 0 {
 		errs = append(errs, fmt.Errorf("WorkerConfig.PollInterval is %s; use a positive duration or 0 for %s", c.PollInterval, PollIntervalDefault))
 	}
@@ -144,6 +157,8 @@ type Worker struct {
 	cfg    WorkerConfig
 	notify chan struct{}
 	svc    startstop.Service
+	// unfenced is set once the Applier answered ErrFenceUnsupported.
+	unfenced atomic.Bool
 }
 
 // NewWorker validates cfg and returns a Worker.
@@ -315,6 +330,10 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 		c.fail(ctx, t, fmt.Sprintf("payload version %d, this worker reads %d", t.canon.Version, EventVersion))
 		return resolved
 	}
+	if msg, ok := checkOccurredAt(t.canon.OccurredAt, c.w.cfg.Now(), c.w.cfg.MaxEventSkew); !ok {
+		c.fail(ctx, t, msg)
+		return resolved
+	}
 	if t.canon.Echo || t.canon.IsEcho(c.w.cfg.AppID) {
 		c.complete(t, OutcomeEcho)
 		return resolved
@@ -360,6 +379,11 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 		slices.Sort(merged)
 		t.change.ExternalID = survivor
 		t.change.MergedIDs = merged
+		if t.canon.NumberOfPropertiesMoved > 0 {
+			// HubSpot sends no propertyChange for the values the merge copied
+			// into the survivor: read them, and apply them with the merge.
+			return needsFetch
+		}
 		return readyToApply
 	case store.EventDelete, store.EventPrivacyDelete:
 		return readyToApply
@@ -376,8 +400,9 @@ func deref(s *string) string {
 	return *s
 }
 
-// fetch reads the objects of creation and restore events from HubSpot, at
-// most hubspot.MaxBatchInputs ids per call and one budget token per call, and
+// fetch reads the objects of creation and restore events, and the survivors
+// of merges that moved properties, from HubSpot, at most
+// hubspot.MaxBatchInputs ids per call and one budget token per call, and
 // returns the tasks ready to apply.
 func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
 	byType := map[string][]*task{}
@@ -394,10 +419,11 @@ func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
 		byID := map[string][]*task{}
 		var ids []string
 		for _, t := range ts {
-			if _, ok := byID[t.ev.ExternalID]; !ok {
-				ids = append(ids, t.ev.ExternalID)
+			id := t.change.ExternalID // a merge's survivor; else the event's object
+			if _, ok := byID[id]; !ok {
+				ids = append(ids, id)
 			}
-			byID[t.ev.ExternalID] = append(byID[t.ev.ExternalID], t)
+			byID[id] = append(byID[id], t)
 		}
 		for chunk := range slices.Chunk(ids, hubspot.MaxBatchInputs) {
 			if ctx.Err() != nil {
@@ -441,10 +467,16 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			// Created and deleted since: the deletion event carries the rest.
 			// Only for a single id: a whole-call 404 for several ids says the
 			// object type is wrong (a mapping error), not that all were deleted.
+			// A merge still re-points its records, without the moved values.
+			var ready []*task
 			for _, t := range tasks {
+				if t.ev.EventType == store.EventMerge {
+					ready = append(ready, t)
+					continue
+				}
 				c.complete(t, OutcomeIgnored)
 			}
-			return nil
+			return ready
 		}
 		var delay time.Duration
 		for _, t := range tasks {
@@ -457,7 +489,14 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 	for _, id := range ids {
 		o := result.ResultByID(id)
 		for _, t := range byID[id] {
+			merge := t.ev.EventType == store.EventMerge
 			if o == nil || o.Archived {
+				if merge {
+					// The survivor is gone (or merged on) since: the merge
+					// still re-points its records; later events carry the rest.
+					ready = append(ready, t)
+					continue
+				}
 				c.complete(t, OutcomeIgnored)
 				continue
 			}
@@ -467,6 +506,12 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 				continue
 			}
 			t.change.Fields = fields
+			if merge {
+				// The survivor's values, under the guard at the merge's time:
+				// a local edit after the merge still wins.
+				ready = append(ready, t)
+				continue
+			}
 			// The read reflects every change up to updatedAt, not just the creation.
 			if o.UpdatedAt.After(t.change.OccurredAt) {
 				t.change.OccurredAt = o.UpdatedAt.UTC()
@@ -517,7 +562,7 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 			held = append(held, t)
 			continue
 		}
-		res, err := c.w.cfg.Applier.Apply(sctx, t.change)
+		res, fenced, err := c.applyOne(sctx, t)
 		if err == nil {
 			outcome := OutcomeApplied
 			if res.Outcome == apply.Stale || (len(res.Applied) == 0 && len(res.Stale) > 0) {
@@ -525,11 +570,26 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 			}
 			c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
 				"external_id", t.change.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
-			c.complete(t, outcome)
+			if fenced {
+				// Completed in the apply's own transaction.
+				t.done = true
+				c.outcome(t, outcome)
+			} else {
+				c.complete(t, outcome)
+			}
 			continue
 		}
 		if ctx.Err() != nil {
 			return
+		}
+		if errors.Is(err, store.ErrLeaseLost) {
+			// Another worker took the event over: nothing was applied, and the
+			// record's later events are its too.
+			t.done = true
+			c.log.Warn("inbound: lease lost; the apply was rolled back", "event", t.ev.ID, "kind", t.ev.EventType, "external_id", t.ev.ExternalID)
+			c.outcome(t, OutcomeLeaseLost)
+			blocked[k] = 0
+			continue
 		}
 		if errors.Is(err, apply.ErrPermanent) {
 			c.fail(ctx, t, err.Error())
@@ -541,6 +601,26 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 	for _, t := range held {
 		c.release(ctx, blocked[t.key()], []*task{t})
 	}
+}
+
+// applyOne applies one task. With a FencedApplier, the inbound event is
+// completed under its lease in the apply's transaction (fenced is true): a
+// worker whose lease was lost changes nothing and gets store.ErrLeaseLost.
+// Other Appliers apply, and the cycle completes the event afterwards.
+func (c *cycle) applyOne(ctx context.Context, t *task) (res apply.Result, fenced bool, err error) {
+	if fa, ok := c.w.cfg.Applier.(apply.FencedApplier); ok && !c.w.unfenced.Load() {
+		lease := t.ev.Lease()
+		res, err := fa.ApplyFenced(ctx, t.change, func(ctx context.Context, tx store.DBTX) error {
+			return c.w.cfg.Store.CompleteTx(ctx, tx, lease)
+		})
+		if !errors.Is(err, apply.ErrFenceUnsupported) {
+			return res, true, err
+		}
+		c.w.unfenced.Store(true)
+		c.log.Warn("inbound: the Applier cannot run a fence in its transaction; applying unfenced", "err", err)
+	}
+	res, err = c.w.cfg.Applier.Apply(ctx, t.change)
+	return res, false, err
 }
 
 // compareNumeric orders decimal ids numerically, falling back to text.

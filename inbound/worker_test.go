@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -499,5 +500,48 @@ func TestWorkerWholeCall404IsRetried(t *testing.T) {
 		if ev.Status != store.StatusPending || ev.RetryCount != 1 {
 			t.Fatalf("event %s: status %s retries %d; want pending, retried once", ev.ID, ev.Status, ev.RetryCount)
 		}
+	}
+}
+
+// TestWorkerMergeReadsSurvivor: a merge that moved properties reads the
+// survivor under the budget and carries its mapped values, at the merge's
+// occurredAt; one that moved none reads nothing; a survivor that is gone (a
+// single-id 404) still lets the merge re-point its records.
+func TestWorkerMergeReadsSurvivor(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{objects: map[string]hubspot.Object{
+		"1": contactObj("1", "ada@example.com", "Ada", time.UnixMilli(t0+500)),
+	}}
+	bud := &fakeBudget{left: 10}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
+	merge := func(survivor, merged int64, at int64, moved int) hubspot.WebhookEvent {
+		return whEvent("contact.merge", survivor, at, func(ev *hubspot.WebhookEvent) {
+			ev.PrimaryObjectID, ev.MergedObjectIDs, ev.NewObjectID, ev.NumberOfPropertiesMoved = survivor, []int64{merged}, survivor, moved
+		})
+	}
+	b.deliverEvents(t, merge(1, 3, t0+30, 2), merge(7, 8, t0+40, 0), merge(9, 10, t0+50, 1))
+	drain(t, w)
+	if got := b.statusCounts(t); got["processed"] != 3 {
+		t.Fatalf("statuses %v, want 3 processed", got)
+	}
+	if reader.calls != 1 || bud.reserved != 1 {
+		t.Fatalf("%d BatchRead calls, %d budget tokens; want one read (ids 1 and 9) under one token", reader.calls, bud.reserved)
+	}
+	b.applier.mu.Lock()
+	calls := slices.Clone(b.applier.calls)
+	b.applier.mu.Unlock()
+	byExt := map[string]apply.Change{}
+	for _, ch := range calls {
+		byExt[ch.ExternalID] = ch
+	}
+	if ch := byExt["1"]; ch.Kind != store.EventMerge || ch.Fields["first_name"] != "Ada" || !ch.OccurredAt.Equal(time.UnixMilli(t0+30)) {
+		t.Errorf("merge into 1 = %+v; want Ada's fields at the merge's time", ch)
+	}
+	if ch, ok := byExt["7"]; !ok || len(ch.Fields) != 0 {
+		t.Errorf("merge into 7 (nothing moved) = %+v, %v; want applied without fields", ch, ok)
+	}
+	if ch, ok := byExt["9"]; !ok || ch.Kind != store.EventMerge || len(ch.Fields) != 0 {
+		t.Errorf("merge into 9 (survivor not found) = %+v, %v; want applied without fields", ch, ok)
 	}
 }

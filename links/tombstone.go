@@ -17,6 +17,9 @@ const (
 	TombstoneDeleted = "deleted"
 	// TombstoneMerged marks an external id merged into another (SurvivorID).
 	TombstoneMerged = "merged"
+	// TombstoneLocalDeleted marks an external id whose local record was
+	// deleted locally (apply.TombstoneLocalDeleted).
+	TombstoneLocalDeleted = "local_deleted"
 )
 
 // Tombstone records that an external id was deleted or merged away at its
@@ -27,7 +30,7 @@ type Tombstone struct {
 	Destination string
 	ObjectType  string
 	ExternalID  string
-	// Kind is TombstoneDeleted or TombstoneMerged.
+	// Kind is TombstoneDeleted, TombstoneMerged or TombstoneLocalDeleted.
 	Kind string
 	// SurvivorID is, for TombstoneMerged, the external id the id was merged
 	// into; "" otherwise.
@@ -69,12 +72,12 @@ func (l *Links) PutTombstoneTx(ctx context.Context, tx store.DBTX, t Tombstone) 
 		return err
 	}
 	switch {
-	case t.Kind == TombstoneDeleted && t.SurvivorID != "":
+	case (t.Kind == TombstoneDeleted || t.Kind == TombstoneLocalDeleted) && t.SurvivorID != "":
 		return fmt.Errorf("%w: a %s tombstone has no survivor (got %q)", ErrInvalid, t.Kind, t.SurvivorID)
 	case t.Kind == TombstoneMerged && (t.SurvivorID == "" || t.SurvivorID == t.ExternalID):
 		return fmt.Errorf("%w: a %s tombstone of %s needs the survivor's external id (got %q)", ErrInvalid, t.Kind, t.ExternalID, t.SurvivorID)
-	case t.Kind != TombstoneDeleted && t.Kind != TombstoneMerged:
-		return fmt.Errorf("%w: tombstone kind %q; use %q or %q", ErrInvalid, t.Kind, TombstoneDeleted, TombstoneMerged)
+	case t.Kind != TombstoneDeleted && t.Kind != TombstoneMerged && t.Kind != TombstoneLocalDeleted:
+		return fmt.Errorf("%w: tombstone kind %q; use %q, %q or %q", ErrInvalid, t.Kind, TombstoneDeleted, TombstoneMerged, TombstoneLocalDeleted)
 	case t.OccurredAt.IsZero():
 		return fmt.Errorf("%w: tombstone of %s has no OccurredAt", ErrInvalid, t.ExternalID)
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -331,6 +332,8 @@ type CleanupResult struct {
 	Inbound  int64 `json:"inbound"`
 	Outbound int64 `json:"outbound"`
 	Internal int64 `json:"internal"`
+	// Rejected counts the refused webhook events deleted (inbound retention).
+	Rejected int64 `json:"rejected"`
 }
 
 // Cleanup deletes processed events older than each queue's retention, in
@@ -358,6 +361,13 @@ func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResul
 		if *r.n, err = qu.Cleanup(ctx, now.Add(-r.retention), c.BatchSize); err != nil {
 			return res, fmt.Errorf("clean up %s: %w", r.dir, err)
 		}
+	}
+	rejected, err := inbound.NewRejectedLog(st)
+	if err != nil {
+		return res, err
+	}
+	if res.Rejected, err = rejected.Cleanup(ctx, now.Add(-c.InboundRetention), c.BatchSize); err != nil {
+		return res, fmt.Errorf("clean up rejected webhook events: %w", err)
 	}
 	return res, nil
 }

@@ -9,26 +9,37 @@ import (
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/store"
 )
 
-var _ apply.Applier = (*Service)(nil)
+var _ apply.FencedApplier = (*Service)(nil)
 
 // Apply applies one inbound change in one transaction with the rules of
 // apply.Guarded (the per-field monotonic guard, tombstones of deleted and
 // merged-away external ids, merge redirects), over the record table, its field
-// clocks and links.Links. Local writes advance the field clocks too (to the
-// store clock's now), so an inbound change older than a local edit is stale.
+// clocks and links.Links. Local writes advance the clocks of the fields whose
+// value they change (to the store clock's now), so an inbound change older than
+// a local edit of a field is stale; a save that leaves a value as it was moves
+// no clock.
 // A change whose values equal the record's writes no new version and no events.
 //
 // Besides what apply.Guarded checks, the object type must be allowed
 // (Config.ObjectTypes), field names valid and MatchField a plain name. Invalid
 // changes fail with an error matching apply.ErrPermanent.
 func (s *Service) Apply(ctx context.Context, ch apply.Change) (apply.Result, error) {
+	return s.ApplyFenced(ctx, ch, nil)
+}
+
+// ApplyFenced is Apply with fence run first in the transaction that applies
+// the change (nil means none): the SyncWorker completes the inbound event
+// there under its lease, so a worker that lost its lease changes nothing. The
+// inbound queue must be on the Service's database.
+func (s *Service) ApplyFenced(ctx context.Context, ch apply.Change, fence apply.Fence) (apply.Result, error) {
 	if err := s.checkChange(ch); err != nil {
 		return apply.Result{}, fmt.Errorf("records: apply %s %s %s/%s: %w: %w", ch.Source, ch.Kind, ch.ObjectType, ch.ExternalID, apply.ErrPermanent, err)
 	}
 	g := apply.Guarded{Store: (*recordStore)(s)}
-	res, err := g.Apply(ctx, ch)
+	res, err := g.ApplyFenced(ctx, ch, fence)
 	if err != nil {
 		return apply.Result{}, fmt.Errorf("records: %w", err)
 	}
@@ -71,7 +82,10 @@ type recordTx struct {
 	locked map[string]Record // by object type and id
 }
 
-var _ apply.RecordTx = (*recordTx)(nil)
+var _ apply.SQLRecordTx = (*recordTx)(nil)
+
+// DBTX returns the transaction, for the SyncWorker's fence.
+func (t *recordTx) DBTX() store.DBTX { return t.tx }
 
 func lockKey(objectType, id string) string { return objectType + "/" + id }
 

@@ -261,15 +261,20 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 		if err != nil {
 			return err
 		}
-		return s.touchClocks(ctx, tx, objectType, id, keys(patch), now)
+		// Only the fields whose value changed move their clock: a save that
+		// rewrites a value as it is must not make an in-flight inbound change of
+		// that field look stale.
+		return s.touchClocks(ctx, tx, objectType, id, changedFields(before.Fields, rec.Fields, patch), now)
 	})
 	return rec, err
 }
 
 // Delete removes the record if it is still at expectedVersion and enqueues its
 // record.deleted and delete events. The record's links are kept (the delete
-// still has to reach each destination) and a tombstone clock is written, so an
-// inbound change older than the delete cannot bring the record back.
+// still has to reach each destination), a tombstone clock is written, and each
+// linked external id gets a local-delete tombstone (apply.TombstoneLocalDeleted),
+// so no later inbound change of it brings the record back until the source
+// restores the object.
 func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVersion int64) error {
 	if err := s.checkType(objectType); err != nil {
 		return err
@@ -289,8 +294,34 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 		if err := s.deleteTx(ctx, tx, before, false); err != nil {
 			return err
 		}
+		if err := s.tombstoneLinksTx(ctx, tx, objectType, id, now); err != nil {
+			return err
+		}
 		return s.touchClocks(ctx, tx, objectType, id, []string{tombstoneField}, now)
 	})
+}
+
+// tombstoneLinksTx writes a local-delete tombstone for each external id the
+// record is linked to: the destination drops the link once it has archived the
+// object, and a late inbound change of that id must not create the record
+// again (apply.TombstoneLocalDeleted).
+func (s *Service) tombstoneLinksTx(ctx context.Context, tx *sql.Tx, objectType, id string, at time.Time) error {
+	for _, dest := range s.cfg.Destinations {
+		ext, ok, err := s.links.LookupTx(ctx, tx, dest, objectType, id)
+		if err != nil {
+			return fmt.Errorf("records: links of %s/%s: %w", objectType, id, err)
+		}
+		if !ok {
+			continue
+		}
+		if err := s.links.PutTombstoneTx(ctx, tx, links.Tombstone{
+			Destination: dest, ObjectType: objectType, ExternalID: ext,
+			Kind: links.TombstoneLocalDeleted, OccurredAt: at,
+		}); err != nil {
+			return fmt.Errorf("records: %w", err)
+		}
+	}
+	return nil
 }
 
 // createTx inserts a record at version 1 and enqueues its events. The caller
@@ -417,6 +448,20 @@ func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outbound
 		}
 	}
 	return nil
+}
+
+// changedFields returns the names of patch whose value differs between before
+// and after (a field added, removed or given a different value), in order.
+func changedFields(before, after map[string]any, patch map[string]any) []string {
+	var out []string
+	for _, k := range keys(patch) {
+		b, inBefore := before[k]
+		a, inAfter := after[k]
+		if inBefore != inAfter || (inBefore && !sameJSON(b, a)) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // touchClocks advances the field clocks of names to at (never backwards).

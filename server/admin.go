@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
@@ -28,6 +29,7 @@ var errBodyTooLarge = errors.New("request body too large")
 type adminAPI struct {
 	token          []byte
 	st             store.Store
+	rejected       *inbound.RejectedLog
 	reconcileAfter time.Duration
 	log            *slog.Logger
 }
@@ -40,6 +42,7 @@ func (a *adminAPI) register(mux *http.ServeMux) {
 	}
 	mux.Handle("GET /admin/metrics", a.auth(a.metrics))
 	mux.Handle("GET /admin/deadletters", a.auth(a.deadLetters))
+	mux.Handle("GET /admin/rejected", a.auth(a.rejectedEvents))
 	mux.Handle("POST /admin/deadletters/retry", a.auth(a.retry))
 	mux.Handle("POST /admin/reconcile", a.auth(a.reconcile))
 }
@@ -76,6 +79,37 @@ func (a *adminAPI) metrics(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, m)
+	return nil
+}
+
+// rejectedResponse is the answer of GET /admin/rejected.
+type rejectedResponse struct {
+	Rejected []inbound.RejectedEvent `json:"rejected"`
+	// Next is the before= value of the next (older) page, empty on the last one.
+	Next string `json:"next,omitempty"`
+}
+
+// rejectedEvents lists the webhook events refused on their own, newest first
+// (?limit=, ?before=).
+func (a *adminAPI) rejectedEvents(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	limit := 0
+	if s := q.Get("limit"); s != "" {
+		var err error
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > 1000 {
+			return fmt.Errorf("%w: limit must be 1 to 1000", ops.ErrBadRequest)
+		}
+	}
+	f := inbound.RejectedFilter{Limit: cmp.Or(limit, 100), Before: q.Get("before")}
+	evs, err := a.rejected.List(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	resp := rejectedResponse{Rejected: evs}
+	if len(evs) == f.Limit {
+		resp.Next = evs[len(evs)-1].ID
+	}
+	writeJSON(w, http.StatusOK, resp)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbox"
@@ -69,7 +70,11 @@ func (b opsBundle) deadOutbound(t *testing.T, dest string, n int) []string {
 func adminServer(t testing.TB, b opsBundle, token string) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	(&adminAPI{token: []byte(token), st: b.st, reconcileAfter: ops.ReconcileAfterDefault, log: slog.New(slog.DiscardHandler)}).register(mux)
+	rejected, err := inbound.NewRejectedLog(b.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	(&adminAPI{token: []byte(token), st: b.st, rejected: rejected, reconcileAfter: ops.ReconcileAfterDefault, log: slog.New(slog.DiscardHandler)}).register(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -101,6 +106,7 @@ func TestAdminAuth(t *testing.T) {
 	routes := []struct{ method, path, body string }{
 		{"GET", "/admin/metrics", ""},
 		{"GET", "/admin/deadletters?direction=outbound", ""},
+		{"GET", "/admin/rejected", ""},
 		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","key":"hubspot","all":true}`},
 		{"POST", "/admin/reconcile", `{}`},
 	}
@@ -164,5 +170,49 @@ func TestAdminDeadLettersAndRetry(t *testing.T) {
 	var m ops.Metrics
 	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Pending != 3 || m.Queues[0].Direction != store.DirectionOutbound {
 		t.Fatalf("metrics = %d %s", code, body)
+	}
+}
+
+// TestAdminRejected: GET /admin/rejected lists the refused webhook events,
+// newest first, in pages; the cleanup deletes them with the inbound retention.
+func TestAdminRejected(t *testing.T) {
+	t.Parallel()
+	b := setupOps(t)
+	log, err := inbound.NewRejectedLog(b.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		if err := log.RecordRejected(ctx, []inbound.RejectedEvent{{
+			Reason: inbound.EventRejectMalformed, Message: "event 0: objectId: required", RawPayload: fmt.Sprintf(`{"n":%d}`, i), ReceivedAt: b.clock.Now(),
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := adminServer(t, b, "tok")
+	code, body := call(t, "GET", srv.URL+"/admin/rejected?limit=2", "tok", "")
+	var page rejectedResponse
+	if code != 200 || json.Unmarshal([]byte(body), &page) != nil || len(page.Rejected) != 2 || page.Next == "" {
+		t.Fatalf("page 1 = %d %s", code, body)
+	}
+	if page.Rejected[0].RawPayload != `{"n":2}` || page.Rejected[0].Reason != inbound.EventRejectMalformed {
+		t.Fatalf("newest reject = %+v", page.Rejected[0])
+	}
+	code, body = call(t, "GET", srv.URL+"/admin/rejected?limit=2&before="+page.Next, "tok", "")
+	page = rejectedResponse{}
+	if code != 200 || json.Unmarshal([]byte(body), &page) != nil || len(page.Rejected) != 1 || page.Rejected[0].RawPayload != `{"n":0}` || page.Next != "" {
+		t.Fatalf("page 2 = %d %s", code, body)
+	}
+	if code, _ := call(t, "GET", srv.URL+"/admin/rejected?limit=0", "tok", ""); code != http.StatusBadRequest {
+		t.Fatalf("limit=0 = %d, want 400", code)
+	}
+	b.clock.Advance(ops.InboundRetentionDefault - time.Minute)
+	if res, err := ops.Cleanup(ctx, b.st, ops.CleanupConfig{}); err != nil || res.Rejected != 0 {
+		t.Fatalf("cleanup inside the retention = %+v, %v", res, err)
+	}
+	b.clock.Advance(2 * time.Minute)
+	if res, err := ops.Cleanup(ctx, b.st, ops.CleanupConfig{}); err != nil || res.Rejected != 3 {
+		t.Fatalf("cleanup past the retention = %+v, %v; want 3 rejected deleted", res, err)
 	}
 }

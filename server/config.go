@@ -108,6 +108,10 @@ type Config struct {
 	// ReconcileAfter is the age past which the reconciliation sweep reports a due
 	// event nobody claimed; default ops.ReconcileAfterDefault.
 	ReconcileAfter time.Duration
+	// MaxEventSkew is HUBSYNC_MAX_EVENT_SKEW, how far ahead of this process's
+	// clock a webhook event's occurredAt may lie before the receiver (and the
+	// SyncWorker) refuse it; default inbound.MaxEventSkewDefault.
+	MaxEventSkew time.Duration
 	// Store configures the store (retry policy, clock).
 	Store store.Config
 	// Logger receives the service's logs; default slog.Default().
@@ -185,7 +189,7 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"CleanupInterval", c.CleanupInterval}, {"DrainTimeout", c.DrainTimeout}, {"ReconcileAfter", c.ReconcileAfter}, {"HubSpotTimeout", c.HubSpotTimeout}} {
+	}{{"CleanupInterval", c.CleanupInterval}, {"DrainTimeout", c.DrainTimeout}, {"ReconcileAfter", c.ReconcileAfter}, {"HubSpotTimeout", c.HubSpotTimeout}, {"MaxEventSkew (HUBSYNC_MAX_EVENT_SKEW)", c.MaxEventSkew}} {
 		if d.v < 0 {
 			add("%s is %s; use a positive duration (0 means the default)", d.name, d.v)
 		}

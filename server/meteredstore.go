@@ -203,6 +203,14 @@ func (q *meteredQueue[E]) Complete(ctx context.Context, leases ...store.Lease) e
 	return err
 }
 
+// CompleteTx counts the completions when the caller's transaction accepted
+// them; one rolled back afterwards (its apply failed) is counted all the same.
+func (q *meteredQueue[E]) CompleteTx(ctx context.Context, tx store.DBTX, leases ...store.Lease) error {
+	err := q.Queue.CompleteTx(ctx, tx, leases...)
+	q.m.complete(leases, err)
+	return err
+}
+
 func (q *meteredQueue[E]) Fail(ctx context.Context, lease store.Lease, msg string) error {
 	err := q.Queue.Fail(ctx, lease, msg)
 	q.m.fail(lease, err)

@@ -42,6 +42,7 @@ const (
 	MetricBudgetTokens        = "hubsync_budget_tokens_total"
 	MetricWebhookRequests     = "hubsync_webhook_requests_total"
 	MetricWebhookVerifyFailed = "hubsync_webhook_verification_failures_total"
+	MetricWebhookRejected     = "hubsync_webhook_events_rejected_total"
 
 	// The outbound worker's own counters (outbound.Metrics), read at scrape time.
 	MetricOutboundCalls        = "hubsync_outbound_hubspot_calls_total"
@@ -69,6 +70,7 @@ type instruments struct {
 	budgetTokens        *prometheus.CounterVec
 	webhookRequests     *prometheus.CounterVec
 	webhookVerifyFailed prometheus.Counter
+	webhookRejected     *prometheus.CounterVec
 
 	// outbound is shared by the outbound worker (Config.Metrics) and read by
 	// outboundCollector at each scrape.
@@ -97,6 +99,7 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 		budgetTokens:        counter(MetricBudgetTokens, "API calls reserved from the budget (granted reservations only).", "key"),
 		webhookRequests:     counter(MetricWebhookRequests, "Webhook deliveries received, by HTTP answer code.", "code"),
 		webhookVerifyFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWebhookVerifyFailed, Help: "Webhook deliveries refused because the signature or its timestamp did not verify (401)."}),
+		webhookRejected:     counter(MetricWebhookRejected, "Events of accepted webhook deliveries refused on their own (listed by GET /admin/rejected), by reason.", "reason"),
 		outbound:            outbound.NewMetrics(),
 	}
 	// The default queues' series exist from the start, so dashboards and alerts
@@ -110,7 +113,7 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 	in.webhookRequests.WithLabelValues("200")
 	reg.MustRegister(in.enqueued, in.claimed, in.processed, in.failed, in.retried, in.released,
 		in.hubspotCalls, in.hubspotRateLimited, in.hubspotRemaining, in.hubspotDailyRemain,
-		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed,
+		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.webhookRejected,
 		&statsCollector{st: st, log: log}, outboundCollector{m: in.outbound},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return in

@@ -260,7 +260,11 @@ func (s *Server) build(ctx context.Context) error {
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", s.in.handler())
-	(&adminAPI{token: []byte(cfg.AdminToken), st: st, reconcileAfter: cfg.ReconcileAfter, log: s.log}).register(mux)
+	rejected, err := inbound.NewRejectedLog(st)
+	if err != nil {
+		return err
+	}
+	(&adminAPI{token: []byte(cfg.AdminToken), st: st, rejected: rejected, reconcileAfter: cfg.ReconcileAfter, log: s.log}).register(mux)
 
 	lk := links.New(st)
 	var recs *records.Service
@@ -287,7 +291,7 @@ func (s *Server) build(ctx context.Context) error {
 	if !cfg.DisableSyncWorker {
 		syncWorker, err = inbound.NewWorker(inbound.WorkerConfig{
 			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
-			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log,
+			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, MaxEventSkew: cfg.MaxEventSkew,
 		})
 		if err != nil {
 			return err
@@ -324,7 +328,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 
 	if !cfg.DisableWebhooks {
-		hooks := inbound.ReceiverHooks{}
+		hooks := inbound.ReceiverHooks{OnEventRejected: func(reason string) { s.in.webhookRejected.WithLabelValues(reason).Inc() }}
 		if syncWorker != nil {
 			hooks.OnAccept = func(_, inserted int, _ time.Duration) {
 				if inserted > 0 {
@@ -343,6 +347,7 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
 			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Signatures: cfg.WebhookSignatures,
 			TrustedProxies: cfg.TrustedProxies, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
+			MaxEventSkew: cfg.MaxEventSkew, Rejected: rejected,
 		})
 		if err != nil {
 			return err

@@ -85,6 +85,13 @@ type LeaseOps interface {
 	// Complete marks the events processed. Leases that were lost are reported in a
 	// *LeaseLostError; the others are completed.
 	Complete(ctx context.Context, leases ...Lease) error
+	// CompleteTx is Complete inside the caller's transaction on the store's
+	// database: the events are processed when tx commits, and until then their
+	// rows are locked, so no other worker can claim them. A worker that applies
+	// an event's effects in tx and calls CompleteTx first makes apply-and-complete
+	// one fenced transaction: when any lease was lost it returns a
+	// *LeaseLostError, and the caller must roll back.
+	CompleteTx(ctx context.Context, tx DBTX, leases ...Lease) error
 	// Fail marks the event failed (dead letter) with errMsg, at once.
 	Fail(ctx context.Context, lease Lease, errMsg string) error
 	// IncrementRetry records a failed attempt: RetryCount+1 and errMsg. When the

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/server"
 )
@@ -129,6 +130,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
 	e.duration(&cfg.CleanupInterval, "cleanup-interval", "HUBSYNC_CLEANUP_INTERVAL", server.CleanupIntervalDefault, "how often the cleanup runs")
 	e.duration(&cfg.DrainTimeout, "drain-timeout", "HUBSYNC_DRAIN_TIMEOUT", server.DrainTimeoutDefault, "how long a graceful stop may take")
+	e.duration(&cfg.MaxEventSkew, "max-event-skew", "HUBSYNC_MAX_EVENT_SKEW", inbound.MaxEventSkewDefault, "refuse webhook events whose occurredAt is further ahead of this clock")
 	webhooks := fs.Bool("webhooks", true, "serve POST /webhooks/hubspot")
 	syncWorker := fs.Bool("sync-worker", true, "run the SyncWorker (inbound events → records)")
 	outboundWorker := fs.Bool("outbound-worker", true, "run the outbound worker (records → HubSpot)")

@@ -306,31 +306,41 @@ func (qu *Queue[E]) candidates(ctx context.Context, tx *sql.Tx, name string, arg
 
 // applyLeases runs a batch lease change (Complete, Release) and reports the
 // leases it could not apply.
-func (qu *Queue[E]) applyLeases(ctx context.Context, name string, args params, leases []store.Lease) error {
+// With a non-nil tx it runs inside the caller's transaction instead of its own.
+func (qu *Queue[E]) applyLeases(ctx context.Context, tx store.DBTX, name string, args params, leases []store.Lease) error {
 	if len(leases) == 0 {
 		return nil
 	}
 	args["leases"] = leasesJSON(leases)
+	lockThenUpdate := func(tx querier) ([]string, error) {
+		live, err := qu.strs(ctx, tx, "LockLeases", args)
+		if err != nil || len(live) == 0 {
+			return nil, err
+		}
+		args["ids"] = idsJSON(live)
+		if _, err := qu.exec(ctx, tx, name, args); err != nil {
+			return nil, err
+		}
+		return live, nil
+	}
 	var applied []string
 	var err error
-	switch qu.s.d.Mode {
-	case ClaimReturning:
+	switch {
+	case tx != nil && qu.s.d.Mode == ClaimReturning:
+		// No write lock: the caller's transaction may already hold the
+		// database's, and its commit is what makes the change visible.
+		applied, err = qu.strs(ctx, tx, name, args)
+	case tx != nil:
+		applied, err = lockThenUpdate(tx)
+	case qu.s.d.Mode == ClaimReturning:
 		unlock := qu.s.lockWrites()
 		applied, err = qu.strs(ctx, qu.s.db, name, args)
 		unlock()
-	case ClaimLockThenUpdate:
+	default:
 		err = qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
-			live, err := qu.strs(ctx, tx, "LockLeases", args)
-			if err != nil || len(live) == 0 {
-				applied = nil
-				return err
-			}
-			args["ids"] = idsJSON(live)
-			if _, err := qu.exec(ctx, tx, name, args); err != nil {
-				return err
-			}
-			applied = live
-			return nil
+			var err error
+			applied, err = lockThenUpdate(tx)
+			return err
 		})
 	}
 	if err != nil {
@@ -354,7 +364,22 @@ func (qu *Queue[E]) applyLeases(ctx context.Context, name string, args params, l
 // Complete marks the leased events processed.
 func (qu *Queue[E]) Complete(ctx context.Context, leases ...store.Lease) error {
 	now := qu.s.encodeTime(qu.s.now())
-	if err := qu.applyLeases(ctx, "Complete", params{"now": now}, leases); err != nil {
+	if err := qu.applyLeases(ctx, nil, "Complete", params{"now": now}, leases); err != nil {
+		return qu.op("complete", err)
+	}
+	return nil
+}
+
+// CompleteTx marks the leased events processed inside the caller's
+// transaction. The UPDATE locks the rows it changes, so a claim by another
+// worker waits for (or skips) them until tx ends; the caller rolls back on an
+// error, a lost lease included.
+func (qu *Queue[E]) CompleteTx(ctx context.Context, tx store.DBTX, leases ...store.Lease) error {
+	if tx == nil {
+		return qu.op("complete", errors.New("CompleteTx needs a transaction"))
+	}
+	now := qu.s.encodeTime(qu.s.now())
+	if err := qu.applyLeases(ctx, tx, "Complete", params{"now": now}, leases); err != nil {
 		return qu.op("complete", err)
 	}
 	return nil
@@ -364,7 +389,7 @@ func (qu *Queue[E]) Complete(ctx context.Context, leases ...store.Lease) error {
 func (qu *Queue[E]) Release(ctx context.Context, delay time.Duration, leases ...store.Lease) error {
 	now := qu.s.now()
 	args := params{"now": qu.s.encodeTime(now), "next": qu.s.encodeTime(now.Add(max(delay, 0)))}
-	if err := qu.applyLeases(ctx, "Release", args, leases); err != nil {
+	if err := qu.applyLeases(ctx, nil, "Release", args, leases); err != nil {
 		return qu.op("release", err)
 	}
 	return nil

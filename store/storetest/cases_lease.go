@@ -452,3 +452,80 @@ func testStats(t *testing.T, b *bundle) {
 		t.Errorf("oldest processing inbound hubspot CreatedDate = %s, want %s", r.OldestCreated, oldest)
 	}
 }
+
+// testCompleteTx: CompleteTx completes inside the caller's transaction, so a
+// rollback leaves the events processing under their leases, a commit completes
+// them, and a lost lease is reported (the caller then rolls back) without
+// touching the event another worker holds.
+func testCompleteTx(t *testing.T, b *bundle) {
+	q := b.q
+	ctx := context.Background()
+	db := b.s.DB()
+	e1 := q.mustEnqueue(t, spec{})
+	e2 := q.mustEnqueue(t, spec{})
+	mine := q.mustClaim(t, 2, 30*time.Second, "w1")
+	wantIDs(t, "claim(2) by w1", mine, e1, e2)
+	before := snap(q.mustGet(t, e1))
+
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.CompleteTx(ctx, tx, leases(mine)...); err != nil {
+		tx.Rollback()
+		t.Fatalf("CompleteTx by the owner: %v", err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snap(q.mustGet(t, e1)); after != before {
+		t.Fatalf("a rolled-back CompleteTx changed the event:\n before %+v\n after  %+v", before, after)
+	}
+
+	// w2 takes one of them over after w1's lease expired.
+	b.clock.Advance(31 * time.Second)
+	stolen := q.mustClaim(t, 1, 30*time.Second, "w2")
+	if len(stolen) != 1 {
+		t.Fatalf("claim(1) by w2 after expiry got %v, want one event", stolen)
+	}
+	lostID, keptID := e2, e1
+	keep := mine[0]
+	if stolen[0].ID == e1 {
+		lostID, keptID, keep = e1, e2, mine[1]
+	}
+	held := snap(q.mustGet(t, lostID))
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = q.CompleteTx(ctx, tx, leases(mine)...)
+	var lle *store.LeaseLostError
+	if !errors.As(err, &lle) || !errors.Is(err, store.ErrLeaseLost) || len(lle.Leases) != 1 || lle.Leases[0].ID != lostID {
+		tx.Rollback()
+		t.Fatalf("CompleteTx with %s's lease lost: err = %v, want a *LeaseLostError naming only it", lostID, err)
+	}
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if after := snap(q.mustGet(t, lostID)); after != held {
+		t.Fatalf("w1's CompleteTx changed the event w2 holds:\n before %+v\n after  %+v", held, after)
+	}
+	if got := q.mustGet(t, keptID); got.Status != store.StatusProcessing {
+		t.Fatalf("%s after a rolled-back CompleteTx: %v, want processing", keptID, got)
+	}
+
+	tx, err = db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.CompleteTx(ctx, tx, keep.lease()); err != nil {
+		tx.Rollback()
+		t.Fatalf("CompleteTx of %s: %v", keptID, err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.mustGet(t, keptID); got.Status != store.StatusProcessed || got.ProcessedDate == nil {
+		t.Fatalf("%s after a committed CompleteTx: %v, want processed", keptID, got)
+	}
+}

@@ -46,6 +46,7 @@ var cases = []testCase{
 	{name: "LeaseExpiry", run: testLeaseExpiry},
 	{name: "Fencing", run: testFencing},
 	{name: "FencingBatchComplete", run: testFencingBatch},
+	{name: "CompleteTx", run: testCompleteTx},
 	{name: "RecordFollowers", run: testRecordFollowers},
 	{name: "FollowerBackoffBlocks", run: testFollowerBackoffBlocks},
 	{name: "MaxPerRecord", run: testMaxPerRecord},

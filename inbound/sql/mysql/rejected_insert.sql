@@ -1,0 +1,3 @@
+-- A reject already kept (the same reason and raw event) is skipped.
+INSERT IGNORE INTO hubsync_rejected_webhook (Id, Hash, Reason, Message, RawPayload, ReceivedDate)
+VALUES (?, ?, ?, ?, ?, ?)
