@@ -114,7 +114,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("serve", stderr)
 	e := &envFlags{fs: fs}
 	var cfg server.Config
-	e.string(&cfg.DatabaseURL, "database-url", "HUBSYNC_DATABASE_URL", server.DatabaseURLDefault, "database: sqlite:PATH, postgres://... or mysql://...")
+	dbURL := databaseURLFlag(fs)
 	e.string(&cfg.Addr, "addr", "HUBSYNC_ADDR", server.AddrDefault, "listen address")
 	e.string(&cfg.PublicURL, "public-url", "HUBSYNC_PUBLIC_URL", "", "scheme and host HubSpot calls webhooks on, e.g. https://crm.example.com")
 	e.string(&cfg.HubSpotAPIBase, "hubspot-api-base", "HUBSPOT_API_BASE", "https://api.hubapi.com", "HubSpot API base URL")
@@ -154,6 +154,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.Join(e.errs...)
 	}
 	e.resolve()
+	cfg.DatabaseURL = *dbURL
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("HUBSYNC_LOG_LEVEL/-log-level %q: use debug, info, warn or error", *logLevel)
