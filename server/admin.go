@@ -3,7 +3,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hubsync/hubsync/ops"
@@ -26,7 +24,9 @@ var errBodyTooLarge = errors.New("request body too large")
 
 // adminAPI serves /admin/… behind a bearer token.
 type adminAPI struct {
-	token          []byte
+	token []byte
+	// failures counts and logs failed token attempts; nil counts nothing.
+	failures       *authFailures
 	st             store.Store
 	reconcileAfter time.Duration
 	log            *slog.Logger
@@ -38,20 +38,19 @@ func (a *adminAPI) register(mux *http.ServeMux) {
 	if len(a.token) == 0 {
 		return
 	}
-	mux.Handle("GET /admin/metrics", a.auth(a.metrics))
-	mux.Handle("GET /admin/deadletters", a.auth(a.deadLetters))
-	mux.Handle("POST /admin/deadletters/retry", a.auth(a.retry))
-	mux.Handle("POST /admin/reconcile", a.auth(a.reconcile))
+	auth := &bearerAuth{area: authAreaAdmin, realm: "hubsync admin", tokens: [][]byte{a.token}, failures: a.failures}
+	handle := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+		mux.Handle(pattern, a.serve(auth, h))
+	}
+	handle("GET /admin/metrics", a.metrics)
+	handle("GET /admin/deadletters", a.deadLetters)
+	handle("POST /admin/deadletters/retry", a.retry)
+	handle("POST /admin/reconcile", a.reconcile)
 }
 
-func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+func (a *adminAPI) serve(auth *bearerAuth, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		// ConstantTimeCompare also takes constant time for different lengths'
-		// contents; only the length itself can leak, which is acceptable.
-		if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hubsync admin"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer followed by the admin token")
+		if !auth.check(w, r) {
 			return
 		}
 		if err := h(w, r); err != nil {
@@ -143,6 +142,12 @@ func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
 }
 
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	// A declared size over the limit is refused before the body is read, so a
+	// client waiting on `Expect: 100-continue` is told 413 without being asked
+	// to send it.
+	if r.ContentLength > adminBodyMax {
+		return fmt.Errorf("%w: the body exceeds %d bytes", errBodyTooLarge, adminBodyMax)
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, adminBodyMax))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,11 @@ import (
 
 // statsTimeout bounds the store query behind one scrape.
 const statsTimeout = 5 * time.Second
+
+// StatsTTLDefault is how long the queue statistics behind the /metrics gauges
+// are reused: they cost a GROUP BY over every queue, which must not run once per
+// scrape per scraper.
+const StatsTTLDefault = 5 * time.Second
 
 // Metrics names exposed on GET /metrics.
 const (
@@ -42,6 +48,7 @@ const (
 	MetricBudgetTokens        = "hubsync_budget_tokens_total"
 	MetricWebhookRequests     = "hubsync_webhook_requests_total"
 	MetricWebhookVerifyFailed = "hubsync_webhook_verification_failures_total"
+	MetricAuthFailures        = "hubsync_auth_failures_total"
 
 	// The outbound worker's own counters (outbound.Metrics), read at scrape time.
 	MetricOutboundCalls        = "hubsync_outbound_hubspot_calls_total"
@@ -69,13 +76,15 @@ type instruments struct {
 	budgetTokens        *prometheus.CounterVec
 	webhookRequests     *prometheus.CounterVec
 	webhookVerifyFailed prometheus.Counter
+	authFailures        *prometheus.CounterVec
+	stats               *statsCollector
 
 	// outbound is shared by the outbound worker (Config.Metrics) and read by
 	// outboundCollector at each scrape.
 	outbound *outbound.Metrics
 }
 
-func newInstruments(st store.Store, log *slog.Logger) *instruments {
+func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *instruments {
 	reg := prometheus.NewRegistry()
 	dk := []string{"direction", "key"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
@@ -97,7 +106,9 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 		budgetTokens:        counter(MetricBudgetTokens, "API calls reserved from the budget (granted reservations only).", "key"),
 		webhookRequests:     counter(MetricWebhookRequests, "Webhook deliveries received, by HTTP answer code.", "code"),
 		webhookVerifyFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWebhookVerifyFailed, Help: "Webhook deliveries refused because the signature or its timestamp did not verify (401)."}),
+		authFailures:        counter(MetricAuthFailures, "Requests refused for a missing or wrong bearer token, by area (api, admin).", "area"),
 		outbound:            outbound.NewMetrics(),
+		stats:               &statsCollector{st: st, log: log, ttl: statsTTL, now: time.Now},
 	}
 	// The default queues' series exist from the start, so dashboards and alerts
 	// see zeros rather than nothing.
@@ -108,10 +119,12 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 	}
 	in.hubspotCalls.WithLabelValues("200")
 	in.webhookRequests.WithLabelValues("200")
+	in.authFailures.WithLabelValues(authAreaAPI)
+	in.authFailures.WithLabelValues(authAreaAdmin)
 	reg.MustRegister(in.enqueued, in.claimed, in.processed, in.failed, in.retried, in.released,
 		in.hubspotCalls, in.hubspotRateLimited, in.hubspotRemaining, in.hubspotDailyRemain,
-		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed,
-		&statsCollector{st: st, log: log}, outboundCollector{m: in.outbound},
+		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.authFailures,
+		in.stats, outboundCollector{m: in.outbound},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return in
 }
@@ -196,17 +209,45 @@ var defaultQueues = []ops.QueueMetrics{
 	{Direction: store.DirectionInternal, Key: ""},
 }
 
-// statsCollector turns store.Stats into queue depth and age gauges at scrape time,
-// so every replica reports the shared database's state.
+// statsCollector turns store.Stats into queue depth and age gauges at scrape
+// time, so every replica reports the shared database's state. The statistics
+// are read at most once per ttl (one reading at a time; concurrent scrapes wait
+// for it and share it), so scrapers cannot load the database: the gauges, the
+// oldest pending age included, may be up to ttl old.
 type statsCollector struct {
 	st  store.Store
 	log *slog.Logger
+	ttl time.Duration
+	now func() time.Time
+
+	mu  sync.Mutex // held while reading, so one reading runs at a time
+	at  time.Time  // when m and err were read; zero: never
+	m   ops.Metrics
+	err error
+}
+
+// load returns the cached statistics, reading them again when they are older
+// than ttl.
+func (c *statsCollector) load() (ops.Metrics, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.now().Sub(c.at) < c.ttl {
+		return c.m, c.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	defer cancel()
+	c.m, c.err = ops.LoadMetrics(ctx, c.st)
+	c.at = c.now()
+	if c.err != nil {
+		c.log.Warn("metrics: read queue stats", "err", c.err)
+	}
+	return c.m, c.err
 }
 
 var (
 	descDepth = prometheus.NewDesc(MetricQueueDepth, "Events in each queue by exact source/destination and status.", []string{"direction", "key", "status"}, nil)
 	descAge   = prometheus.NewDesc(MetricOldestPendingAge, "Age of the oldest pending event of each queue and source/destination (0 when none).", []string{"direction", "key"}, nil)
-	descUp    = prometheus.NewDesc(MetricStatsUp, "1 when the queue statistics could be read from the database at this scrape.", nil, nil)
+	descUp    = prometheus.NewDesc(MetricStatsUp, "1 when the queue statistics could be read from the database at their last reading (at most StatsTTL ago).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -218,11 +259,8 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
-	defer cancel()
-	m, err := ops.LoadMetrics(ctx, c.st)
+	m, err := c.load()
 	if err != nil {
-		c.log.Warn("metrics: read queue stats", "err", err)
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
 		return
 	}
