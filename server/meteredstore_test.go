@@ -111,6 +111,11 @@ func TestMeteredStoreKeepsPgxEnqueue(t *testing.T) {
 	if _, err := ms.Outbound().Get(ctx, res.ID); err != nil {
 		t.Fatalf("the event enqueued with pgx: %v", err)
 	}
+	// Committed in the caller's transaction: counted once seen committed, at
+	// the next queue statistics reading (a scrape).
+	if _, err := in.reg.Gather(); err != nil {
+		t.Fatal(err)
+	}
 	if got := value(t, in.enqueued.WithLabelValues("outbound", "hubspot")); got != 1 {
 		t.Errorf("enqueued = %v, want 1", got)
 	}

@@ -92,7 +92,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 	}
 	in := &instruments{
 		reg:                 reg,
-		enqueued:            counter(MetricEventsEnqueued, "Events enqueued (inserted, duplicates excluded) by this process, by queue and exact source/destination.", dk...),
+		enqueued:            counter(MetricEventsEnqueued, "Events enqueued (inserted, duplicates excluded) and committed by this process, by queue and exact source/destination. An enqueue inside a caller's transaction counts once seen committed: when claimed here, or read back at the next queue statistics reading.", dk...),
 		claimed:             counter(MetricEventsClaimed, "Events claimed (leased) by this process.", dk...),
 		processed:           counter(MetricEventsProcessed, "Events completed by this process.", dk...),
 		failed:              counter(MetricEventsFailed, "Events that became dead letters in this process.", dk...),
@@ -219,6 +219,9 @@ type statsCollector struct {
 	log *slog.Logger
 	ttl time.Duration
 	now func() time.Time
+	// confirm, when set, counts with each reading the enqueues of callers'
+	// transactions that have committed since the last one.
+	confirm func(context.Context)
 
 	mu  sync.Mutex // held while reading, so one reading runs at a time
 	at  time.Time  // when m and err were read; zero: never
@@ -236,6 +239,9 @@ func (c *statsCollector) load() (ops.Metrics, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	defer cancel()
+	if c.confirm != nil {
+		c.confirm(ctx)
+	}
 	c.m, c.err = ops.LoadMetrics(ctx, c.st)
 	c.at = c.now()
 	if c.err != nil {
