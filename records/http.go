@@ -40,9 +40,11 @@ type recordJSON struct {
 //	PATCH  /api/records/{objectType}/{id}  {"version": N, "fields": {...}} → record
 //	DELETE /api/records/{objectType}/{id}?version=N                       → 204
 //
-// A record is {"id": "...", "version": 3, "fields": {...}}. PATCH merges the given
-// fields; a field set to null is removed. Errors are {"error": "..."}: 400 for
-// malformed JSON, wrong types, unknown keys or invalid names, 404 for a missing
+// A record is {"id": "...", "version": 3, "fields": {...}}, plus, with
+// Config.Mapping, "unsynced_fields": the fields the mapping does not send to
+// HubSpot. PATCH merges the given fields; a field set to null is removed.
+// Errors are {"error": "..."}: 400 for malformed JSON, wrong types, unknown
+// keys, invalid names, invalid UTF-8 or a NUL character, 404 for a missing
 // record or unknown object type, 405 for a wrong method, 409 for a stale version,
 // 413 for a body over MaxBodyBytes or fields over the record limit. A failed
 // request writes nothing.
