@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/mapping"
 )
 
@@ -260,7 +261,7 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, err.Error())
 	default:
 		if r.Context().Err() == nil {
-			s.log.ErrorContext(r.Context(), "records API", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
+			s.log.ErrorContext(r.Context(), "records API", slog.String("method", r.Method), slog.String("path", logtext.URI(r.URL.Path)), slog.Any("error", err))
 		}
 		writeError(w, http.StatusInternalServerError, "internal error")
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
@@ -62,7 +63,7 @@ func (a *adminAPI) serve(auth *bearerAuth, h func(w http.ResponseWriter, r *http
 			} else if errors.Is(err, context.Canceled) {
 				return
 			} else {
-				a.log.Error("admin: request failed", "path", r.URL.Path, "err", err)
+				a.log.Error("admin: request failed", "path", logtext.URI(r.URL.Path), "err", err)
 			}
 			writeError(w, status, code, err.Error())
 		}

@@ -71,9 +71,14 @@ func TestEnqueuedCountsOnlyCommitted(t *testing.T) {
 		if got := enqueued(); got != 0 {
 			t.Fatalf("before the commit is seen: enqueued = %v, want 0", got)
 		}
+		scrape() // too early: left for a claim to confirm
+		if got := enqueued(); got != 0 {
+			t.Fatalf("committed, then a scrape within pendingTxCheckAfter: enqueued = %v, want 0", got)
+		}
+		clock.Advance(pendingTxCheckAfter)
 		scrape()
 		if got := enqueued(); got != 1 {
-			t.Fatalf("committed, then a scrape: enqueued = %v, want 1", got)
+			t.Fatalf("committed, then a scrape after pendingTxCheckAfter: enqueued = %v, want 1", got)
 		}
 
 		enqueueTx("seen-by-claim", true)

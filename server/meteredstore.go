@@ -83,6 +83,10 @@ const (
 	pendingTxMax = 100_000
 	// pendingTxChecksMax bounds the reads one confirmation round makes.
 	pendingTxChecksMax = 1000
+	// pendingTxCheckAfter is how long an event enqueued in a transaction is
+	// left to be claimed by this process (which confirms it for free) before a
+	// confirmation round reads it back.
+	pendingTxCheckAfter = 30 * time.Second
 	// leaseSweepInterval is how often the ids of abandoned leases are forgotten.
 	leaseSweepInterval = time.Minute
 )
@@ -136,17 +140,21 @@ func (m *meter) enqueuedTx(key string, r store.EnqueueResult, err error) {
 	}
 }
 
-// confirm reads back the events still waiting to be seen committed: each one
-// found is counted; one still absent after pendingTxMaxAge is forgotten (its
+// confirm reads back the events still waiting to be seen committed, once
+// pendingTxCheckAfter old (most are claimed here before): each one found is
+// counted; one still absent after pendingTxMaxAge is forgotten (its
 // transaction rolled back). get is the queue's Get.
 func (m *meter) confirm(ctx context.Context, get func(context.Context, string) error) {
 	m.mu.Lock()
+	now := m.now()
 	ids := make([]string, 0, min(len(m.pending), pendingTxChecksMax))
-	for id := range m.pending {
+	for id, p := range m.pending {
 		if len(ids) == pendingTxChecksMax {
 			break
 		}
-		ids = append(ids, id)
+		if now.Sub(p.at) >= pendingTxCheckAfter {
+			ids = append(ids, id)
+		}
 	}
 	m.mu.Unlock()
 	for _, id := range ids {

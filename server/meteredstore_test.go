@@ -111,9 +111,9 @@ func TestMeteredStoreKeepsPgxEnqueue(t *testing.T) {
 	if _, err := ms.Outbound().Get(ctx, res.ID); err != nil {
 		t.Fatalf("the event enqueued with pgx: %v", err)
 	}
-	// Committed in the caller's transaction: counted once seen committed, at
-	// the next queue statistics reading (a scrape).
-	if _, err := in.reg.Gather(); err != nil {
+	// Committed in the caller's transaction: counted once seen committed, here
+	// by a claim.
+	if _, err := ms.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := value(t, in.enqueued.WithLabelValues("outbound", "hubspot")); got != 1 {

@@ -92,7 +92,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 	}
 	in := &instruments{
 		reg:                 reg,
-		enqueued:            counter(MetricEventsEnqueued, "Events enqueued (inserted, duplicates excluded) and committed by this process, by queue and exact source/destination. An enqueue inside a caller's transaction counts once seen committed: when claimed here, or read back at the next queue statistics reading.", dk...),
+		enqueued:            counter(MetricEventsEnqueued, "Events enqueued (inserted, duplicates excluded) and committed by this process, by queue and exact source/destination. An enqueue inside a caller's transaction counts once seen committed: when claimed here, or read back by a queue statistics reading once 30 s old.", dk...),
 		claimed:             counter(MetricEventsClaimed, "Events claimed (leased) by this process.", dk...),
 		processed:           counter(MetricEventsProcessed, "Events completed by this process.", dk...),
 		failed:              counter(MetricEventsFailed, "Events that became dead letters in this process.", dk...),
