@@ -448,3 +448,23 @@ func TestMetricsScrapeCachesStats(t *testing.T) {
 		t.Fatalf("a scrape after the TTL: Stats ran %d times in all, want 2", n)
 	}
 }
+
+func TestAPIGuardOrigin(t *testing.T) {
+	t.Parallel()
+	g := &apiGuard{publicOrigin: "https://crm.example.com"}
+	r, _ := http.NewRequest("POST", "http://127.0.0.1:8080/api/records/contacts", nil)
+	for origin, want := range map[string]bool{
+		"http://127.0.0.1:8080":        true, // the request's own host
+		"https://crm.example.com":      true, // the public URL
+		"HTTPS://CRM.EXAMPLE.COM":      true,
+		"http://crm.example.com":       false, // another scheme than the public URL's, another host than the request's
+		"https://crm.example.com.evil": false,
+		"http://127.0.0.1:9999":        false,
+		"null":                         false,
+		"file://":                      false,
+	} {
+		if got := g.sameOrigin(origin, r); got != want {
+			t.Errorf("sameOrigin(%q) = %v, want %v", origin, got, want)
+		}
+	}
+}
