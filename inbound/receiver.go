@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
@@ -231,6 +232,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc.reject(w, http.StatusUnsupportedMediaType, RejectContentType, "Content-Type must be application/json")
 		return
 	}
+	// A declared size over the limit is refused before the body is read, so a
+	// client waiting on `Expect: 100-continue` gets 413, not `100 Continue`.
+	if r.ContentLength > rc.cfg.MaxBodyBytes {
+		rc.reject(w, http.StatusRequestEntityTooLarge, RejectTooLarge, fmt.Sprintf("body exceeds %d bytes", rc.cfg.MaxBodyBytes))
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, rc.cfg.MaxBodyBytes))
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -253,7 +260,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, hubspot.ErrTimestampStale):
 			reason = RejectTimestampStale
 		}
-		rc.cfg.Logger.Warn("inbound: webhook rejected", "reason", reason, "uri", uri, "err", err)
+		rc.cfg.Logger.Warn("inbound: webhook rejected", "reason", reason, "uri", logtext.URI(uri), "err", err)
 		rc.reject(w, http.StatusUnauthorized, reason, "signature verification failed")
 		return
 	}

@@ -9,7 +9,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
+	"unicode/utf8"
+
+	"github.com/hubsync/hubsync/internal/logtext"
+	"github.com/hubsync/hubsync/mapping"
 )
 
 // MaxBodyBytes bounds an API request body; a larger one answers 413.
@@ -23,6 +28,9 @@ type recordJSON struct {
 	ID      string         `json:"id"`
 	Version int64          `json:"version"`
 	Fields  map[string]any `json:"fields"`
+	// UnsyncedFields are the fields the mapping does not send to HubSpot,
+	// sorted; absent without Config.Mapping.
+	UnsyncedFields *[]string `json:"unsynced_fields,omitempty"`
 }
 
 // Handler serves the JSON API:
@@ -33,9 +41,11 @@ type recordJSON struct {
 //	PATCH  /api/records/{objectType}/{id}  {"version": N, "fields": {...}} → record
 //	DELETE /api/records/{objectType}/{id}?version=N                       → 204
 //
-// A record is {"id": "...", "version": 3, "fields": {...}}. PATCH merges the given
-// fields; a field set to null is removed. Errors are {"error": "..."}: 400 for
-// malformed JSON, wrong types, unknown keys or invalid names, 404 for a missing
+// A record is {"id": "...", "version": 3, "fields": {...}}, plus, with
+// Config.Mapping, "unsynced_fields": the fields the mapping does not send to
+// HubSpot. PATCH merges the given fields; a field set to null is removed.
+// Errors are {"error": "..."}: 400 for malformed JSON, wrong types, unknown
+// keys, invalid names, invalid UTF-8 or a NUL character, 404 for a missing
 // record or unknown object type, 405 for a wrong method, 409 for a stale version,
 // 413 for a body over MaxBodyBytes or fields over the record limit. A failed
 // request writes nothing.
@@ -78,7 +88,7 @@ func (s *Service) serveList(w http.ResponseWriter, r *http.Request) {
 		Next    string       `json:"next,omitempty"`
 	}{Records: make([]recordJSON, 0, len(recs))}
 	for _, rec := range recs {
-		out.Records = append(out.Records, toJSON(rec))
+		out.Records = append(out.Records, s.toJSON(rec))
 	}
 	if len(recs) > 0 && len(recs) == cmp.Or(opts.Limit, ListLimitDefault) {
 		out.Next = recs[len(recs)-1].ID
@@ -87,6 +97,9 @@ func (s *Service) serveList(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) serveCreate(w http.ResponseWriter, r *http.Request) {
+	if tooLarge(w, r) {
+		return
+	}
 	fields, err := decodeCreate(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -98,7 +111,7 @@ func (s *Service) serveCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/records/"+rec.ObjectType+"/"+rec.ID)
-	writeJSON(w, http.StatusCreated, toJSON(rec))
+	writeJSON(w, http.StatusCreated, s.toJSON(rec))
 }
 
 func (s *Service) serveGet(w http.ResponseWriter, r *http.Request) {
@@ -107,10 +120,13 @@ func (s *Service) serveGet(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toJSON(rec))
+	writeJSON(w, http.StatusOK, s.toJSON(rec))
 }
 
 func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
+	if tooLarge(w, r) {
+		return
+	}
 	version, fields, err := decodePatch(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
 		s.writeErr(w, r, err)
@@ -121,7 +137,7 @@ func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toJSON(rec))
+	writeJSON(w, http.StatusOK, s.toJSON(rec))
 }
 
 func (s *Service) serveDelete(w http.ResponseWriter, r *http.Request) {
@@ -136,6 +152,16 @@ func (s *Service) serveDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// tooLarge answers 413 when the declared body exceeds MaxBodyBytes, before it
+// is read: a client sending `Expect: 100-continue` is not asked for it.
+func tooLarge(w http.ResponseWriter, r *http.Request) bool {
+	if r.ContentLength <= MaxBodyBytes {
+		return false
+	}
+	writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes))
+	return true
 }
 
 // decodeCreate parses a POST body, {"fields": {...}}. Unknown keys, trailing
@@ -177,7 +203,20 @@ func decodePatch(body io.Reader) (int64, map[string]any, error) {
 }
 
 func decodeStrict(body io.Reader, v any) error {
-	dec := json.NewDecoder(body)
+	// encoding/json replaces invalid UTF-8 with U+FFFD without a word: check
+	// the bytes first, so that a client learns its text was not stored as sent.
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return err
+		}
+		return fmt.Errorf("%w: could not read the body: %v", errBadRequest, err)
+	}
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("%w: the body is not valid UTF-8", errBadRequest)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
@@ -222,7 +261,7 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, err.Error())
 	default:
 		if r.Context().Err() == nil {
-			s.log.ErrorContext(r.Context(), "records API", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
+			s.log.ErrorContext(r.Context(), "records API", slog.String("method", r.Method), slog.String("path", logtext.URI(r.URL.Path)), slog.Any("error", err))
 		}
 		writeError(w, http.StatusInternalServerError, "internal error")
 	}
@@ -240,14 +279,44 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.WriteString(`{"error":"internal error: encode response"}` + "\n")
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
 }
 
-func toJSON(r Record) recordJSON {
+func (s *Service) toJSON(r Record) recordJSON {
 	f := r.Fields
 	if f == nil {
 		f = map[string]any{}
 	}
-	return recordJSON{ID: r.ID, Version: r.Version, Fields: f}
+	out := recordJSON{ID: r.ID, Version: r.Version, Fields: f}
+	if s.cfg.Mapping != nil {
+		u := unsyncedFields(s.cfg.Mapping, r.ObjectType, f)
+		out.UnsyncedFields = &u
+	}
+	return out
+}
+
+// unsyncedFields returns the fields of a record of objectType that m does not
+// send to HubSpot: unmapped ones and those mapped from_hubspot only. The
+// IDField, which the upsert is keyed by, counts as sent.
+func unsyncedFields(m *mapping.Set, objectType string, fields map[string]any) []string {
+	out := []string{}
+	o, ok := m.Lookup(objectType)
+	for k := range fields {
+		sent := ok && k == o.IDField
+		if ok && !sent {
+			for _, f := range o.Fields {
+				if f.Local == k && f.Direction != mapping.FromHubSpot {
+					sent = true
+					break
+				}
+			}
+		}
+		if !sent {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

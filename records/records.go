@@ -21,6 +21,7 @@ import (
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
@@ -94,6 +95,11 @@ type Config struct {
 	// ObjectTypes, when set, is the allow-list of object types; others fail with
 	// ErrUnknownObjectType. Empty allows every valid name.
 	ObjectTypes []string
+	// Mapping, when set, is the mapping the outbound worker sends records
+	// through: every record the API answers with lists the fields it will not
+	// send to HubSpot ("unsynced_fields"), so a misspelt field shows at once.
+	// It restricts no object type; ObjectTypes does.
+	Mapping *mapping.Set
 	// Now stamps records and local field clocks. Default: the store's clock.
 	Now func() time.Time
 	// MaxFieldsBytes bounds one record's encoded fields; default MaxFieldsBytesDefault.
@@ -579,9 +585,45 @@ func (s *Service) checkNames(fields map[string]any) error {
 	if len(fields) > s.cfg.MaxFields {
 		return fmt.Errorf("%w: %d fields; at most %d are allowed", ErrTooLarge, len(fields), s.cfg.MaxFields)
 	}
-	for k := range fields {
+	for k, v := range fields {
 		if err := checkFieldName(k); err != nil {
 			return err
+		}
+		if err := checkValue(k, v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkValue refuses text no database stores the same way: a NUL character
+// (PostgreSQL's jsonb rejects \u0000, SQLite and MySQL keep it) and invalid
+// UTF-8 (which JSON encoding would silently replace). Every database then
+// answers the same input the same way. It looks into objects and arrays,
+// keys included.
+func checkValue(field string, v any) error {
+	switch v := v.(type) {
+	case string:
+		if strings.ContainsRune(v, 0) {
+			return fmt.Errorf("%w: field %q holds a NUL character (\\u0000), which not every database stores; remove it", ErrInvalid, field)
+		}
+		if !utf8.ValidString(v) {
+			return fmt.Errorf("%w: field %q is not valid UTF-8 text", ErrInvalid, field)
+		}
+	case map[string]any:
+		for k, x := range v {
+			if err := checkValue(field, k); err != nil {
+				return err
+			}
+			if err := checkValue(field, x); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if err := checkValue(field, x); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -3,7 +3,6 @@ package server
 import (
 	"cmp"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,10 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
@@ -27,7 +26,9 @@ var errBodyTooLarge = errors.New("request body too large")
 
 // adminAPI serves /admin/… behind a bearer token.
 type adminAPI struct {
-	token          []byte
+	token []byte
+	// failures counts and logs failed token attempts; nil counts nothing.
+	failures       *authFailures
 	st             store.Store
 	rejected       *inbound.RejectedLog
 	reconcileAfter time.Duration
@@ -40,21 +41,20 @@ func (a *adminAPI) register(mux *http.ServeMux) {
 	if len(a.token) == 0 {
 		return
 	}
-	mux.Handle("GET /admin/metrics", a.auth(a.metrics))
-	mux.Handle("GET /admin/deadletters", a.auth(a.deadLetters))
-	mux.Handle("GET /admin/rejected", a.auth(a.rejectedEvents))
-	mux.Handle("POST /admin/deadletters/retry", a.auth(a.retry))
-	mux.Handle("POST /admin/reconcile", a.auth(a.reconcile))
+	auth := &bearerAuth{area: authAreaAdmin, realm: "hubsync admin", tokens: [][]byte{a.token}, failures: a.failures}
+	handle := func(pattern string, h func(w http.ResponseWriter, r *http.Request) error) {
+		mux.Handle(pattern, a.serve(auth, h))
+	}
+	handle("GET /admin/metrics", a.metrics)
+	handle("GET /admin/deadletters", a.deadLetters)
+	handle("GET /admin/rejected", a.rejectedEvents)
+	handle("POST /admin/deadletters/retry", a.retry)
+	handle("POST /admin/reconcile", a.reconcile)
 }
 
-func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
+func (a *adminAPI) serve(auth *bearerAuth, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		// ConstantTimeCompare also takes constant time for different lengths'
-		// contents; only the length itself can leak, which is acceptable.
-		if !ok || subtle.ConstantTimeCompare([]byte(got), a.token) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="hubsync admin"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer followed by the admin token")
+		if !auth.check(w, r) {
 			return
 		}
 		if err := h(w, r); err != nil {
@@ -66,7 +66,7 @@ func (a *adminAPI) auth(h func(w http.ResponseWriter, r *http.Request) error) ht
 			} else if errors.Is(err, context.Canceled) {
 				return
 			} else {
-				a.log.Error("admin: request failed", "path", r.URL.Path, "err", err)
+				a.log.Error("admin: request failed", "path", logtext.URI(r.URL.Path), "err", err)
 			}
 			writeError(w, status, code, err.Error())
 		}
@@ -177,6 +177,12 @@ func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
 }
 
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
+	// A declared size over the limit is refused before the body is read, so a
+	// client waiting on `Expect: 100-continue` is told 413 without being asked
+	// to send it.
+	if r.ContentLength > adminBodyMax {
+		return fmt.Errorf("%w: the body exceeds %d bytes", errBodyTooLarge, adminBodyMax)
+	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, adminBodyMax))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

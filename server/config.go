@@ -33,6 +33,19 @@ const (
 	CleanupIntervalDefault = time.Hour
 	// BudgetKeyDefault is the budget key of the configured private app.
 	BudgetKeyDefault = "hubspot:private-app:primary"
+
+	// ReadHeaderTimeoutDefault bounds the reading of a request's headers, so a
+	// client sending them slowly (slowloris) is cut off.
+	ReadHeaderTimeoutDefault = 10 * time.Second
+	// ReadTimeoutDefault bounds the reading of a whole request, body included.
+	ReadTimeoutDefault = 30 * time.Second
+	// WriteTimeoutDefault bounds a request from the end of its headers to the
+	// end of the answer.
+	WriteTimeoutDefault = 60 * time.Second
+	// IdleTimeoutDefault is how long an idle keep-alive connection is kept.
+	IdleTimeoutDefault = 60 * time.Second
+	// MaxHeaderBytesDefault bounds a request's headers.
+	MaxHeaderBytesDefault = 64 << 10
 )
 
 // Config configures a Server. The zero value of every field means its default;
@@ -63,7 +76,14 @@ type Config struct {
 	// events caused by hubsync's own writes are recognised as echoes.
 	HubSpotAppID string
 	// AdminToken is the bearer token of the admin API; empty turns it off (404).
+	// It must be at least TokenMinLength characters.
 	AdminToken string
+	// APITokens are the bearer tokens of every /api/… route (the records API
+	// and any later one): a request carrying any of them is let in, so a token
+	// can be rotated by adding the new one, moving the clients, then removing
+	// the old. Empty turns the /api routes off (404). Each must be at least
+	// TokenMinLength characters.
+	APITokens []string
 	// WebhookSignatures are the signature versions the webhook receiver
 	// accepts; nil means v3 only, see
 	// inbound.ReceiverConfig.Signatures.
@@ -108,14 +128,50 @@ type Config struct {
 	// ReconcileAfter is the age past which the reconciliation sweep reports a due
 	// event nobody claimed; default ops.ReconcileAfterDefault.
 	ReconcileAfter time.Duration
-	// MaxEventSkew is HUBSYNC_MAX_EVENT_SKEW, how far ahead of this process's
+	// MaxEventSkew is how far ahead of this process's
 	// clock a webhook event's occurredAt may lie before the receiver (and the
 	// SyncWorker) refuse it; default inbound.MaxEventSkewDefault.
 	MaxEventSkew time.Duration
+	// HTTP bounds the listener's connections (timeouts, header size).
+	HTTP HTTPConfig
+	// StatsTTL is how long the queue statistics behind the /metrics gauges are
+	// reused before they are read again; default StatsTTLDefault.
+	StatsTTL time.Duration
+	// AuthFailureLogInterval bounds how often failed token attempts are
+	// logged; default AuthFailureLogIntervalDefault.
+	AuthFailureLogInterval time.Duration
 	// Store configures the store (retry policy, clock).
 	Store store.Config
 	// Logger receives the service's logs; default slog.Default().
 	Logger *slog.Logger
+}
+
+// HTTPConfig bounds the connections of the Server's listener. The zero value
+// of each field means its default.
+type HTTPConfig struct {
+	// ReadHeaderTimeout bounds the reading of a request's headers; default
+	// ReadHeaderTimeoutDefault.
+	ReadHeaderTimeout time.Duration
+	// ReadTimeout bounds the reading of a whole request; default ReadTimeoutDefault.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end of
+	// its answer; default WriteTimeoutDefault.
+	WriteTimeout time.Duration
+	// IdleTimeout is how long an idle keep-alive connection is kept; default
+	// IdleTimeoutDefault.
+	IdleTimeout time.Duration
+	// MaxHeaderBytes bounds a request's headers; default MaxHeaderBytesDefault.
+	MaxHeaderBytes int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c HTTPConfig) WithDefaults() HTTPConfig {
+	c.ReadHeaderTimeout = cmp.Or(c.ReadHeaderTimeout, ReadHeaderTimeoutDefault)
+	c.ReadTimeout = cmp.Or(c.ReadTimeout, ReadTimeoutDefault)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, WriteTimeoutDefault)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, IdleTimeoutDefault)
+	c.MaxHeaderBytes = cmp.Or(c.MaxHeaderBytes, MaxHeaderBytesDefault)
+	return c
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -133,6 +189,9 @@ func (c Config) WithDefaults() Config {
 	c.CleanupInterval = cmp.Or(c.CleanupInterval, CleanupIntervalDefault)
 	c.DrainTimeout = cmp.Or(c.DrainTimeout, DrainTimeoutDefault)
 	c.ReconcileAfter = cmp.Or(c.ReconcileAfter, ops.ReconcileAfterDefault)
+	c.HTTP = c.HTTP.WithDefaults()
+	c.StatsTTL = cmp.Or(c.StatsTTL, StatsTTLDefault)
+	c.AuthFailureLogInterval = cmp.Or(c.AuthFailureLogInterval, AuthFailureLogIntervalDefault)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -177,6 +236,14 @@ func (c Config) Validate() error {
 			add("HubSpotAppID %q is not a positive number; set it to your app's numeric id (app settings, \"App ID\")", c.HubSpotAppID)
 		}
 	}
+	if c.AdminToken != "" && len(c.AdminToken) < TokenMinLength {
+		add("AdminToken is %d characters long; use a random token of at least %d characters (e.g. openssl rand -hex 32)", len(c.AdminToken), TokenMinLength)
+	}
+	for i, t := range c.APITokens {
+		if len(t) < TokenMinLength {
+			add("APITokens: token %d of %d is %d characters long; use random tokens of at least %d characters (e.g. openssl rand -hex 32)", i+1, len(c.APITokens), len(t), TokenMinLength)
+		}
+	}
 	if c.RateLimit < 1 {
 		add("RateLimit is %d; set the HubSpot calls allowed per 10 s (100, 110, 190 or 250 by tier)", c.RateLimit)
 	}
@@ -189,10 +256,16 @@ func (c Config) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"CleanupInterval", c.CleanupInterval}, {"DrainTimeout", c.DrainTimeout}, {"ReconcileAfter", c.ReconcileAfter}, {"HubSpotTimeout", c.HubSpotTimeout}, {"MaxEventSkew (HUBSYNC_MAX_EVENT_SKEW)", c.MaxEventSkew}} {
+	}{{"CleanupInterval", c.CleanupInterval}, {"DrainTimeout", c.DrainTimeout}, {"ReconcileAfter", c.ReconcileAfter}, {"HubSpotTimeout", c.HubSpotTimeout}, {"MaxEventSkew", c.MaxEventSkew},
+		{"StatsTTL", c.StatsTTL}, {"AuthFailureLogInterval", c.AuthFailureLogInterval},
+		{"HTTP.ReadHeaderTimeout", c.HTTP.ReadHeaderTimeout}, {"HTTP.ReadTimeout", c.HTTP.ReadTimeout},
+		{"HTTP.WriteTimeout", c.HTTP.WriteTimeout}, {"HTTP.IdleTimeout", c.HTTP.IdleTimeout}} {
 		if d.v < 0 {
 			add("%s is %s; use a positive duration (0 means the default)", d.name, d.v)
 		}
+	}
+	if c.HTTP.MaxHeaderBytes < 0 {
+		add("HTTP.MaxHeaderBytes is %d; use a positive size (0 means the default)", c.HTTP.MaxHeaderBytes)
 	}
 	if err := c.Store.Retry.Validate(); err != nil {
 		add("%v", err)

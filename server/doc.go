@@ -19,6 +19,21 @@
 // set of replicas and workers on another, all on one PostgreSQL or MySQL
 // database).
 //
+// # The /api routes
+//
+// Every /api/… route is registered on one mux of its own (api in build),
+// which mountAPI puts behind one guard: a bearer token of Config.APITokens
+// (401 otherwise, counted in hubsync_auth_failures_total{area="api"} and
+// logged at a bounded rate), and on writes a JSON Content-Type (415), no
+// foreign Origin (403) and a declared body within APIMaxBodyBytes (413,
+// before the body is read). Without tokens nothing under /api/ is mounted (404).
+// To add an /api route, register it on that api mux in build, as
+// mountRecordsAPI does, never on the outer mux: it is then guarded like the
+// records API without further code.
+//
+// The listener's timeouts and header limit are Config.HTTP; /readyz tells an
+// anonymous caller its status only, the reason goes to the log.
+//
 // Server is the composition root only: Config.Mapping drives the records API,
 // the webhook receiver, the SyncWorker and the outbound worker; the operator
 // functions behind the admin API (and the CLI and the demo) live in package

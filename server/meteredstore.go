@@ -34,12 +34,20 @@ type meteredPgxStore struct {
 	pg pgstore.PgxEnqueuer
 }
 
-// EnqueueOutboundPgx enqueues through the wrapped PostgreSQL store and counts
-// the event.
+// EnqueueOutboundPgx enqueues through the wrapped PostgreSQL store; the event
+// is counted once its transaction is seen committed.
 func (s meteredPgxStore) EnqueueOutboundPgx(ctx context.Context, tx pgx.Tx, ev store.OutboundEvent) (store.EnqueueResult, error) {
 	res, err := s.pg.EnqueueOutboundPgx(ctx, tx, ev)
-	s.outbound.m.enqueued(ev.Destination, res, err)
+	s.outbound.m.enqueuedTx(ev.Destination, res, err)
 	return res, err
+}
+
+// confirmEnqueues counts the events enqueued in callers' transactions that
+// have committed since; the stats collector runs it with every reading.
+func (s *meteredStore) confirmEnqueues(ctx context.Context) {
+	s.inbound.confirmEnqueues(ctx)
+	s.outbound.confirmEnqueues(ctx)
+	s.internal.confirmEnqueues(ctx)
 }
 
 // newMeteredStore wraps st. The result keeps st's optional capabilities: a
@@ -47,12 +55,13 @@ func (s meteredPgxStore) EnqueueOutboundPgx(ctx context.Context, tx pgx.Tx, ev s
 func newMeteredStore(st store.Store, in *instruments) store.Store {
 	ms := &meteredStore{Store: st, in: in,
 		inbound: &meteredInbound{
-			meteredQueue: newMeteredQueue[store.InboundEvent](st.Inbound(), in),
+			meteredQueue: newMeteredQueue[store.InboundEvent](st.Inbound(), in, st.Now),
 			batch:        st.Inbound(),
 		},
-		outbound: newMeteredQueue[store.OutboundEvent](st.Outbound(), in),
-		internal: newMeteredQueue[store.InternalEvent](st.Internal(), in),
+		outbound: newMeteredQueue[store.OutboundEvent](st.Outbound(), in, st.Now),
+		internal: newMeteredQueue[store.InternalEvent](st.Internal(), in, st.Now),
 	}
+	in.stats.confirm = ms.confirmEnqueues
 	if pg, ok := st.(pgstore.PgxEnqueuer); ok {
 		return meteredPgxStore{ms, pg}
 	}
@@ -63,37 +72,143 @@ func (s *meteredStore) Inbound() store.InboundRepository   { return s.inbound }
 func (s *meteredStore) Outbound() store.OutboundRepository { return s.outbound }
 func (s *meteredStore) Internal() store.InternalRepository { return s.internal }
 
+// Bounds of the metered store's bookkeeping.
+const (
+	// pendingTxMaxAge is how long an event enqueued inside a caller's
+	// transaction waits to be seen committed; after it, it is taken as rolled
+	// back and never counted (a transaction open longer is miscounted).
+	pendingTxMaxAge = 10 * time.Minute
+	// pendingTxMax bounds the events waiting to be seen committed; past it, new
+	// ones are not counted.
+	pendingTxMax = 100_000
+	// pendingTxChecksMax bounds the reads one confirmation round makes.
+	pendingTxChecksMax = 1000
+	// pendingTxCheckAfter is how long an event enqueued in a transaction is
+	// left to be claimed by this process (which confirms it for free) before a
+	// confirmation round reads it back.
+	pendingTxCheckAfter = 30 * time.Second
+	// leaseSweepInterval is how often the ids of abandoned leases are forgotten.
+	leaseSweepInterval = time.Minute
+)
+
 // meter remembers the key of each event leased by this process, since the
-// fenced operations only carry the event id.
+// fenced operations only carry the event id, and the events enqueued inside a
+// caller's transaction until their commit is seen.
 type meter struct {
-	in     *instruments
-	dir    store.Direction
-	leased *sync.Map // event id -> key
+	in  *instruments
+	dir store.Direction
+	now func() time.Time
+
+	mu        sync.Mutex
+	leased    map[string]leasedEvent // event id -> its key and when to forget it
+	lastSweep time.Time
+	pending   map[string]pendingEnqueue // event id -> enqueued in a transaction not yet seen committed
 }
 
-func (m meter) enqueued(key string, r store.EnqueueResult, err error) {
+type leasedEvent struct {
+	key    string
+	forget time.Time
+}
+
+type pendingEnqueue struct {
+	key string
+	at  time.Time
+}
+
+func newMeter(in *instruments, dir store.Direction, now func() time.Time) *meter {
+	return &meter{in: in, dir: dir, now: now, leased: map[string]leasedEvent{}, pending: map[string]pendingEnqueue{}}
+}
+
+// enqueued counts an enqueue that has committed.
+func (m *meter) enqueued(key string, r store.EnqueueResult, err error) {
 	if err == nil && r.Inserted {
 		m.in.enqueued.WithLabelValues(string(m.dir), key).Inc()
 	}
 }
 
-func (m meter) claimed(id, key string) {
-	m.leased.Store(id, key)
+// enqueuedTx notes an enqueue inside the caller's transaction: it is counted
+// once seen committed (claimed by this process, or read back by confirm), and
+// never if the transaction rolls back.
+func (m *meter) enqueuedTx(key string, r store.EnqueueResult, err error) {
+	if err != nil || !r.Inserted {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.pending) < pendingTxMax {
+		m.pending[r.ID] = pendingEnqueue{key: key, at: m.now()}
+	}
+}
+
+// confirm reads back the events still waiting to be seen committed, once
+// pendingTxCheckAfter old (most are claimed here before): each one found is
+// counted; one still absent after pendingTxMaxAge is forgotten (its
+// transaction rolled back). get is the queue's Get.
+func (m *meter) confirm(ctx context.Context, get func(context.Context, string) error) {
+	m.mu.Lock()
+	now := m.now()
+	ids := make([]string, 0, min(len(m.pending), pendingTxChecksMax))
+	for id, p := range m.pending {
+		if len(ids) == pendingTxChecksMax {
+			break
+		}
+		if now.Sub(p.at) >= pendingTxCheckAfter {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		err := get(ctx, id)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return // the database is unwell; try again at the next round
+		}
+		m.mu.Lock()
+		p, ok := m.pending[id]
+		switch {
+		case !ok: // claimed meanwhile, and counted then
+		case err == nil:
+			delete(m.pending, id)
+			m.in.enqueued.WithLabelValues(string(m.dir), p.key).Inc()
+		case m.now().Sub(p.at) > pendingTxMaxAge:
+			delete(m.pending, id)
+		}
+		m.mu.Unlock()
+	}
+}
+
+func (m *meter) claimed(id, key string, lease time.Duration) {
+	now := m.now()
+	m.mu.Lock()
+	if p, ok := m.pending[id]; ok {
+		// Claimed, so committed: its enqueue counts now.
+		delete(m.pending, id)
+		m.in.enqueued.WithLabelValues(string(m.dir), p.key).Inc()
+	}
+	// A lease this process abandons (a crash of its worker, a lease lost and
+	// never settled) is forgotten a lease duration after it expired.
+	m.leased[id] = leasedEvent{key: key, forget: now.Add(2 * lease)}
+	if now.Sub(m.lastSweep) >= leaseSweepInterval {
+		m.lastSweep = now
+		for id, l := range m.leased {
+			if now.After(l.forget) {
+				delete(m.leased, id)
+			}
+		}
+	}
+	m.mu.Unlock()
 	m.in.claimed.WithLabelValues(string(m.dir), key).Inc()
 }
 
-func (m meter) key(id string, forget bool) string {
-	var v any
-	var ok bool
-	if forget {
-		v, ok = m.leased.LoadAndDelete(id)
-	} else {
-		v, ok = m.leased.Load(id)
-	}
+// key returns the key of a leased event and forgets the lease.
+func (m *meter) key(id string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	l, ok := m.leased[id]
 	if !ok {
 		return "unknown"
 	}
-	return v.(string)
+	delete(m.leased, id)
+	return l.key
 }
 
 // lost returns the ids of a batch whose leases were lost, so they are not counted.
@@ -109,41 +224,41 @@ func lost(err error) map[string]bool {
 	return ids
 }
 
-func (m meter) complete(leases []store.Lease, err error) {
+func (m *meter) complete(leases []store.Lease, err error) {
 	gone := lost(err)
 	if err != nil && gone == nil {
 		return // nothing known to be applied
 	}
 	for _, l := range leases {
-		k := m.key(l.ID, true)
+		k := m.key(l.ID)
 		if !gone[l.ID] {
 			m.in.processed.WithLabelValues(string(m.dir), k).Inc()
 		}
 	}
 }
 
-func (m meter) release(leases []store.Lease, err error) {
+func (m *meter) release(leases []store.Lease, err error) {
 	gone := lost(err)
 	if err != nil && gone == nil {
 		return
 	}
 	for _, l := range leases {
-		k := m.key(l.ID, true)
+		k := m.key(l.ID)
 		if !gone[l.ID] {
 			m.in.released.WithLabelValues(string(m.dir), k).Inc()
 		}
 	}
 }
 
-func (m meter) fail(l store.Lease, err error) {
-	k := m.key(l.ID, true)
+func (m *meter) fail(l store.Lease, err error) {
+	k := m.key(l.ID)
 	if err == nil {
 		m.in.failed.WithLabelValues(string(m.dir), k).Inc()
 	}
 }
 
-func (m meter) retry(l store.Lease, r store.RetryResult, err error) {
-	k := m.key(l.ID, true)
+func (m *meter) retry(l store.Lease, r store.RetryResult, err error) {
+	k := m.key(l.ID)
 	switch {
 	case err != nil:
 	case r.Dead:
@@ -157,12 +272,21 @@ func (m meter) retry(l store.Lease, r store.RetryResult, err error) {
 // queue; every other method is the wrapped queue's.
 type meteredQueue[E store.Event] struct {
 	store.Queue[E]
-	m meter
+	m *meter
 }
 
-func newMeteredQueue[E store.Event](q store.Queue[E], in *instruments) *meteredQueue[E] {
+func newMeteredQueue[E store.Event](q store.Queue[E], in *instruments, now func() time.Time) *meteredQueue[E] {
 	var zero E
-	return &meteredQueue[E]{Queue: q, m: meter{in: in, dir: zero.Header().Direction, leased: &sync.Map{}}}
+	return &meteredQueue[E]{Queue: q, m: newMeter(in, zero.Header().Direction, now)}
+}
+
+// confirmEnqueues counts the events enqueued in callers' transactions that
+// have committed since (see meter.confirm).
+func (q *meteredQueue[E]) confirmEnqueues(ctx context.Context) {
+	q.m.confirm(ctx, func(ctx context.Context, id string) error {
+		_, err := q.Queue.Get(ctx, id)
+		return err
+	})
 }
 
 func (q *meteredQueue[E]) Enqueue(ctx context.Context, ev E) (store.EnqueueResult, error) {
@@ -172,28 +296,29 @@ func (q *meteredQueue[E]) Enqueue(ctx context.Context, ev E) (store.EnqueueResul
 }
 
 func (q *meteredQueue[E]) EnqueueTx(ctx context.Context, tx store.DBTX, ev E) (store.EnqueueResult, error) {
-	// Counted when the call succeeds; the caller's transaction may still roll back.
+	// The caller's transaction may still roll back: counted once seen committed.
 	res, err := q.Queue.EnqueueTx(ctx, tx, ev)
-	q.m.enqueued(ev.Header().Key, res, err)
+	q.m.enqueuedTx(ev.Header().Key, res, err)
 	return res, err
 }
 
 func (q *meteredQueue[E]) Claim(ctx context.Context, p store.ClaimParams) ([]E, error) {
 	evs, err := q.Queue.Claim(ctx, p)
-	q.claimed(evs)
+	q.claimed(evs, p)
 	return evs, err
 }
 
 func (q *meteredQueue[E]) ClaimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]E, error) {
 	evs, err := q.Queue.ClaimIDs(ctx, ids, p)
-	q.claimed(evs)
+	q.claimed(evs, p)
 	return evs, err
 }
 
-func (q *meteredQueue[E]) claimed(evs []E) {
+func (q *meteredQueue[E]) claimed(evs []E, p store.ClaimParams) {
+	lease := p.WithDefaults().LeaseDuration
 	for _, e := range evs {
 		h := e.Header()
-		q.m.claimed(h.ID, h.Key)
+		q.m.claimed(h.ID, h.Key, lease)
 	}
 }
 

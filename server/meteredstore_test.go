@@ -30,7 +30,7 @@ func TestMeteredStoreCountsLeaseOps(t *testing.T) {
 	if _, err := hubsync.Migrate(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	in := newInstruments(db.Store, slog.New(slog.DiscardHandler))
+	in := newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)
 	ms := newMeteredStore(db.Store, in)
 	out := ms.Outbound()
 
@@ -85,7 +85,7 @@ func TestMeteredStoreKeepsPgxEnqueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	in := newInstruments(db.Store, slog.New(slog.DiscardHandler))
+	in := newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)
 	ms := newMeteredStore(db.Store, in)
 	conn, err := pgx.Connect(ctx, tdb.URL) // the URL carries the test schema's search_path
 	if err != nil {
@@ -110,6 +110,11 @@ func TestMeteredStoreKeepsPgxEnqueue(t *testing.T) {
 	}
 	if _, err := ms.Outbound().Get(ctx, res.ID); err != nil {
 		t.Fatalf("the event enqueued with pgx: %v", err)
+	}
+	// Committed in the caller's transaction: counted once seen committed, here
+	// by a claim.
+	if _, err := ms.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot"}); err != nil {
+		t.Fatal(err)
 	}
 	if got := value(t, in.enqueued.WithLabelValues("outbound", "hubspot")); got != 1 {
 		t.Errorf("enqueued = %v, want 1", got)

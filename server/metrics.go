@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -22,6 +23,11 @@ import (
 
 // statsTimeout bounds the store query behind one scrape.
 const statsTimeout = 5 * time.Second
+
+// StatsTTLDefault is how long the queue statistics behind the /metrics gauges
+// are reused: they cost a GROUP BY over every queue, which must not run once per
+// scrape per scraper.
+const StatsTTLDefault = 5 * time.Second
 
 // Metrics names exposed on GET /metrics.
 const (
@@ -43,6 +49,7 @@ const (
 	MetricWebhookRequests     = "hubsync_webhook_requests_total"
 	MetricWebhookVerifyFailed = "hubsync_webhook_verification_failures_total"
 	MetricWebhookRejected     = "hubsync_webhook_events_rejected_total"
+	MetricAuthFailures        = "hubsync_auth_failures_total"
 
 	// The outbound worker's own counters (outbound.Metrics), read at scrape time.
 	MetricOutboundCalls        = "hubsync_outbound_hubspot_calls_total"
@@ -71,13 +78,15 @@ type instruments struct {
 	webhookRequests     *prometheus.CounterVec
 	webhookVerifyFailed prometheus.Counter
 	webhookRejected     *prometheus.CounterVec
+	authFailures        *prometheus.CounterVec
+	stats               *statsCollector
 
 	// outbound is shared by the outbound worker (Config.Metrics) and read by
 	// outboundCollector at each scrape.
 	outbound *outbound.Metrics
 }
 
-func newInstruments(st store.Store, log *slog.Logger) *instruments {
+func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *instruments {
 	reg := prometheus.NewRegistry()
 	dk := []string{"direction", "key"}
 	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
@@ -85,7 +94,7 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 	}
 	in := &instruments{
 		reg:                 reg,
-		enqueued:            counter(MetricEventsEnqueued, "Events enqueued (inserted, duplicates excluded) by this process, by queue and exact source/destination.", dk...),
+		enqueued:            counter(MetricEventsEnqueued, "Events enqueued (inserted, duplicates excluded) and committed by this process, by queue and exact source/destination. An enqueue inside a caller's transaction counts once seen committed: when claimed here, or read back by a queue statistics reading once 30 s old.", dk...),
 		claimed:             counter(MetricEventsClaimed, "Events claimed (leased) by this process.", dk...),
 		processed:           counter(MetricEventsProcessed, "Events completed by this process.", dk...),
 		failed:              counter(MetricEventsFailed, "Events that became dead letters in this process.", dk...),
@@ -100,7 +109,9 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 		webhookRequests:     counter(MetricWebhookRequests, "Webhook deliveries received, by HTTP answer code.", "code"),
 		webhookVerifyFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWebhookVerifyFailed, Help: "Webhook deliveries refused because the signature or its timestamp did not verify (401)."}),
 		webhookRejected:     counter(MetricWebhookRejected, "Events of accepted webhook deliveries refused on their own (listed by GET /admin/rejected), by reason.", "reason"),
+		authFailures:        counter(MetricAuthFailures, "Requests refused for a missing or wrong bearer token, by area (api, admin).", "area"),
 		outbound:            outbound.NewMetrics(),
+		stats:               &statsCollector{st: st, log: log, ttl: statsTTL, now: time.Now},
 	}
 	// The default queues' series exist from the start, so dashboards and alerts
 	// see zeros rather than nothing.
@@ -111,10 +122,12 @@ func newInstruments(st store.Store, log *slog.Logger) *instruments {
 	}
 	in.hubspotCalls.WithLabelValues("200")
 	in.webhookRequests.WithLabelValues("200")
+	in.authFailures.WithLabelValues(authAreaAPI)
+	in.authFailures.WithLabelValues(authAreaAdmin)
 	reg.MustRegister(in.enqueued, in.claimed, in.processed, in.failed, in.retried, in.released,
 		in.hubspotCalls, in.hubspotRateLimited, in.hubspotRemaining, in.hubspotDailyRemain,
-		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.webhookRejected,
-		&statsCollector{st: st, log: log}, outboundCollector{m: in.outbound},
+		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.webhookRejected, in.authFailures,
+		in.stats, outboundCollector{m: in.outbound},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return in
 }
@@ -199,17 +212,51 @@ var defaultQueues = []ops.QueueMetrics{
 	{Direction: store.DirectionInternal, Key: ""},
 }
 
-// statsCollector turns store.Stats into queue depth and age gauges at scrape time,
-// so every replica reports the shared database's state.
+// statsCollector turns store.Stats into queue depth and age gauges at scrape
+// time, so every replica reports the shared database's state. The statistics
+// are read at most once per ttl (one reading at a time; concurrent scrapes wait
+// for it and share it), so scrapers cannot load the database: the gauges, the
+// oldest pending age included, may be up to ttl old.
 type statsCollector struct {
 	st  store.Store
 	log *slog.Logger
+	ttl time.Duration
+	now func() time.Time
+	// confirm, when set, counts with each reading the enqueues of callers'
+	// transactions that have committed since the last one.
+	confirm func(context.Context)
+
+	mu  sync.Mutex // held while reading, so one reading runs at a time
+	at  time.Time  // when m and err were read; zero: never
+	m   ops.Metrics
+	err error
+}
+
+// load returns the cached statistics, reading them again when they are older
+// than ttl.
+func (c *statsCollector) load() (ops.Metrics, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.at.IsZero() && c.now().Sub(c.at) < c.ttl {
+		return c.m, c.err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
+	defer cancel()
+	if c.confirm != nil {
+		c.confirm(ctx)
+	}
+	c.m, c.err = ops.LoadMetrics(ctx, c.st)
+	c.at = c.now()
+	if c.err != nil {
+		c.log.Warn("metrics: read queue stats", "err", c.err)
+	}
+	return c.m, c.err
 }
 
 var (
 	descDepth = prometheus.NewDesc(MetricQueueDepth, "Events in each queue by exact source/destination and status.", []string{"direction", "key", "status"}, nil)
 	descAge   = prometheus.NewDesc(MetricOldestPendingAge, "Age of the oldest pending event of each queue and source/destination (0 when none).", []string{"direction", "key"}, nil)
-	descUp    = prometheus.NewDesc(MetricStatsUp, "1 when the queue statistics could be read from the database at this scrape.", nil, nil)
+	descUp    = prometheus.NewDesc(MetricStatsUp, "1 when the queue statistics could be read from the database at their last reading (at most StatsTTL ago).", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
@@ -221,11 +268,8 @@ func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
-	defer cancel()
-	m, err := ops.LoadMetrics(ctx, c.st)
+	m, err := c.load()
 	if err != nil {
-		c.log.Warn("metrics: read queue stats", "err", err)
 		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0)
 		return
 	}

@@ -21,7 +21,7 @@ func TestOutboundMetricsExported(t *testing.T) {
 	srv, err := New(Config{
 		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
 		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
-		Logger: slog.New(slog.DiscardHandler),
+		APITokens: []string{testAPIToken}, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +48,7 @@ func TestOutboundMetricsExported(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Post(base+"/api/records/contacts", "application/json", strings.NewReader(`{"fields":{"email":"metrics@example.com"}}`))
+	resp, err := apiPost(base+"/api/records/contacts", strings.NewReader(`{"fields":{"email":"metrics@example.com"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

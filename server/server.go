@@ -49,16 +49,17 @@ type Server struct {
 	log *slog.Logger
 	svc startstop.Service
 
-	mu      sync.Mutex // guards Start's build and the fields it sets
-	db      *hubsync.DB
-	st      store.Store
-	in      *instruments
-	bus     *relay.Bus
-	ln      net.Listener
-	http    *http.Server
-	parts   []part // in start order
-	err     error
-	errOnce sync.Once
+	mu       sync.Mutex // guards Start's build and the fields it sets
+	db       *hubsync.DB
+	st       store.Store
+	in       *instruments
+	failures *authFailures
+	bus      *relay.Bus
+	ln       net.Listener
+	http     *http.Server
+	parts    []part // in start order
+	err      error
+	errOnce  sync.Once
 }
 
 // New validates cfg and returns a Server that is not yet running. Every
@@ -250,7 +251,8 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	s.db = db
-	s.in = newInstruments(db.Store, s.log)
+	s.in = newInstruments(db.Store, s.log, cfg.StatsTTL)
+	s.failures = newAuthFailures(s.in.authFailures, s.log, cfg.AuthFailureLogInterval)
 	st := newMeteredStore(db.Store, s.in)
 	s.st = st
 
@@ -264,12 +266,16 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	(&adminAPI{token: []byte(cfg.AdminToken), st: st, rejected: rejected, reconcileAfter: cfg.ReconcileAfter, log: s.log}).register(mux)
+	(&adminAPI{token: []byte(cfg.AdminToken), failures: s.failures, st: st, rejected: rejected, reconcileAfter: cfg.ReconcileAfter, log: s.log}).register(mux)
+	// Every /api/… route is registered on api, never on mux: mountAPI puts the
+	// whole of it behind apiGuard (bearer token, JSON writes, no foreign
+	// Origin), so a new route cannot be mounted without authentication.
+	api := http.NewServeMux()
 
 	lk := links.New(st)
 	var recs *records.Service
 	if !cfg.DisableAPI || !cfg.DisableSyncWorker {
-		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Logger: s.log}); err != nil {
+		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Mapping: cfg.Mapping, Logger: s.log}); err != nil {
 			return fmt.Errorf("records: %w", err)
 		}
 	}
@@ -356,8 +362,9 @@ func (s *Server) build(ctx context.Context) error {
 	}
 
 	if !cfg.DisableAPI {
-		s.mountRecordsAPI(mux, recs, wake)
+		s.mountRecordsAPI(api, recs, wake)
 	}
+	s.mountAPI(mux, api)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -365,8 +372,12 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	s.ln = ln
 	s.http = &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler:           noSniff(mux),
+		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
+		ReadTimeout:       cfg.HTTP.ReadTimeout,
+		WriteTimeout:      cfg.HTTP.WriteTimeout,
+		IdleTimeout:       cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	return nil
@@ -401,11 +412,15 @@ func openChecked(ctx context.Context, rawURL string, sc store.Config, log *slog.
 }
 
 // readyz answers 200 when the database is reachable and its schema current.
+// Its caller is anonymous (a load balancer, anyone), so the answer is a status
+// only; why the service is not ready (which can name the database user, host
+// and schema versions) goes to the log.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	fail := func(reason string, err error) {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "reason": reason, "error": err.Error()})
+		s.log.Warn("hubsync: not ready: "+reason, "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
 	}
 	if err := s.db.SQL.PingContext(ctx); err != nil {
 		fail("database unreachable", err)
@@ -416,4 +431,13 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+// noSniff tells browsers to take every answer for the Content-Type it
+// declares (JSON stays JSON, never sniffed into HTML).
+func noSniff(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		h.ServeHTTP(w, r)
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
@@ -51,11 +52,42 @@ func (s *Server) relayPart(st store.Store) (*part, *relay.Relay, error) {
 // notifier is a worker that can be woken early.
 type notifier interface{ Notify() }
 
+// mountAPI puts api, the mux of every /api/… route, on mux behind apiGuard:
+// the bearer tokens of Config.APITokens (401 without one), and on writes a
+// JSON Content-Type (415), no foreign Origin (403) and a declared body within
+// APIMaxBodyBytes (413). Without tokens nothing is mounted, so every /api/…
+// path answers 404.
+//
+// To add an /api route, register it on api in build (as mountRecordsAPI
+// does), never on mux; it is then authenticated and guarded like the records
+// API, and failed attempts are counted in hubsync_auth_failures_total{area="api"}.
+func (s *Server) mountAPI(mux, api *http.ServeMux) {
+	if len(s.cfg.APITokens) == 0 {
+		return
+	}
+	tokens := make([][]byte, len(s.cfg.APITokens))
+	for i, t := range s.cfg.APITokens {
+		tokens[i] = []byte(t)
+	}
+	g := &apiGuard{
+		auth:    &bearerAuth{area: authAreaAPI, realm: "hubsync api", tokens: tokens, failures: s.failures},
+		maxBody: APIMaxBodyBytes,
+	}
+	if u, err := url.Parse(s.cfg.PublicURL); err == nil && u.Host != "" {
+		g.publicOrigin = u.Scheme + "://" + u.Host
+	}
+	mux.Handle("/api/", g.wrap(api))
+}
+
+// APIMaxBodyBytes bounds the body of an /api/… request; a larger declared
+// Content-Length answers 413 before the body is read.
+const APIMaxBodyBytes = records.MaxBodyBytes
+
 // mountRecordsAPI serves /api/records/… from the records service. A successful
 // write wakes the local workers, so a change does not wait for their next poll.
-func (s *Server) mountRecordsAPI(mux *http.ServeMux, recs *records.Service, wake []notifier) {
+func (s *Server) mountRecordsAPI(api *http.ServeMux, recs *records.Service, wake []notifier) {
 	h := recs.Handler()
-	mux.Handle("/api/records/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api.Handle("/api/records/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || len(wake) == 0 {
 			h.ServeHTTP(w, r)
 			return

@@ -48,5 +48,5 @@ func DialectOf(raw string) (Dialect, error) {
 	case strings.HasPrefix(raw, "mysql://"), strings.HasPrefix(raw, "mariadb://"):
 		return MySQL, nil
 	}
-	return "", fmt.Errorf("%w: %q has an unknown scheme; use sqlite:PATH, postgres://... or mysql://...", ErrDatabaseURL, raw)
+	return "", fmt.Errorf("%w: %q has an unknown scheme; use sqlite:PATH, postgres://... or mysql://...", ErrDatabaseURL, RedactURL(raw))
 }

@@ -18,6 +18,7 @@ var configNames = map[string]string{
 	"HubSpotClientSecret":   "HUBSPOT_CLIENT_SECRET",
 	"HubSpotAppID":          "HUBSPOT_APP_ID",
 	"AdminToken":            "HUBSYNC_ADMIN_TOKEN",
+	"APITokens":             "HUBSYNC_API_TOKEN",
 	"RateLimit":             "HUBSYNC_HUBSPOT_RATE_LIMIT",
 	"DailyLimit":            "HUBSYNC_HUBSPOT_DAILY_LIMIT",
 	"InboundRetention":      "HUBSYNC_INBOUND_RETENTION",

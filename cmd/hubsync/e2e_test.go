@@ -204,6 +204,9 @@ type recordJSON struct {
 	Fields  map[string]any `json:"fields"`
 }
 
+// testAPIToken is the records API token simEnv configures.
+const testAPIToken = "e2e-api-token-0123456789"
+
 func simEnv(sim *hubspotsim.Server, dbURL string, extra ...string) []string {
 	return baseEnv(append([]string{
 		"HUBSYNC_DATABASE_URL=" + dbURL,
@@ -211,6 +214,7 @@ func simEnv(sim *hubspotsim.Server, dbURL string, extra ...string) []string {
 		"HUBSPOT_ACCESS_TOKEN=" + hubspotsim.AccessTokenDefault,
 		"HUBSPOT_CLIENT_SECRET=" + hubspotsim.ClientSecretDefault,
 		"HUBSPOT_APP_ID=1000",
+		"HUBSYNC_API_TOKEN=" + testAPIToken,
 	}, extra...)...)
 }
 
@@ -228,14 +232,17 @@ func findContact(sim *hubspotsim.Server, email string) (hubspotsim.Object, bool)
 // through a signed webhook.
 func twoWay(t *testing.T, dbURL string) {
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{WebhookRetryBase: 50 * time.Millisecond})
-	svc := startServe(t, simEnv(sim, dbURL, "HUBSYNC_ADMIN_TOKEN=admin-secret"))
+	svc := startServe(t, simEnv(sim, dbURL, "HUBSYNC_ADMIN_TOKEN=e2e-admin-token-0123456789"))
 	if err := sim.SetWebhookURL(svc.base + "/webhooks/hubspot"); err != nil {
 		t.Fatal(err)
 	}
 
-	code, body := svc.do(t, "POST", "/api/records/contacts", "", map[string]any{"fields": map[string]any{"email": "ada@example.com", "first_name": "Ada"}})
+	code, body := svc.do(t, "POST", "/api/records/contacts", testAPIToken, map[string]any{"fields": map[string]any{"email": "ada@example.com", "first_name": "Ada"}})
 	if code != http.StatusCreated {
 		t.Fatalf("create = %d %s", code, body)
+	}
+	if code, _ := svc.do(t, "GET", "/api/records/contacts", "", nil); code != http.StatusUnauthorized {
+		t.Errorf("records API without a token = %d, want 401", code)
 	}
 	var rec recordJSON
 	if err := json.Unmarshal(body, &rec); err != nil {
@@ -252,13 +259,13 @@ func twoWay(t *testing.T, dbURL string) {
 		t.Fatal(err)
 	}
 	testwait.For(t, "the HubSpot edit in the local record", func() bool {
-		code, body := svc.do(t, "GET", "/api/records/contacts/"+rec.ID, "", nil)
+		code, body := svc.do(t, "GET", "/api/records/contacts/"+rec.ID, testAPIToken, nil)
 		var got recordJSON
 		return code == 200 && json.Unmarshal(body, &got) == nil && got.Fields["first_name"] == "Augusta"
 	})
 	// No loop: the applied edit is not written back to HubSpot as a new change.
 	testwait.For(t, "the queues to drain", func() bool {
-		code, body := svc.do(t, "GET", "/admin/metrics", "admin-secret", nil)
+		code, body := svc.do(t, "GET", "/admin/metrics", "e2e-admin-token-0123456789", nil)
 		var m struct{ Pending, DeadLetters int64 }
 		return code == 200 && json.Unmarshal(body, &m) == nil && m.Pending == 0 && m.DeadLetters == 0
 	})
@@ -270,7 +277,7 @@ func twoWay(t *testing.T, dbURL string) {
 	if code, _ := svc.do(t, "GET", "/admin/metrics", "wrong", nil); code != http.StatusUnauthorized {
 		t.Errorf("wrong admin token = %d, want 401", code)
 	}
-	if code, body := svc.do(t, "GET", "/admin/deadletters?direction=outbound&key=hubspot", "admin-secret", nil); code != 200 {
+	if code, body := svc.do(t, "GET", "/admin/deadletters?direction=outbound&key=hubspot", "e2e-admin-token-0123456789", nil); code != 200 {
 		t.Errorf("deadletters = %d %s", code, body)
 	}
 	code, body = svc.do(t, "GET", "/metrics", "", nil)
@@ -372,7 +379,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 			dbURL := "sqlite:" + filepath.Join(t.TempDir(), "hubsync.db")
 			svc := startServe(t, simEnv(sim, dbURL), append([]string{"-webhooks=false"}, tc.args...)...)
 			for i := range 3 {
-				code, body := svc.do(t, "POST", "/api/records/contacts", "", map[string]any{"fields": map[string]any{"email": fmt.Sprintf("c%d@example.com", i)}})
+				code, body := svc.do(t, "POST", "/api/records/contacts", testAPIToken, map[string]any{"fields": map[string]any{"email": fmt.Sprintf("c%d@example.com", i)}})
 				if code != http.StatusCreated {
 					t.Fatalf("create = %d %s", code, body)
 				}
@@ -412,7 +419,7 @@ func TestServeSecondSignalAborts(t *testing.T) {
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{Faults: hubspotsim.Faults{HangProbability: 1, HangDuration: 10 * time.Minute}})
 	dbURL := "sqlite:" + filepath.Join(t.TempDir(), "hubsync.db")
 	svc := startServe(t, simEnv(sim, dbURL), "-webhooks=false", "-drain-timeout=10m")
-	if code, body := svc.do(t, "POST", "/api/records/contacts", "", map[string]any{"fields": map[string]any{"email": "abort@example.com"}}); code != http.StatusCreated {
+	if code, body := svc.do(t, "POST", "/api/records/contacts", testAPIToken, map[string]any{"fields": map[string]any{"email": "abort@example.com"}}); code != http.StatusCreated {
 		t.Fatalf("create = %d %s", code, body)
 	}
 	testwait.For(t, "an outbound lease", func() bool { return countStatus(t, dbURL, store.StatusProcessing) > 0 })

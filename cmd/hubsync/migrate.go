@@ -19,7 +19,7 @@ const databaseURLDefault = "sqlite:hubsync.db"
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
-	dbURL := fs.String("database-url", envOr("HUBSYNC_DATABASE_URL", databaseURLDefault), "database URL (HUBSYNC_DATABASE_URL): sqlite:PATH, postgres://..., mysql://...")
+	dbURL := databaseURLFlag(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: hubsync migrate [flags] [up|status]")
 		fs.PrintDefaults()

@@ -115,14 +115,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("serve", stderr)
 	e := &envFlags{fs: fs}
 	var cfg server.Config
-	e.string(&cfg.DatabaseURL, "database-url", "HUBSYNC_DATABASE_URL", server.DatabaseURLDefault, "database: sqlite:PATH, postgres://... or mysql://...")
+	dbURL := databaseURLFlag(fs)
 	e.string(&cfg.Addr, "addr", "HUBSYNC_ADDR", server.AddrDefault, "listen address")
 	e.string(&cfg.PublicURL, "public-url", "HUBSYNC_PUBLIC_URL", "", "scheme and host HubSpot calls webhooks on, e.g. https://crm.example.com")
 	e.string(&cfg.HubSpotAPIBase, "hubspot-api-base", "HUBSPOT_API_BASE", "https://api.hubapi.com", "HubSpot API base URL")
 	e.secret(&cfg.HubSpotAccessToken, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "private app access token")
 	e.secret(&cfg.HubSpotClientSecret, "hubspot-client-secret", "HUBSPOT_CLIENT_SECRET", "app client secret that signs webhooks")
 	e.string(&cfg.HubSpotAppID, "hubspot-app-id", "HUBSPOT_APP_ID", "", "app id, to recognise webhooks caused by hubsync's own writes")
-	e.secret(&cfg.AdminToken, "admin-token", "HUBSYNC_ADMIN_TOKEN", "bearer token of the admin API; empty turns it off")
+	e.secret(&cfg.AdminToken, "admin-token", "HUBSYNC_ADMIN_TOKEN", "bearer token of the admin API, at least 16 characters; empty turns it off")
+	var apiTokens string
+	e.secret(&apiTokens, "api-token", "HUBSYNC_API_TOKEN", "bearer token(s) of the records API and every /api route, comma-separated for rotation, each at least 16 characters; empty turns them off")
 	e.int(&cfg.RateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas (100, 110, 190 or 250 by tier)")
 	e.int(&cfg.DailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
 	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
@@ -136,7 +138,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	outboundWorker := fs.Bool("outbound-worker", true, "run the outbound worker (records → HubSpot)")
 	relay := fs.Bool("relay", true, "run the internal outbox relay")
 	cleanup := fs.Bool("cleanup", true, "run the cleanup schedule")
-	api := fs.Bool("api", true, "serve /api/records")
+	api := fs.Bool("api", true, "serve /api/records (with HUBSYNC_API_TOKEN)")
 	mappingPath := fs.String("mapping", os.Getenv("HUBSYNC_MAPPING"), "YAML mapping file of local fields to HubSpot properties; empty: the default mapping (HUBSYNC_MAPPING)")
 	signatures := fs.String("webhook-signatures", envOr("HUBSYNC_WEBHOOK_SIGNATURES", "v3"), "webhook signature versions accepted, e.g. v3 or v3,v2,v1 (HUBSYNC_WEBHOOK_SIGNATURES)")
 	proxies := fs.String("trusted-proxies", os.Getenv("HUBSYNC_TRUSTED_PROXIES"), "comma-separated IPs/CIDRs whose X-Forwarded-Proto/-Host are believed (HUBSYNC_TRUSTED_PROXIES)")
@@ -156,6 +158,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.Join(e.errs...)
 	}
 	e.resolve()
+	cfg.DatabaseURL = *dbURL
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		return fmt.Errorf("HUBSYNC_LOG_LEVEL/-log-level %q: use debug, info, warn or error", *logLevel)
@@ -165,6 +168,13 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.DisableRelay, cfg.DisableCleanup, cfg.DisableAPI = !*relay, !*cleanup, !*api
 	if err := webhookSettings(&cfg, *mappingPath, *signatures, *proxies); err != nil {
 		return err
+	}
+	cfg.APITokens = splitTokens(apiTokens)
+	if !cfg.DisableAPI && len(cfg.APITokens) == 0 {
+		cfg.Logger.Info("hubsync: HUBSYNC_API_TOKEN is not set: the records API (/api/...) is off and answers 404")
+	}
+	if cfg.AdminToken == "" {
+		cfg.Logger.Info("hubsync: HUBSYNC_ADMIN_TOKEN is not set: the admin API (/admin/...) is off and answers 404")
 	}
 	if !cfg.DisableWebhooks && cfg.PublicURL == "" {
 		cfg.Logger.Warn("hubsync: HUBSYNC_PUBLIC_URL is not set: webhook signatures are checked against the request's own Host (and X-Forwarded-* of HUBSYNC_TRUSTED_PROXIES); set it to the URL HubSpot calls")
@@ -179,4 +189,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "hubsync serving on http://%s\n", srv.Addr())
 	return namingSettings(srv.Wait())
+}
+
+// splitTokens splits a comma-separated token list, dropping blanks around and
+// between them.
+func splitTokens(s string) []string {
+	var out []string
+	for _, t := range strings.Split(s, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }

@@ -34,6 +34,9 @@ func TestServeSettingErrors(t *testing.T) {
 		{"bad trusted proxy", env("HUBSYNC_TRUSTED_PROXIES=10.0.0.1,proxy.local"), nil, []string{"HUBSYNC_TRUSTED_PROXIES", "proxy.local"}},
 		{"invalid mapping file", env("HUBSYNC_MAPPING=" + badMapping), nil, []string{"HUBSYNC_MAPPING", badMapping, "line 4", `unknown type "integer"`}},
 		{"missing mapping file", env(), []string{"-mapping", filepath.Join(dir, "none.yaml")}, []string{"HUBSYNC_MAPPING", "none.yaml"}},
+		{"short api token", env("HUBSYNC_API_TOKEN=" + testAPIToken + ",too-short"), nil, []string{"HUBSYNC_API_TOKEN", "token 2 of 2", "16 characters"}},
+		{"short api token flag", env(), []string{"-api-token", "short"}, []string{"HUBSYNC_API_TOKEN", "16 characters"}},
+		{"short admin token", env("HUBSYNC_ADMIN_TOKEN=admin"), nil, []string{"HUBSYNC_ADMIN_TOKEN", "16 characters"}},
 	}
 	for _, tc := range cases {
 		code, _, errOut := runCmd(t, tc.env, append([]string{"serve"}, tc.args...)...)
@@ -73,7 +76,7 @@ func TestServeMappingFile(t *testing.T) {
 	testwait.For(t, "the HUBSYNC_PUBLIC_URL warning", func() bool {
 		return strings.Contains(svc.logs(), "HUBSYNC_PUBLIC_URL is not set")
 	})
-	code, body := svc.do(t, "POST", "/api/records/people", "", map[string]any{"fields": map[string]any{"email": "nick@example.com", "nick": "Nicky"}})
+	code, body := svc.do(t, "POST", "/api/records/people", testAPIToken, map[string]any{"fields": map[string]any{"email": "nick@example.com", "nick": "Nicky"}})
 	if code != http.StatusCreated {
 		t.Fatalf("create = %d %s", code, body)
 	}

@@ -11,9 +11,29 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-// databaseURLFlag adds -database-url, defaulting to HUBSYNC_DATABASE_URL.
+// databaseURLFlag adds -database-url, defaulting to HUBSYNC_DATABASE_URL. Its
+// default is shown by -h without the password.
 func databaseURLFlag(fs *flag.FlagSet) *string {
-	return fs.String("database-url", envOr("HUBSYNC_DATABASE_URL", databaseURLDefault), "database URL (HUBSYNC_DATABASE_URL): sqlite:PATH, postgres://..., mysql://...")
+	p := new(string)
+	*p = envOr("HUBSYNC_DATABASE_URL", databaseURLDefault)
+	fs.Var((*databaseURLValue)(p), "database-url", "database URL (HUBSYNC_DATABASE_URL): sqlite:PATH, postgres://..., mysql://...")
+	return p
+}
+
+// databaseURLValue is a flag.Value holding a database URL whose String, which
+// flag prints as the default in -h, hides the password (store.RedactURL).
+type databaseURLValue string
+
+func (v *databaseURLValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return store.RedactURL(string(*v))
+}
+
+func (v *databaseURLValue) Set(s string) error {
+	*v = databaseURLValue(s)
+	return nil
 }
 
 // openMigrated opens the database for an operator command. It never migrates:

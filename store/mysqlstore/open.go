@@ -3,6 +3,7 @@ package mysqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -33,11 +34,11 @@ const (
 func ParseURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if !strings.HasPrefix(raw, "mysql://") && !strings.HasPrefix(raw, "mariadb://") {
-		return "", fmt.Errorf("%w: %q is not a mysql:// URL", store.ErrDatabaseURL, raw)
+		return "", fmt.Errorf("%w: %q is not a mysql:// URL", store.ErrDatabaseURL, store.RedactURL(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", store.ErrDatabaseURL, err)
+		return "", fmt.Errorf("%w: %q: %v", store.ErrDatabaseURL, store.RedactURL(raw), errors.Unwrap(err))
 	}
 	db := strings.TrimPrefix(u.Path, "/")
 	if db == "" {

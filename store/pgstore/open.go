@@ -3,6 +3,7 @@ package pgstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -32,10 +33,10 @@ const (
 func ParseURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if !strings.HasPrefix(raw, "postgres://") && !strings.HasPrefix(raw, "postgresql://") {
-		return "", fmt.Errorf("%w: %q is not a postgres:// URL", store.ErrDatabaseURL, raw)
+		return "", fmt.Errorf("%w: %q is not a postgres:// URL", store.ErrDatabaseURL, store.RedactURL(raw))
 	}
 	if _, err := url.Parse(raw); err != nil {
-		return "", fmt.Errorf("%w: %v", store.ErrDatabaseURL, err)
+		return "", fmt.Errorf("%w: %q: %v", store.ErrDatabaseURL, store.RedactURL(raw), errors.Unwrap(err))
 	}
 	return raw, nil
 }

@@ -34,6 +34,7 @@ const gatePoll = 50 * time.Millisecond
 type driver struct {
 	w       Workload
 	api     string // base URL of the service
+	token   string // bearer token of the records API
 	http    *http.Client
 	sim     *hubspotsim.Server
 	st      store.Store
@@ -51,10 +52,10 @@ type driver struct {
 	conflicts   atomic.Int64
 }
 
-func newDriver(w Workload, api string, sim *hubspotsim.Server, st store.Store, q *queries) *driver {
+func newDriver(w Workload, api, token string, sim *hubspotsim.Server, st store.Store, q *queries) *driver {
 	n := len(w.Records)
 	return &driver{
-		w: w, api: api, sim: sim, st: st, links: links.New(st), queries: q,
+		w: w, api: api, token: token, sim: sim, st: st, links: links.New(st), queries: q,
 		http:    &http.Client{Timeout: 30 * time.Second},
 		localID: make([]string, n), version: make([]int64, n), hubspotID: make([]string, n),
 		skipped: map[int]string{},
@@ -155,6 +156,7 @@ func (d *driver) call(ctx context.Context, method, path string, body any) (recor
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+d.token)
 	resp, err := d.http.Do(req)
 	if err != nil {
 		return recordJSON{}, fmt.Errorf("%s %s: %w", method, path, err)

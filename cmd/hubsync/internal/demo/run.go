@@ -3,6 +3,8 @@ package demo
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -160,7 +162,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	m := mapping.Default()
+	// The records API the workload writes through needs a token; a random one
+	// lives as long as this run.
+	tokenBytes := make([]byte, 32)
+	if _, err := rand.Read(tokenBytes); err != nil {
+		return nil, fmt.Errorf("demo: API token: %w", err)
+	}
+	apiToken := hex.EncodeToString(tokenBytes)
 	srv, err := server.New(server.Config{
+		APITokens:           []string{apiToken},
 		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
 		Addr:                "127.0.0.1:0",
@@ -212,7 +222,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cfg.Seed, len(w.Local), counts[LocalCreate], counts[LocalUpdate], counts[LocalDelete], len(w.HubSpot), onOff(!cfg.NoFaults), RateLimit)
 	fmt.Fprintln(out, "records are edited on one side only: same-field edits on both sides within the sync latency may legitimately end differently")
 
-	d := newDriver(w, api, sim, st, q)
+	d := newDriver(w, api, apiToken, sim, st, q)
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
 

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestDatabasePasswordNeverShown: the database URL's password appears neither
+// in -h (where the environment's value is the flag's default) nor in the error
+// about a URL that does not parse, for serve and the operator commands.
+func TestDatabasePasswordNeverShown(t *testing.T) {
+	t.Parallel()
+	const password = "hunter2-sekret"
+	cases := []struct {
+		name string
+		url  string
+		args []string
+		// wantErr is what stderr must name besides the redacted URL.
+		wantErr string
+	}{
+		{"serve -h", "postgres://app:" + password + "@db:5432/crm", []string{"serve", "-h"}, "postgres://app:xxxxx@db:5432/crm"},
+		{"migrate -h", "mysql://app:" + password + "@db:3306/crm", []string{"migrate", "-h"}, "mysql://app:xxxxx@db:3306/crm"},
+		{"serve bad port", "postgres://app:" + password + "@db:port/crm", []string{"serve", "-webhooks=false", "-sync-worker=false", "-outbound-worker=false"}, "invalid port"},
+		{"migrate bad port", "mysql://app:" + password + "@db:port/crm", []string{"migrate", "status"}, "invalid port"},
+		{"status unknown scheme", "mongodb://app:" + password + "@db/crm", []string{"status"}, "unknown scheme"},
+	}
+	for _, tc := range cases {
+		_, stdout, stderr := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+tc.url), tc.args...)
+		if strings.Contains(stdout+stderr, password) {
+			t.Errorf("%s: output shows the password:\n%s%s", tc.name, stdout, stderr)
+		}
+		if !strings.Contains(stderr, tc.wantErr) {
+			t.Errorf("%s: stderr does not name %q:\n%s", tc.name, tc.wantErr, stderr)
+		}
+	}
+}

@@ -1,0 +1,96 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hubsync/hubsync/apply"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestSameTextAnswerOnEveryDatabase: a NUL character or invalid UTF-8, in a
+// field name or value, nested or not, is refused the same way on every
+// database (400 over HTTP, ErrInvalid from the library, a permanent failure
+// when applied from HubSpot) and nothing is written; valid text, non-ASCII
+// included, is stored as sent.
+func TestSameTextAnswerOnEveryDatabase(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		h := b.svc.Handler()
+		ok := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"ok@example.com","name":"Zoë ☃ 日本"}}`)
+		if ok.status != 201 || ok.body["fields"].(map[string]any)["name"] != "Zoë ☃ 日本" {
+			t.Fatalf("valid text = %d %v", ok.status, ok.body)
+		}
+		id := ok.body["id"].(string)
+		bad := map[string]string{
+			"NUL in a value":        `{"fields":{"name":"a\u0000b"}}`,
+			"NUL in a name":         `{"fields":{"na\u0000me":"x"}}`,
+			"NUL in a nested value": `{"fields":{"tags":["x",{"k":"\u0000"}]}}`,
+			"NUL in a nested key":   `{"fields":{"obj":{"a\u0000":1}}}`,
+			"invalid UTF-8 value":   "{\"fields\":{\"name\":\"a\xffb\"}}",
+			"invalid UTF-8 name":    "{\"fields\":{\"n\xc3\":\"x\"}}",
+		}
+		for name, body := range bad {
+			if r := call(t, h, "POST", "/api/records/contacts", body); r.status != 400 {
+				t.Errorf("%s: create = %d %v, want 400", name, r.status, r.body)
+			}
+			if r := call(t, h, "PATCH", "/api/records/contacts/"+id, strings.Replace(body, `{"fields"`, `{"version":1,"fields"`, 1)); r.status != 400 {
+				t.Errorf("%s: patch = %d %v, want 400", name, r.status, r.body)
+			}
+		}
+		for name, fields := range map[string]map[string]any{
+			"NUL":           {"name": "a\x00b"},
+			"invalid UTF-8": {"name": "a\xffb"},
+			"nested":        {"obj": map[string]any{"k": []any{"\x00"}}},
+		} {
+			if _, err := b.svc.Insert(ctx, "contacts", fields); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Insert %s: %v, want ErrInvalid", name, err)
+			}
+			if _, err := b.svc.Update(ctx, "contacts", id, 1, fields); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Update %s: %v, want ErrInvalid", name, err)
+			}
+			ch := apply.Change{Source: "hubspot", Kind: store.EventUpdate, ObjectType: "contacts", ExternalID: "9" + name, Fields: fields, OccurredAt: b.clock.Now()}
+			if _, err := b.svc.Apply(ctx, ch); !errors.Is(err, apply.ErrPermanent) {
+				t.Errorf("Apply %s: %v, want ErrPermanent", name, err)
+			}
+		}
+		recs, err := b.svc.List(ctx, "contacts", ListOptions{})
+		if err != nil || len(recs) != 1 || recs[0].Version != 1 {
+			t.Fatalf("after the refused writes: %d records (%v), first %+v; want the one valid record at version 1", len(recs), err, recs)
+		}
+	})
+}
+
+// unreadBody fails the test when read: the handler must answer from the
+// declared Content-Length alone.
+type unreadBody struct{ t *testing.T }
+
+func (b unreadBody) Read([]byte) (int, error) {
+	b.t.Error("the body was read")
+	return 0, io.EOF
+}
+
+func TestOversizedDeclaredBodyIsNotRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite, Config{})
+	h := b.svc.Handler()
+	for _, method := range []string{"POST", "PATCH"} {
+		path := "/api/records/contacts"
+		if method == "PATCH" {
+			path += "/x"
+		}
+		req := httptest.NewRequest(method, path, unreadBody{t})
+		req.ContentLength = MaxBodyBytes + 1
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 413 || w.Header().Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s with Content-Length %d = %d (nosniff %q), want 413", method, req.ContentLength, w.Code, w.Header().Get("X-Content-Type-Options"))
+		}
+	}
+}
