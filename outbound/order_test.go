@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
@@ -70,6 +71,68 @@ func TestSkewedReplicaClocks(t *testing.T) {
 			if o.Properties["firstname"] != "Three" || o.Properties["phone"] != "2" {
 				t.Fatalf("HubSpot has %v; want v3's first name (Three) and v2's phone (2); local is version %d", o.Properties, v3.Version)
 			}
+		})
+	}
+}
+
+// TestRequeuedDeadLetterSkewedClock: a change dead-lettered on a replica
+// whose clock was ahead, then overtaken by a newer change from a replica
+// whose clock is behind (so the newer event has the earlier CreatedDate), is
+// superseded when re-queued: HubSpot keeps the newer values.
+func TestRequeuedDeadLetterSkewedClock(t *testing.T) {
+	t.Parallel()
+	for _, d := range []store.Dialect{store.SQLite, store.Postgres, store.MySQL} {
+		t.Run(string(d), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, options{dialect: d})
+			w := b.worker(t, nil)
+			ctx := context.Background()
+			id := newWorkload(b, 1).insert(t, "contacts", map[string]any{"email": "dl-skew@example.com", "first_name": "One"})
+			b.drain(t, w)
+			replica := func(at time.Time) *records.Service {
+				t.Helper()
+				st := openStore(t, b.db, storetest.NewClock(at))
+				r, err := records.New(st, links.New(st), records.Config{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			setFaults := func(f hubspotsim.Faults) {
+				t.Helper()
+				if err := b.sim.SetFaults(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			aheadAt := b.clock.Now().Add(50 * time.Millisecond)
+			setFaults(hubspotsim.Faults{PartialFailure: 1})
+			v2, err := replica(aheadAt).Update(ctx, "contacts", id, 1, map[string]any{"first_name": "Two"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(100 * time.Millisecond)
+			b.drain(t, w)
+			dl, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: "hubspot"})
+			if err != nil || len(dl) != 1 {
+				t.Fatalf("dead letters %v (%v); want v2's event (the fault did not bite?)", dl, err)
+			}
+			setFaults(hubspotsim.Faults{})
+			if _, err := replica(aheadAt.Add(-50*time.Millisecond)).Update(ctx, "contacts", id, v2.Version, map[string]any{"first_name": "Three"}); err != nil {
+				t.Fatal(err)
+			}
+			b.drain(t, w)
+			b.verify(t, "contacts")
+
+			before := b.sim.Counters().Requests
+			if n, err := b.st.Outbound().Requeue(ctx, dl[0].ID); err != nil || n != 1 {
+				t.Fatalf("Requeue = %d, %v", n, err)
+			}
+			b.drain(t, w)
+			if got := b.sim.Counters().Requests - before; got != 0 {
+				t.Fatalf("the re-queued older change made %d calls, want 0 (superseded)", got)
+			}
+			b.verify(t, "contacts")
 		})
 	}
 }
