@@ -12,8 +12,8 @@ type tableData struct {
 	Key string
 	// Record are the columns that make two events belong to one record.
 	Record []string
-	// OpenIndex is the index on the record key over unfinished events
-	// (migration 003), which reads of a record's followers must use.
+	// OpenIndex is the index on the record key and Lane over unfinished
+	// events (migrations 003, 012), which reads of a record's followers must use.
 	OpenIndex string
 	// Columns are selected and scanned in this order.
 	Columns []string
