@@ -1,10 +1,12 @@
 package sqlq
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,7 +144,16 @@ func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent
 	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		out = make([]store.EnqueueResult, 0, len(evs))
 		if multi {
-			for _, p := range rows {
+			// Counters are taken record by record in one order for every
+			// batch (a stable sort keeps a record's events in batch order), so
+			// concurrent batches do not lock them in opposite orders.
+			byRecord := slices.Clone(rows)
+			slices.SortStableFunc(byRecord, func(a, b params) int {
+				return cmp.Or(strings.Compare(a["record_key"].(string), b["record_key"].(string)),
+					strings.Compare(a["object_type"].(string), b["object_type"].(string)),
+					strings.Compare(a["record_id"].(string), b["record_id"].(string)))
+			})
+			for _, p := range byRecord {
 				seq, err := r.nextSeq(ctx, SQLConn{tx}, p)
 				if err != nil {
 					return r.op("enqueue batch", err)

@@ -96,3 +96,31 @@ func testInboundLaneObjectType(t *testing.T, b *bundle) {
 	company := q.mustEnqueue(t, spec{Object: "companies", Record: "123"})
 	wantIDs(t, "claim while contact 123 is in backoff", q.mustClaim(t, 10, minute, "w1"), company)
 }
+
+// testBatchOrder checks that EnqueueBatch gives a record's events sequences
+// in batch order, whatever their CreatedDates say.
+func testBatchOrder(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	now := b.clock.Now()
+	ev := func(key string, created time.Time, object string) store.InboundEvent {
+		return store.InboundEvent{Source: keyDefault, ExternalID: "B", ObjectType: object, EventType: store.EventUpdate,
+			Payload: []byte(`{}`), IdempotencyKey: key, QueueState: store.QueueState{CreatedDate: created}}
+	}
+	res, err := b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{
+		ev("b-1", now, "contacts"), ev("b-2", now.Add(-time.Second), "companies"), ev("b-3", now.Add(-2*time.Second), "contacts"),
+	})
+	if err != nil || len(res) != 3 {
+		t.Fatalf("EnqueueBatch = %v, %v", res, err)
+	}
+	b.clock.Advance(time.Second)
+	c := b.q.mustClaim(t, 10, minute, "w1")
+	var contacts []string
+	for _, it := range c {
+		if it.Object == "contacts" {
+			contacts = append(contacts, it.ID)
+		}
+	}
+	if len(c) != 3 || len(contacts) != 2 || contacts[0] != res[0].ID || contacts[1] != res[2].ID {
+		t.Fatalf("claim = %v; want all three, contact B's two events in batch order %s, %s", c, res[0].ID, res[2].ID)
+	}
+}

@@ -53,6 +53,7 @@ var cases = []testCase{
 	{name: "RecordKey", run: testRecordKey},
 	{name: "OrderBySequence", run: testOrderBySequence},
 	{name: "RequeueToLaneEnd", run: testRequeueToLaneEnd},
+	{name: "BatchOrder", only: []store.Direction{store.DirectionInbound}, run: testBatchOrder},
 	{name: "InboundLaneObjectType", only: []store.Direction{store.DirectionInbound}, run: testInboundLaneObjectType},
 	{name: "BackoffAndMaxAttempts", run: testBackoff},
 	{name: "DeadLetterRequeue", run: testDeadLetters},
