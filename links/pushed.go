@@ -34,9 +34,14 @@ type Pushed struct {
 	// Deleted marks an archive (or a record that never reached the
 	// destination, or was deleted there): it is gone there.
 	Deleted bool
-	// EventDate is the creation time of the newest event the state came from:
-	// a record deleted and created again restarts its versions, so only an
-	// event created up to EventDate can be older than the state.
+	// Seq is the highest store Seq among the events the state came from: the
+	// database-assigned order of the record's changes. An event with a Seq up
+	// to it is not newer than the state (a record deleted and created again
+	// restarts its versions, but never its Seq). 0 for states stored before
+	// Seq existed.
+	Seq int64
+	// EventDate is the creation time of the newest event the state came from;
+	// only states and events without a Seq are ordered by it.
 	EventDate time.Time
 	// Carried are the owed fields (AddOwed) the write carried; PushedMany
 	// removes them from the record's owed fields in the same transaction.
@@ -82,7 +87,7 @@ func (l *Links) pushedChunk(ctx context.Context, tx store.DBTX, destination, obj
 	for rows.Next() {
 		var p Pushed
 		var fields sql.NullString
-		if err := rows.Scan(&p.RecordID, &p.ExternalID, &p.Version, &fields, &p.Deleted, dialectsql.TimeDest(&p.EventDate)); err != nil {
+		if err := rows.Scan(&p.RecordID, &p.ExternalID, &p.Version, &fields, &p.Deleted, dialectsql.TimeDest(&p.EventDate), &p.Seq); err != nil {
 			return fmt.Errorf("links: lookup pushed %s/%s: %w", destination, objectType, err)
 		}
 		if fields.Valid && fields.String != "null" {
@@ -106,7 +111,9 @@ func (l *Links) pushedChunk(ctx context.Context, tx store.DBTX, destination, obj
 // object type, in one transaction together with their links: a state that is
 // not Deleted links its record to its ExternalID (as LinkMany does, with its
 // ErrConflict); a Deleted state with no ExternalID unlinks its record (an
-// archive). It is all or nothing.
+// archive). It is all or nothing. A stored state is replaced only by a newer
+// one (a higher Seq; or the same Seq and a Version no lower), so the state
+// never moves backwards when an older write finishes last.
 func (l *Links) PushedMany(ctx context.Context, destination, objectType string, states []Pushed) error {
 	if len(states) == 0 {
 		return nil
@@ -123,6 +130,7 @@ type pushedRow struct {
 	F json.RawMessage `json:"f"`
 	D int             `json:"d"`
 	T int64           `json:"t"`
+	S int64           `json:"s"`
 }
 
 // PushedManyTx is PushedMany inside the caller's transaction.
@@ -165,7 +173,7 @@ func (l *Links) PushedManyTx(ctx context.Context, tx store.DBTX, destination, ob
 		rows := make([]pushedRow, len(chunk))
 		for i, rec := range chunk {
 			p := byRec[rec]
-			row := pushedRow{R: rec, E: p.ExternalID, V: p.Version, F: json.RawMessage("null"), T: p.EventDate.UnixMicro()}
+			row := pushedRow{R: rec, E: p.ExternalID, V: p.Version, F: json.RawMessage("null"), T: p.EventDate.UnixMicro(), S: p.Seq}
 			if p.Deleted {
 				row.D = 1
 			} else if p.Fields != nil {

@@ -64,3 +64,53 @@ func TestPushedMany(t *testing.T) {
 		}
 	})
 }
+
+// TestPushedNeverBackwards checks that an older state written last (two
+// outbound writers racing) does not replace a newer one: a higher Seq wins,
+// and with equal Seqs (states from before sequences) the higher Version.
+func TestPushedNeverBackwards(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		st := newStore(t, d)
+		l := links.New(st)
+		ctx := context.Background()
+		at := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
+		put := func(states ...links.Pushed) {
+			t.Helper()
+			if err := l.PushedMany(ctx, "hubspot", "contacts", states); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put(links.Pushed{RecordID: "a", ExternalID: "101", Version: 6, Seq: 6, Fields: map[string]any{"email": "new@x.io"}, EventDate: at},
+			links.Pushed{RecordID: "b", ExternalID: "102", Version: 6, Fields: map[string]any{"email": "new@x.io"}, EventDate: at})
+		// The older writes finish last; one state has a later EventDate (a
+		// replica whose clock is ahead) to show that dates do not decide.
+		put(links.Pushed{RecordID: "a", ExternalID: "101", Version: 5, Seq: 5, Fields: map[string]any{"email": "old@x.io"}, EventDate: at.Add(time.Minute)},
+			links.Pushed{RecordID: "b", ExternalID: "102", Version: 5, Fields: map[string]any{"email": "old@x.io"}, EventDate: at.Add(time.Minute)})
+		got, err := l.LookupPushedMany(ctx, "hubspot", "contacts", []string{"a", "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range []string{"a", "b"} {
+			if p := got[rec]; p.Version != 6 || p.Fields["email"] != "new@x.io" || !p.EventDate.Equal(at) {
+				t.Errorf("state of %s after an older write = %+v, want version 6 kept", rec, p)
+			}
+		}
+		if got["a"].Seq != 6 {
+			t.Errorf("Seq of a = %d, want 6", got["a"].Seq)
+		}
+		// A newer state replaces it, whatever its version (a record created
+		// again restarts its versions, never its Seq), and an equal one too.
+		put(links.Pushed{RecordID: "a", ExternalID: "101", Version: 1, Seq: 9, Fields: map[string]any{"email": "again@x.io"}, EventDate: at},
+			links.Pushed{RecordID: "b", ExternalID: "102", Version: 6, Fields: map[string]any{"email": "same@x.io"}, EventDate: at})
+		got, err = l.LookupPushedMany(ctx, "hubspot", "contacts", []string{"a", "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := got["a"]; p.Version != 1 || p.Seq != 9 || p.Fields["email"] != "again@x.io" {
+			t.Errorf("state of a after a newer write = %+v, want version 1 at Seq 9", p)
+		}
+		if p := got["b"]; p.Version != 6 || p.Fields["email"] != "same@x.io" {
+			t.Errorf("state of b after an equal write = %+v, want it replaced", p)
+		}
+	})
+}

@@ -1,7 +1,9 @@
 package outbound
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,8 +61,9 @@ func (k RecordKey) String() string { return k.ObjectType + "/" + k.RecordID }
 // RecordPlan is what one record's claimed events become.
 type RecordPlan struct {
 	Key RecordKey
-	// Events are the record's claimed events in creation order; they complete,
-	// retry or fail together.
+	// Events are the record's claimed events in Seq order (the order the
+	// database gave the record's changes); they complete, retry or fail
+	// together.
 	Events []store.OutboundEvent
 	Op     Op
 	// HubSpotType and IDProperty come from the record's mapping.
@@ -148,8 +151,9 @@ func (p Plan) Coalesced() int {
 }
 
 // BuildPlan coalesces claimed events per record and groups the records into
-// batch calls (seed 002's buildHubSpotPlan). events are in creation order per
-// record, as a claim returns them; links holds the known HubSpot id of each
+// batch calls (seed 002's buildHubSpotPlan). A record's events are taken in
+// Seq order, the order the database gave its changes (events without a Seq in
+// the order given); links holds the known HubSpot id of each
 // linked record; m maps local fields to HubSpot properties. BuildPlan is pure:
 // it makes no calls.
 //
@@ -176,9 +180,11 @@ func BuildPlan(events []store.OutboundEvent, links map[RecordKey]string, m *mapp
 // BuildPlanPushed is BuildPlan with the last state HubSpot accepted of each
 // record (links.Pushed; a state that is not Current for the record's link is
 // ignored). For a record whose last claimed event has a snapshot Version:
-//   - events whose version is not newer than the pushed state's, and that were
-//     created no later than it, are superseded: OpNone without a call (a
-//     re-queued dead letter must not set older values again);
+//   - events whose version is not newer than the pushed state's, and whose
+//     Seq is not higher than its Seq, are superseded: OpNone without a call (a
+//     re-queued dead letter keeps its Seq and must not set older values
+//     again). Only without Seqs (states or events from before them) does the
+//     creation date decide instead;
 //   - otherwise events not newer than the pushed state are skipped, and the
 //     write carries only what the remaining local events changed (never the
 //     difference between the pushed state and the snapshot, which would echo
@@ -212,6 +218,14 @@ func BuildPlanOwed(events []store.OutboundEvent, linked map[RecordKey]string, pu
 		r.Events = append(r.Events, e)
 	}
 	for _, r := range plan.Records {
+		// A claim hands a record's events out in Lane order, where a re-queued
+		// dead letter comes after the changes queued before its requeue; the
+		// changes themselves are ordered by Seq, so the highest Seq is the
+		// latest. Events without a Seq (built by hand) keep the order they
+		// came in.
+		if !slices.ContainsFunc(r.Events, func(e store.OutboundEvent) bool { return e.Seq == 0 }) {
+			slices.SortStableFunc(r.Events, func(a, b store.OutboundEvent) int { return cmp.Compare(a.Seq, b.Seq) })
+		}
 		var p *links.Pushed
 		if st, ok := pushed[r.Key]; ok && st.Current(linked[r.Key]) {
 			p = &st
@@ -264,22 +278,24 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 	last := evs[len(evs)-1]
 	version := last.version
 	var eventDate time.Time
+	var seq int64
 	for _, p := range evs {
 		if p.ev.CreatedDate.After(eventDate) {
 			eventDate = p.ev.CreatedDate
 		}
+		seq = max(seq, p.ev.Seq)
 	}
 	if version == 0 {
 		pushed = nil // no order to judge by: BuildPlan's behaviour
 	}
-	if pushed != nil && pushed.Version > 0 && version <= pushed.Version && !eventDate.After(pushed.EventDate) {
+	if pushed != nil && pushed.Version > 0 && version <= pushed.Version && notAfter(seq, eventDate, pushed) {
 		r.Op, r.Superseded = OpNone, true
 		r.Reason = fmt.Sprintf("superseded: version %d is not newer than version %d, which HubSpot already has", version, pushed.Version)
 		return
 	}
 
 	if last.ev.EventType == store.EventDelete {
-		gone := &links.Pushed{RecordID: r.Key.RecordID, Version: version, Deleted: true, EventDate: eventDate}
+		gone := &links.Pushed{RecordID: r.Key.RecordID, Version: version, Seq: seq, Deleted: true, EventDate: eventDate}
 		switch {
 		case last.sync:
 			r.Op, r.Reason = OpNone, "deleted in HubSpot itself"
@@ -294,7 +310,7 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 		r.Next = gone
 		return
 	}
-	r.Next = &links.Pushed{RecordID: r.Key.RecordID, ExternalID: linkedID, Version: version, Fields: last.new.Fields, EventDate: eventDate}
+	r.Next = &links.Pushed{RecordID: r.Key.RecordID, ExternalID: linkedID, Version: version, Seq: seq, Fields: last.new.Fields, EventDate: eventDate}
 	if pushed != nil && pushed.Deleted {
 		pushed = nil // a new life of the record: nothing of it is in HubSpot
 	}
@@ -312,7 +328,7 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 	var baseline map[string]string // the values before the first considered event
 	first := true
 	for _, p := range evs {
-		if pushed != nil && p.version > 0 && p.version <= pushed.Version && !p.ev.CreatedDate.After(pushed.EventDate) {
+		if pushed != nil && p.version > 0 && p.version <= pushed.Version && notAfter(p.ev.Seq, p.ev.CreatedDate, pushed) {
 			continue // already in HubSpot's state
 		}
 		if first {
@@ -389,6 +405,19 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 		return
 	}
 	r.Op = OpCreate
+}
+
+// notAfter reports whether a change with this Seq (and creation date) is not
+// newer than the pushed state. Seqs are the database's order of the record's
+// changes and never restart, so they decide whenever both sides have one; a
+// re-queued dead letter keeps its Seq and so is recognised as old. Only a
+// state or event from before sequences existed falls back to creation dates,
+// which depend on the enqueueing processes' clocks.
+func notAfter(seq int64, created time.Time, pushed *links.Pushed) bool {
+	if seq > 0 && pushed.Seq > 0 {
+		return seq <= pushed.Seq
+	}
+	return !created.After(pushed.EventDate)
 }
 
 func fieldsOf(s *outbox.Snapshot) map[string]any {

@@ -9,8 +9,9 @@
 // subscribers must be idempotent. A relay that dies mid-batch leaves its leases to
 // expire; another relay then claims and delivers those events again.
 //
-// A claim hands out each record's head (its earliest unfinished event) with the
-// record's later events that are already due, in creation order, and no other
+// A claim hands out each record's head (its first unfinished event) with the
+// record's later events that are already due, in the order the database
+// assigned them (store.QueueState.Lane, see the store package), and no other
 // claim gets an event of that record meanwhile; the relay keeps that order by
 // delivering a batch one event at a time and, when an event fails, holding back
 // the later events of its record in the same batch.

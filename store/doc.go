@@ -26,27 +26,55 @@
 // expired lease makes the row claimable without any sweep.
 //
 // Events belong to records: (Destination, ObjectType, RecordID) for outbound,
-// (ObjectType, RecordID) for internal and (Source, ExternalID) for inbound events.
-// A record's head is its earliest unfinished (pending or processing) event. A
-// claim takes up to ClaimParams.Limit heads that are due and whose record has no
-// live lease, and in the same transaction the events that follow each head
-// (CreatedDate, Id order) while they are due, stopping at the first one that is
-// not (an event in backoff blocks the ones behind it), at most
-// ClaimParams.MaxPerRecord events per record. So a claim returns a record's due
-// events together, in order, and may return more than Limit events; results are
-// ordered by (CreatedDate, Id). No claim hands out an event of a record while
-// another claimer holds a live lease on that record: followers are never heads
-// while their head is unfinished, so only the claimer that took the head can take
-// them. Failed and processed events do not block their record. ClaimIDs takes only
-// the named events that are heads.
+// (ObjectType, RecordID) for internal and (Source, ObjectType, ExternalID) for
+// inbound events (a contact and a company with the same external id are two
+// records, so one's backoff never holds the other).
 //
-// Requeue of a dead letter returns it to pending in its original place. If it is
-// requeued while a later event of its record is being claimed (PostgreSQL, MySQL;
-// SQLite has one writer and no such race), both can be out at once: the claim's
-// snapshot still saw the dead letter as failed. Handing out followers does not
-// widen this: whoever claims the requeued event cannot take the other claimer's
-// events as its followers, so each event still goes out once. Requeue dead
-// letters of records that have nothing in flight, or accept a short overlap.
+// # Order
+//
+// A record's events are ordered by a sequence the database assigns, never by
+// a clock. Every enqueue increments its record's counter (table
+// hubsync_record_seq, one row per queue and record) with an upsert in the
+// enqueueing transaction and stores the new value as the event's Seq. The
+// upsert keeps the counter row locked until that transaction ends, so a
+// concurrent enqueue of the same record waits for it and then reads the
+// committed value: a record's Seqs grow in the order its transactions commit,
+// on every replica and across clock steps, while CreatedDate is only the
+// enqueueing process's clock. (Two other designs were set aside: an identity
+// or auto-increment column is assigned when the row is inserted, not when it
+// commits, so under concurrent transactions its order can differ from commit
+// order; and the snapshot's record version is the application's, which the
+// store cannot guarantee for events it did not write.) Counters are never
+// reset, not even by Cleanup, so a record deleted and created again keeps
+// counting up. The cost is one counter row per record and queue, and that
+// enqueues of one record serialise on it, as its writes usually do already.
+//
+// Seq never changes. Lane, the event's place in its record's claim order, is
+// Seq at enqueue. A record's head is its unfinished (pending or processing)
+// event with the lowest Lane. A claim takes up to ClaimParams.Limit heads that
+// are due and whose record has no live lease, and in the same transaction the
+// events that follow each head in Lane order while they are due, stopping at
+// the first one that is not (an event in backoff blocks the ones behind it),
+// at most ClaimParams.MaxPerRecord events per record. So a claim returns a
+// record's due events together, in Lane order, and may return more than Limit
+// events. Different records are interleaved by (CreatedDate, Id) of their
+// events, which only decides which record goes first (fairness), never the
+// order within a record. No claim hands out an event of a record while another
+// claimer holds a live lease on that record: followers are never heads while
+// their head is unfinished, so only the claimer that took the head can take
+// them. Failed and processed events do not block their record. ClaimIDs takes
+// only the named events that are heads.
+//
+// Requeue and RequeueAll return a dead letter to pending with a new Lane from
+// its record's counter: it goes to the end of its record's lane, behind every
+// event the record queued before the requeue committed, and keeps its Seq. A
+// later change of the record that was already queued is therefore claimed,
+// and finished, before the re-queued one, never at the same time; and the
+// consumer still sees by its Seq that it is the older change. The outbound
+// worker completes such an event without a call when the state HubSpot
+// already has (links.Pushed) comes from a higher Seq, so a re-queued dead
+// letter never regresses HubSpot; the pushed state itself only ever moves to
+// a higher Seq.
 //
 // The backends live in subpackages (sqlitestore, pgstore, mysqlstore) and pass one
 // conformance suite, storetest.Exercise.

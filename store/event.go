@@ -56,6 +56,15 @@ type Lease struct {
 // QueueState is the bookkeeping every queued event carries. Enqueue ignores it
 // except CreatedDate, which defaults to the store's clock.
 type QueueState struct {
+	// Seq is the event's sequence within its record, assigned by the database in
+	// the enqueueing transaction: a record's events have increasing Seq in the
+	// order their transactions committed, whatever the enqueueing clocks said.
+	// It never changes; a higher Seq is a later change (see the package doc).
+	Seq int64
+	// Lane is the event's place in its record's claim order: Seq at enqueue,
+	// and a new sequence, after every other event of the record, when a dead
+	// letter is re-queued. Claims hand out a record's events in Lane order.
+	Lane             int64
 	Status           Status
 	RetryCount       int    // failed attempts so far; reset by a dead-letter requeue
 	Attempt          int    // claims so far; the fencing value of the current lease

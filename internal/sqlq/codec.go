@@ -57,7 +57,7 @@ func (c nullString) Scan(src any) error {
 // of stateColumns.
 func stateTargets(q *store.QueueState) []any {
 	return []any{
-		(*string)(&q.Status), &q.RetryCount, &q.Attempt, nullString{&q.ErrorMessage},
+		&q.Seq, &q.Lane, (*string)(&q.Status), &q.RetryCount, &q.Attempt, nullString{&q.ErrorMessage},
 		timeCol{dst: &q.NextAttemptDate}, nullString{&q.LeaseOwner}, timeCol{ptr: &q.LeaseExpiresDate},
 		timeCol{ptr: &q.ProcessedDate}, timeCol{dst: &q.CreatedDate}, timeCol{dst: &q.LastModifiedDate},
 	}
@@ -65,7 +65,7 @@ func stateTargets(q *store.QueueState) []any {
 
 // stateColumns are the bookkeeping columns every queue has.
 var stateColumns = []string{
-	"Status", "RetryCount", "Attempt", "ErrorMessage", "NextAttemptDate",
+	"Seq", "Lane", "Status", "RetryCount", "Attempt", "ErrorMessage", "NextAttemptDate",
 	"LeaseOwner", "LeaseExpiresDate", "ProcessedDate", "CreatedDate", "LastModifiedDate",
 }
 

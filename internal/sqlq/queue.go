@@ -27,7 +27,7 @@ func newQueue[E any](s *Store, def queueDef[E]) (*Queue[E], error) {
 		return nil, err
 	}
 	need := []string{"Insert", "Get", "Pending", "Complete", "Fail", "RetryCount", "Retry", "Release",
-		"Cleanup", "DeadLetters", "Requeue", "RequeueAll", "Stats"}
+		"Cleanup", "DeadLetters", "Requeue", "Stats", "NextSeq", "FailedByID", "FailedByKey"}
 	if def.data.Dir == store.DirectionInbound {
 		need = append(need, "IDByIdempotencyKey")
 	}
@@ -113,13 +113,38 @@ func (qu *Queue[E]) strs(ctx context.Context, on querier, name string, p params)
 	return out, rows.Err()
 }
 
-// sortEvents puts events in claim order: (CreatedDate, Id).
+// sortEvents puts events in claim order: records by their first event's
+// (CreatedDate, Id), and each record's events in Lane order, in the places
+// its events hold. CreatedDate only interleaves different records; within a
+// record the database-assigned Lane alone decides.
 func (qu *Queue[E]) sortEvents(evs []E) {
 	slices.SortFunc(evs, func(a, b E) int {
 		ia, sa := qu.def.state(&a)
 		ib, sb := qu.def.state(&b)
 		return cmp.Or(sa.CreatedDate.Compare(sb.CreatedDate), strings.Compare(ia, ib))
 	})
+	byRecord := map[[3]string][]int{} // positions of each record's events
+	for i := range evs {
+		k := qu.def.record(&evs[i])
+		byRecord[k] = append(byRecord[k], i)
+	}
+	for _, pos := range byRecord {
+		if len(pos) < 2 {
+			continue
+		}
+		group := make([]E, len(pos))
+		for j, i := range pos {
+			group[j] = evs[i]
+		}
+		slices.SortFunc(group, func(a, b E) int {
+			ia, sa := qu.def.state(&a)
+			ib, sb := qu.def.state(&b)
+			return cmp.Or(cmp.Compare(sa.Lane, sb.Lane), strings.Compare(ia, ib))
+		})
+		for j, i := range pos {
+			evs[i] = group[j]
+		}
+	}
 }
 
 // Get reads one event; store.ErrNotFound when absent.
@@ -264,9 +289,9 @@ func (qu *Queue[E]) followers(ctx context.Context, tx *sql.Tx, args params, perR
 	var stopped bool
 	for rows.Next() {
 		var id, h string
-		var created time.Time
+		var lane int64
 		var due int
-		if err := rows.Scan(&id, timeCol{dst: &created}, &h, &due); err != nil {
+		if err := rows.Scan(&id, &lane, &h, &due); err != nil {
 			return nil, err
 		}
 		if h != head { // rows come grouped by head, each group in claim order
@@ -491,14 +516,23 @@ func (qu *Queue[E]) DeadLetters(ctx context.Context, f store.DeadLetterFilter) (
 	return evs, nil
 }
 
-// Requeue returns the named failed events to pending with RetryCount 0.
+// Requeue returns the named failed events to pending with RetryCount 0, each
+// at the end of its record's lane (requeue).
 func (qu *Queue[E]) Requeue(ctx context.Context, ids ...string) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	unlock := qu.s.lockWrites()
-	n, err := qu.exec(ctx, qu.s.db, "Requeue", params{"ids": idsJSON(ids), "now": qu.s.encodeTime(qu.s.now())})
-	unlock()
+	n, err := qu.requeue(ctx, func(tx *sql.Tx) ([]failedEvent, error) {
+		var out []failedEvent
+		for _, id := range ids {
+			evs, err := qu.failed(ctx, tx, "FailedByID", params{"id": id})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, evs...)
+		}
+		return out, nil
+	})
 	if err != nil {
 		return 0, qu.op("requeue", err)
 	}
@@ -506,15 +540,68 @@ func (qu *Queue[E]) Requeue(ctx context.Context, ids ...string) (int64, error) {
 }
 
 // RequeueAll returns every failed event of one key (of the queue, for a queue
-// without keys) to pending.
+// without keys) to pending, each at the end of its record's lane.
 func (qu *Queue[E]) RequeueAll(ctx context.Context, key string) (int64, error) {
-	unlock := qu.s.lockWrites()
-	n, err := qu.exec(ctx, qu.s.db, "RequeueAll", params{"key": key, "now": qu.s.encodeTime(qu.s.now())})
-	unlock()
+	n, err := qu.requeue(ctx, func(tx *sql.Tx) ([]failedEvent, error) {
+		return qu.failed(ctx, tx, "FailedByKey", params{"key": key})
+	})
 	if err != nil {
 		return 0, qu.op("requeue all", err)
 	}
 	return n, nil
+}
+
+// failedEvent is a dead letter about to be re-queued, with its record.
+type failedEvent struct {
+	id        string
+	recordKey params
+}
+
+func (qu *Queue[E]) failed(ctx context.Context, tx *sql.Tx, name string, p params) ([]failedEvent, error) {
+	rows, err := qu.rows(ctx, tx, name, p)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []failedEvent
+	for rows.Next() {
+		var id, key, objectType, recordID string
+		if err := rows.Scan(&id, &key, &objectType, &recordID); err != nil {
+			return nil, err
+		}
+		out = append(out, failedEvent{id: id, recordKey: params{"record_key": key, "object_type": objectType, "record_id": recordID}})
+	}
+	return out, rows.Err()
+}
+
+// requeue returns the dead letters that list finds to pending, in one
+// transaction. Each gets a new Lane from its record's counter: it goes to the
+// end of its record's lane, behind every event enqueued before the requeue, so
+// it is never out at the same time as, nor applied after, a later change of
+// its record that was already queued (store/doc.go).
+func (qu *Queue[E]) requeue(ctx context.Context, list func(tx *sql.Tx) ([]failedEvent, error)) (int64, error) {
+	var total int64
+	err := qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
+		total = 0
+		evs, err := list(tx)
+		if err != nil {
+			return err
+		}
+		now := qu.s.encodeTime(qu.s.now())
+		for _, e := range evs {
+			lane, err := qu.nextSeq(ctx, SQLConn{tx}, e.recordKey)
+			if err != nil {
+				return err
+			}
+			n, err := qu.exec(ctx, tx, "Requeue", params{"id": e.id, "lane": lane, "now": now})
+			if err != nil {
+				return err
+			}
+			total += n
+		}
+		return nil
+	})
+	return total, err
 }
 
 func (qu *Queue[E]) stats(ctx context.Context) ([]store.StatsRow, error) {
@@ -534,9 +621,39 @@ func (qu *Queue[E]) stats(ctx context.Context) ([]store.StatsRow, error) {
 	return out, rows.Err()
 }
 
+// nextSeq increments the sequence counter of the record that p names
+// (record_key, object_type, record_id) in c's transaction and returns the new
+// value. The counter row stays locked until that transaction ends, so a
+// record's sequences are handed out in the order their transactions commit.
+func (qu *Queue[E]) nextSeq(ctx context.Context, c Conn, p params) (int64, error) {
+	p["queue"] = string(qu.def.data.Dir)
+	q := qu.q["NextSeq"]
+	args, err := q.args(p)
+	if err != nil {
+		return 0, err
+	}
+	if get, ok := qu.q["NextSeqGet"]; ok { // an upsert that cannot return the value
+		if _, err := c.Exec(ctx, q.text, args...); err != nil {
+			return 0, fmt.Errorf("next sequence: %w", err)
+		}
+		q, args = get, mustArgs(get, p)
+	}
+	var seq int64
+	if err := c.QueryRow(ctx, q.text, args, &seq); err != nil {
+		return 0, fmt.Errorf("next sequence: %w", err)
+	}
+	return seq, nil
+}
+
 // insert writes one event through c. key is the idempotency key, "" for queues
 // without one.
+// It first takes the event's sequence from its record's counter (nextSeq).
 func (qu *Queue[E]) insert(ctx context.Context, c Conn, p params, idemKey string) (store.EnqueueResult, error) {
+	seq, err := qu.nextSeq(ctx, c, p)
+	if err != nil {
+		return store.EnqueueResult{}, err
+	}
+	p["seq"] = seq
 	q := qu.q["Insert"]
 	args, err := q.args(p)
 	if err != nil {

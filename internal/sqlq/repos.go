@@ -1,10 +1,12 @@
 package sqlq
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -85,6 +87,7 @@ func (r *InboundRepo) params(ev store.InboundEvent) (params, error) {
 		"id": id, "source": ev.Source, "external_id": ev.ExternalID, "object_type": ev.ObjectType,
 		"event_type": ev.EventType, "payload": encodeJSON(ev.Payload), "raw_payload": encodeJSON(ev.RawPayload),
 		"idempotency_key": ev.IdempotencyKey, "created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()),
+		"record_key": ev.Source, "record_id": ev.ExternalID,
 	}, nil
 }
 
@@ -141,6 +144,22 @@ func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent
 	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) error {
 		out = make([]store.EnqueueResult, 0, len(evs))
 		if multi {
+			// Counters are taken record by record in one order for every
+			// batch (a stable sort keeps a record's events in batch order), so
+			// concurrent batches do not lock them in opposite orders.
+			byRecord := slices.Clone(rows)
+			slices.SortStableFunc(byRecord, func(a, b params) int {
+				return cmp.Or(strings.Compare(a["record_key"].(string), b["record_key"].(string)),
+					strings.Compare(a["object_type"].(string), b["object_type"].(string)),
+					strings.Compare(a["record_id"].(string), b["record_id"].(string)))
+			})
+			for _, p := range byRecord {
+				seq, err := r.nextSeq(ctx, SQLConn{tx}, p)
+				if err != nil {
+					return r.op("enqueue batch", err)
+				}
+				p["seq"] = seq
+			}
 			var err error
 			out, err = r.insertBatch(ctx, tx, batch, rows)
 			return err
@@ -226,7 +245,7 @@ func (r *OutboundRepo) params(ev store.OutboundEvent) (params, error) {
 	return params{
 		"id": id, "destination": ev.Destination, "object_type": ev.ObjectType, "record_id": ev.RecordID,
 		"event_type": ev.EventType, "payload": encodeJSON(ev.Payload), "old_payload": encodeJSON(ev.OldPayload),
-		"created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()),
+		"created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()), "record_key": ev.Destination,
 	}, nil
 }
 
@@ -245,8 +264,12 @@ func (r *OutboundRepo) EnqueueConn(ctx context.Context, c Conn, ev store.Outboun
 
 // Enqueue inserts an event in its own transaction.
 func (r *OutboundRepo) Enqueue(ctx context.Context, ev store.OutboundEvent) (store.EnqueueResult, error) {
-	defer r.s.lockWrites()()
-	return r.EnqueueConn(ctx, SQLConn{r.s.db}, ev)
+	var res store.EnqueueResult
+	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) (err error) {
+		res, err = r.EnqueueConn(ctx, SQLConn{tx}, ev)
+		return err
+	})
+	return res, err
 }
 
 // EnqueueTx inserts an event inside the caller's transaction.
@@ -268,7 +291,7 @@ func (r *InternalRepo) params(ev store.InternalEvent) (params, error) {
 	return params{
 		"id": id, "event_type": ev.EventType, "object_type": ev.ObjectType, "record_id": ev.RecordID,
 		"payload": encodeJSON(ev.Payload), "metadata": encodeJSON(ev.Metadata),
-		"created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()),
+		"created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()), "record_key": "",
 	}, nil
 }
 
@@ -287,8 +310,12 @@ func (r *InternalRepo) EnqueueConn(ctx context.Context, c Conn, ev store.Interna
 
 // Enqueue inserts an event in its own transaction.
 func (r *InternalRepo) Enqueue(ctx context.Context, ev store.InternalEvent) (store.EnqueueResult, error) {
-	defer r.s.lockWrites()()
-	return r.EnqueueConn(ctx, SQLConn{r.s.db}, ev)
+	var res store.EnqueueResult
+	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) (err error) {
+		res, err = r.EnqueueConn(ctx, SQLConn{tx}, ev)
+		return err
+	})
+	return res, err
 }
 
 // EnqueueTx inserts an event inside the caller's transaction.

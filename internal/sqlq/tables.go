@@ -12,8 +12,8 @@ type tableData struct {
 	Key string
 	// Record are the columns that make two events belong to one record.
 	Record []string
-	// OpenIndex is the index on the record key over unfinished events
-	// (migration 003), which reads of a record's followers must use.
+	// OpenIndex is the index on the record key and Lane over unfinished
+	// events (migrations 003, 012), which reads of a record's followers must use.
 	OpenIndex string
 	// Columns are selected and scanned in this order.
 	Columns []string
@@ -32,6 +32,8 @@ type queueDef[E any] struct {
 	targets func(e *E) []any
 	// state returns the event's id and bookkeeping.
 	state func(e *E) (string, *store.QueueState)
+	// record returns the event's record key as one comparable value.
+	record func(e *E) [3]string
 }
 
 func withState(cols ...string) []string { return append(cols, stateColumns...) }
@@ -41,7 +43,7 @@ var inboundDef = queueDef[store.InboundEvent]{
 		Table:     "_System_IntegrationInbound",
 		Dir:       store.DirectionInbound,
 		Key:       "Source",
-		Record:    []string{"Source", "ExternalID"},
+		Record:    []string{"Source", "ObjectType", "ExternalID"},
 		OpenIndex: "idx_inbound_open",
 		Columns:   withState("Id", "Source", "ExternalID", "ObjectType", "EventType", "Payload", "RawPayload", "IdempotencyKey"),
 	},
@@ -49,7 +51,8 @@ var inboundDef = queueDef[store.InboundEvent]{
 		return append([]any{&e.ID, &e.Source, &e.ExternalID, &e.ObjectType, &e.EventType,
 			jsonCol{&e.Payload}, jsonCol{&e.RawPayload}, &e.IdempotencyKey}, stateTargets(&e.QueueState)...)
 	},
-	state: func(e *store.InboundEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+	state:  func(e *store.InboundEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+	record: func(e *store.InboundEvent) [3]string { return [3]string{e.Source, e.ObjectType, e.ExternalID} },
 }
 
 var outboundDef = queueDef[store.OutboundEvent]{
@@ -65,7 +68,8 @@ var outboundDef = queueDef[store.OutboundEvent]{
 		return append([]any{&e.ID, &e.Destination, &e.ObjectType, &e.RecordID, &e.EventType,
 			jsonCol{&e.Payload}, jsonCol{&e.OldPayload}}, stateTargets(&e.QueueState)...)
 	},
-	state: func(e *store.OutboundEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+	state:  func(e *store.OutboundEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+	record: func(e *store.OutboundEvent) [3]string { return [3]string{e.Destination, e.ObjectType, e.RecordID} },
 }
 
 var internalDef = queueDef[store.InternalEvent]{
@@ -80,5 +84,6 @@ var internalDef = queueDef[store.InternalEvent]{
 		return append([]any{&e.ID, &e.EventType, &e.ObjectType, &e.RecordID,
 			jsonCol{&e.Payload}, jsonCol{&e.Metadata}}, stateTargets(&e.QueueState)...)
 	},
-	state: func(e *store.InternalEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+	state:  func(e *store.InternalEvent) (string, *store.QueueState) { return e.ID, &e.QueueState },
+	record: func(e *store.InternalEvent) [3]string { return [3]string{"", e.ObjectType, e.RecordID} },
 }

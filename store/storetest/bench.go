@@ -41,7 +41,9 @@ func FillOutbound(ctx context.Context, s store.Store, destination, idPrefix stri
 // FillOutboundRecords is FillOutbound with the n events spread round-robin over
 // records records: event i (from 1) belongs to record idPrefix followed by
 // (i-1)%records+1, so each record's events interleave with the others' in
-// creation order, as the changes of hot records do.
+// creation order, as the changes of hot records do. Each event's Seq and Lane
+// is its place among its record's events; the records' sequence counters
+// (hubsync_record_seq) are not advanced, so do not Enqueue onto filled records.
 func FillOutboundRecords(ctx context.Context, s store.Store, destination, idPrefix string, n, records int, base time.Time) error {
 	if records < 1 {
 		return fmt.Errorf("fill outbound: records must be at least 1, got %d", records)

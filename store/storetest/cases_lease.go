@@ -148,7 +148,8 @@ func testRecordKey(t *testing.T, b *bundle) {
 		sf := q.mustEnqueue(t, spec{Key: "salesforce", Object: "contacts", Record: "7"})
 		wantIDs(t, "outbound claim for another destination, same object and record", q.mustClaimKey(t, "salesforce", 10, minute, "w2"), sf)
 	case store.DirectionInbound:
-		// (Source, ExternalID)
+		// (Source, ObjectType, ExternalID)
+		other = append(other, q.mustEnqueue(t, spec{Key: "hubspot", Object: "companies", Record: "7"}))
 		other = append(other, q.mustEnqueue(t, spec{Key: "hubspot", Object: "contacts", Record: "70"}))
 		other = append(other, q.mustEnqueue(t, spec{Key: "hubspot", Object: "contacts", Record: "07"}))
 		sf := q.mustEnqueue(t, spec{Key: "salesforce", Object: "contacts", Record: "7"})

@@ -1,17 +1,17 @@
 {{if eq .Dir "inbound"}}
 INSERT INTO _System_IntegrationInbound (Id, Source, ExternalID, ObjectType, EventType, Payload, RawPayload,
-    IdempotencyKey, Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+    IdempotencyKey, Status, RetryCount, Attempt, Seq, Lane, CreatedDate, LastModifiedDate, NextAttemptDate)
 VALUES (@id, @source, @external_id, @object_type, @event_type, @payload, @raw_payload,
-    @idempotency_key, 'pending', 0, 0, @created, @now, @created)
+    @idempotency_key, 'pending', 0, 0, @seq, @seq, @created, @now, @created)
 ON CONFLICT (IdempotencyKey) DO NOTHING
 {{else if eq .Dir "outbound"}}
 INSERT INTO _System_IntegrationOutbound (Id, Destination, ObjectType, RecordID, EventType, Payload, OldPayload,
-    Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+    Status, RetryCount, Attempt, Seq, Lane, CreatedDate, LastModifiedDate, NextAttemptDate)
 VALUES (@id, @destination, @object_type, @record_id, @event_type, @payload, @old_payload,
-    'pending', 0, 0, @created, @now, @created)
+    'pending', 0, 0, @seq, @seq, @created, @now, @created)
 {{else}}
 INSERT INTO _System_OutboxEvent (Id, EventType, ObjectType, RecordID, Payload, Metadata,
-    Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+    Status, RetryCount, Attempt, Seq, Lane, CreatedDate, LastModifiedDate, NextAttemptDate)
 VALUES (@id, @event_type, @object_type, @record_id, @payload, @metadata,
-    'pending', 0, 0, @created, @now, @created)
+    'pending', 0, 0, @seq, @seq, @created, @now, @created)
 {{end}}

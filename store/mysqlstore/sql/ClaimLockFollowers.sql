@@ -5,11 +5,11 @@
 -- and read as last committed, as locking reads are. No other claimer waits for
 -- them: while a head is unfinished no follower of it is a head, so no other
 -- claim selects one, and only this transaction holds the head.
-SELECT STRAIGHT_JOIN f.Id, f.CreatedDate, h.Id,
+SELECT STRAIGHT_JOIN f.Id, f.Lane, h.Id,
     CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
            OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now) THEN 1 ELSE 0 END
 FROM {{template "ids"}} JOIN {{.Table}} h ON h.Id = j.Id
 JOIN {{.Table}} f FORCE INDEX ({{.OpenIndex}}) ON {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
-    AND (f.CreatedDate > h.CreatedDate OR (f.CreatedDate = h.CreatedDate AND f.Id > h.Id))
-ORDER BY h.Id, f.CreatedDate, f.Id
+    AND f.Lane > h.Lane
+ORDER BY h.Id, f.Lane
 FOR UPDATE

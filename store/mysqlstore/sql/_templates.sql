@@ -16,8 +16,7 @@
 {{define "unblocked"}}NOT EXISTS (
         SELECT 1 FROM {{.Table}} x
         WHERE {{same . "x" "e"}} AND x.Id <> e.Id AND x.Status IN ('pending', 'processing')
-          AND (x.CreatedDate < e.CreatedDate OR (x.CreatedDate = e.CreatedDate AND x.Id < e.Id)
-            OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
+          AND (x.Lane < e.Lane OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
 {{end}}
 
 {{define "pending"}}SELECT e.Id, e.CreatedDate FROM {{.Table}} e

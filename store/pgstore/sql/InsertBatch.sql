@@ -7,12 +7,12 @@
 WITH input AS (
     SELECT * FROM jsonb_to_recordset(@events::jsonb) AS e(ord int, id text, source text, external_id text,
         object_type text, event_type text, payload text, raw_payload text, idempotency_key text,
-        created timestamptz)
+        seq bigint, created timestamptz)
 ), ins AS (
     INSERT INTO _System_IntegrationInbound (Id, Source, ExternalID, ObjectType, EventType, Payload, RawPayload,
-        IdempotencyKey, Status, RetryCount, Attempt, CreatedDate, LastModifiedDate, NextAttemptDate)
+        IdempotencyKey, Status, RetryCount, Attempt, Seq, Lane, CreatedDate, LastModifiedDate, NextAttemptDate)
     SELECT id, source, external_id, object_type, event_type, payload::jsonb, raw_payload::json,
-        idempotency_key, 'pending', 0, 0, created, @now, created
+        idempotency_key, 'pending', 0, 0, seq, seq, created, @now, created
     FROM input ORDER BY ord
     ON CONFLICT (IdempotencyKey) DO NOTHING
     RETURNING Id

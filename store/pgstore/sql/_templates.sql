@@ -11,15 +11,15 @@
 {{/* A candidate e is the head of its record: the record's earliest unfinished
      event, and no other event of the record holds a live lease. So a record is
      out to at most one claim at a time (its head, with the followers that
-     claim takes), in creation order; failed and processed
+     claim takes), in Lane order (the database-assigned sequence); failed and processed
      events do not block. Concurrent claimers cannot both take events of one
      record: a later event is not its record's first unfinished one in any
      snapshot, and the head itself is arbitrated by its row lock (a claimer that
      finds it claimed after the lock re-evaluates the row and drops it).
 
      Both checks are one index probe each, whatever the record's backlog: the
-     first entry of the record's unfinished events (idx_*_open, in CreatedDate
-     order), and the record's live leases (idx_*_lease, migrations 008, 009). The
+     first entry of the record's unfinished events (idx_*_open, in Lane
+     order, migration 012), and the record's live leases (idx_*_lease, migrations 008, 009). The
      NOT EXISTS over earlier events that this replaced was planned on the
      record's whole history (idx_outbound_record) and cost each candidate time
      in proportion to its record's past and present events.
@@ -38,7 +38,7 @@
 {{define "head"}}e.Id = (
         SELECT x.Id FROM {{.Table}} x
         WHERE {{same . "x" "e"}} AND x.Status IN ('pending', 'processing')
-        ORDER BY x.CreatedDate, x.Id LIMIT 1)
+        ORDER BY x.Lane LIMIT 1)
       AND NOT EXISTS (
         SELECT 1 FROM {{.Table}} x
         WHERE {{same . "x" "e"}} AND x.LeaseExpiresDate >= @now OFFSET 0)
@@ -113,7 +113,7 @@
     CROSS JOIN LATERAL (
         SELECT x.Id FROM {{.Table}} x
         WHERE {{same . "x" "r"}} AND x.Status IN ('pending', 'processing')
-        ORDER BY x.CreatedDate, x.Id LIMIT 1) h
+        ORDER BY x.Lane LIMIT 1) h
     JOIN {{.Table}} e ON e.Id = h.Id
     WHERE e.Status = 'pending' AND e.NextAttemptDate <= @now AND e.CreatedDate > (SELECT upto FROM win)
       AND {{template "head" .}}
@@ -147,11 +147,11 @@
     CROSS JOIN LATERAL (
         SELECT f.Id, SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
                                 OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
-                              THEN 0 ELSE 1 END) OVER (ORDER BY f.CreatedDate, f.Id) AS blocked
+                              THEN 0 ELSE 1 END) OVER (ORDER BY f.Lane) AS blocked
         FROM {{.Table}} f
         WHERE {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
-          AND (f.CreatedDate, f.Id) > (h.CreatedDate, h.Id)
-        ORDER BY f.CreatedDate, f.Id LIMIT @max_per_record - 1
+          AND f.Lane > h.Lane
+        ORDER BY f.Lane LIMIT @max_per_record - 1
     ) s
     WHERE s.blocked = 0
 ){{end}}

@@ -11,13 +11,12 @@
 {{/* A candidate e is the head of its record: no earlier event of its record is
      unfinished, and no other one holds a live lease. So a record is out to at most
      one claim at a time (its head, with the followers that claim takes), and
-     its events come out in creation order. Failed and
+     its events come out in Lane order (the database-assigned sequence). Failed and
      processed events do not block. */}}
 {{define "unblocked"}}NOT EXISTS (
         SELECT 1 FROM {{.Table}} x
         WHERE {{same . "x" "e"}} AND x.Id <> e.Id AND x.Status IN ('pending', 'processing')
-          AND (x.CreatedDate < e.CreatedDate OR (x.CreatedDate = e.CreatedDate AND x.Id < e.Id)
-            OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
+          AND (x.Lane < e.Lane OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
 {{end}}
 
 {{/* The due events of one key in claim order: pending ones whose time has come
@@ -52,8 +51,8 @@
                      THEN 0 ELSE 1 END) OVER w AS blocked
         FROM cand c CROSS JOIN {{.Table}} h ON h.Id = c.Id
         CROSS JOIN {{.Table}} f INDEXED BY {{.OpenIndex}} ON {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
-            AND (f.CreatedDate > h.CreatedDate OR (f.CreatedDate = h.CreatedDate AND f.Id > h.Id))
-        WINDOW w AS (PARTITION BY h.Id ORDER BY f.CreatedDate, f.Id)
+            AND f.Lane > h.Lane
+        WINDOW w AS (PARTITION BY h.Id ORDER BY f.Lane)
     )
     WHERE blocked = 0 AND n < @max_per_record
 ){{end}}

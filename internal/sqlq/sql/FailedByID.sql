@@ -1,0 +1,1 @@
+{{template "recordof" .}} FROM {{.Table}} WHERE Id = @id AND Status = 'failed'
