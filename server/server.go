@@ -301,6 +301,7 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
 			Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
+			Handlers: subscriptionHandlers(st, client, cfg.Mapping, s.log),
 		})
 		if err != nil {
 			return err
@@ -352,6 +353,9 @@ func (s *Server) build(ctx context.Context) error {
 
 	if !cfg.DisableAPI {
 		s.mountRecordsAPI(mux, recs, wake)
+		if err := s.mountSubscriptionsAPI(mux, st, wake); err != nil {
+			return err
+		}
 	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
