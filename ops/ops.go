@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/idempotency"
 	"slices"
 	"time"
 
@@ -296,6 +297,9 @@ type CleanupConfig struct {
 	InboundRetention  time.Duration
 	OutboundRetention time.Duration
 	InternalRetention time.Duration
+	// IdempotencyRetention is how long Idempotency-Keys of the API are
+	// honoured; default idempotency.RetentionDefault.
+	IdempotencyRetention time.Duration
 	// BatchSize is the most rows one DELETE removes (store.CleanupBatchDefault).
 	BatchSize int
 }
@@ -305,6 +309,7 @@ func (c CleanupConfig) WithDefaults() CleanupConfig {
 	c.InboundRetention = cmp.Or(c.InboundRetention, InboundRetentionDefault)
 	c.OutboundRetention = cmp.Or(c.OutboundRetention, OutboundRetentionDefault)
 	c.InternalRetention = cmp.Or(c.InternalRetention, InternalRetentionDefault)
+	c.IdempotencyRetention = cmp.Or(c.IdempotencyRetention, idempotency.RetentionDefault)
 	c.BatchSize = cmp.Or(c.BatchSize, store.CleanupBatchDefault)
 	return c
 }
@@ -315,7 +320,7 @@ func (c CleanupConfig) Validate() error {
 	for _, r := range []struct {
 		name string
 		v    time.Duration
-	}{{"InboundRetention", c.InboundRetention}, {"OutboundRetention", c.OutboundRetention}, {"InternalRetention", c.InternalRetention}} {
+	}{{"InboundRetention", c.InboundRetention}, {"OutboundRetention", c.OutboundRetention}, {"InternalRetention", c.InternalRetention}, {"IdempotencyRetention", c.IdempotencyRetention}} {
 		if r.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %s; use a positive duration (0 means the default)", r.name, r.v))
 		}
@@ -331,6 +336,8 @@ type CleanupResult struct {
 	Inbound  int64 `json:"inbound"`
 	Outbound int64 `json:"outbound"`
 	Internal int64 `json:"internal"`
+	// IdempotencyKeys counts the expired Idempotency-Keys deleted.
+	IdempotencyKeys int64 `json:"idempotency_keys"`
 }
 
 // Cleanup deletes processed events older than each queue's retention, in
@@ -359,5 +366,10 @@ func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResul
 			return res, fmt.Errorf("clean up %s: %w", r.dir, err)
 		}
 	}
+	n, err := idempotency.NewStore(st).Cleanup(ctx, now.Add(-c.IdempotencyRetention))
+	if err != nil {
+		return res, err
+	}
+	res.IdempotencyKeys = n
 	return res, nil
 }

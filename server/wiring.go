@@ -8,6 +8,7 @@ import (
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/idempotency"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/relay"
 	"github.com/hubsync/hubsync/store"
@@ -54,7 +55,8 @@ type notifier interface{ Notify() }
 // mountRecordsAPI serves /api/records/… from the records service. A successful
 // write wakes the local workers, so a change does not wait for their next poll.
 func (s *Server) mountRecordsAPI(mux *http.ServeMux, recs *records.Service, wake []notifier) {
-	h := recs.Handler()
+	h := idempotency.Middleware(idempotency.Config{Store: idempotency.NewStore(s.st), Scope: "records",
+		Retention: s.cfg.Cleanup.IdempotencyRetention, Logger: s.log}, recs.Handler())
 	mux.Handle("/api/records/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || len(wake) == 0 {
 			h.ServeHTTP(w, r)
