@@ -70,7 +70,16 @@ func (p *Pusher) Push(ctx context.Context, evs []store.OutboundEvent, calls outb
 			outs[i] = outbound.Outcome{Action: outbound.ActionFail, Reason: fmt.Sprintf("subscriptions: unreadable event payload: %v", err)}
 		}
 	}
-	first := pays[0]
+	var first eventPayload
+	for i, pay := range pays {
+		if outs[i].Action != outbound.ActionFail {
+			first = pay // every event of the group is of one contact
+			break
+		}
+	}
+	if first.RequestID == "" {
+		return outs
+	}
 	state, err := p.store.State(ctx, first.BrandID, first.ProductID, first.ContactKey)
 	if err != nil {
 		return all(outbound.Outcome{Action: outbound.ActionRelease})

@@ -218,3 +218,18 @@ func TestHubSpotErrorCases(t *testing.T) {
 		}
 	})
 }
+
+// TestUnreadablePayloadDeadLetters: an event whose payload is not a
+// subscription request is a dead letter with the reason, without a call.
+func TestUnreadablePayloadDeadLetters(t *testing.T) {
+	ctx := context.Background()
+	b := setupPush(t, store.SQLite, hubspotsim.Config{})
+	if _, err := b.st.Outbound().Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: subscriptions.ObjectType,
+		RecordID: "acme/news/x@example.com", EventType: store.EventUpdate, Payload: []byte(`{"unexpected":true}`)}); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := b.new("w").RunOnce(ctx)
+	if err != nil || sum.Failed != 1 || sum.Calls != 0 || b.writes() != 0 {
+		t.Fatalf("cycle = %+v, %v; want one dead letter, no call", sum, err)
+	}
+}
