@@ -3,6 +3,7 @@ package hubspot
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -226,3 +227,53 @@ func (c *Client) GetSubscriptionStatusV3(ctx context.Context, email string) ([]S
 }
 
 var _ json.Unmarshaler = (*flexID)(nil)
+
+// CommPrefsFailure is what a communication-preferences error means for the
+// caller; HubSpot reports most of them as 400 VALIDATION_ERROR and tells
+// them apart only by the message.
+type CommPrefsFailure int
+
+// The CommPrefsFailures.
+const (
+	// CommPrefsOther: not one of the cases below (e.g. transient, auth).
+	CommPrefsOther CommPrefsFailure = iota
+	// CommPrefsAlreadyInState: the address already has the requested status;
+	// the change is done.
+	CommPrefsAlreadyInState
+	// CommPrefsOptedOut: the address has opted out of all email and cannot be
+	// subscribed through the API; only the contact can opt back in.
+	CommPrefsOptedOut
+	// CommPrefsInvalidSubscription: the subscription id does not exist (a
+	// mapping error).
+	CommPrefsInvalidSubscription
+	// CommPrefsContactUnknown: no contact has the address.
+	CommPrefsContactUnknown
+)
+
+// CommPrefsFailureOf classifies an error of Subscribe, Unsubscribe or
+// SetSubscriptionStatus.
+func CommPrefsFailureOf(err error) CommPrefsFailure {
+	var e *Error
+	if !errors.As(err, &e) {
+		return CommPrefsOther
+	}
+	msg := strings.ToLower(e.Message)
+	switch {
+	case e.StatusCode == http.StatusNotFound:
+		if strings.Contains(msg, "subscription") && !strings.Contains(msg, "contact") {
+			return CommPrefsInvalidSubscription
+		}
+		return CommPrefsContactUnknown
+	case e.StatusCode != http.StatusBadRequest:
+		return CommPrefsOther
+	case strings.Contains(msg, "already subscribed"), strings.Contains(msg, "already unsubscribed"):
+		return CommPrefsAlreadyInState
+	case strings.Contains(msg, "opted out"), strings.Contains(msg, "unsubscribed from all"):
+		return CommPrefsOptedOut
+	case strings.Contains(msg, "subscription") && (strings.Contains(msg, "does not exist") || strings.Contains(msg, "invalid subscription")):
+		return CommPrefsInvalidSubscription
+	case strings.Contains(msg, "contact") && (strings.Contains(msg, "does not exist") || strings.Contains(msg, "not found")):
+		return CommPrefsContactUnknown
+	}
+	return CommPrefsOther
+}

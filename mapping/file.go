@@ -64,12 +64,15 @@ func Parse(data []byte) (*Set, error) {
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidFile, err)
 	}
-	p := &fileParser{}
+	p := &fileParser{subsVersion: 1}
 	objs := p.document(&doc)
 	if len(p.errs) > 0 {
 		return nil, fmt.Errorf("%w:\n%w", ErrInvalidFile, errors.Join(p.errs...))
 	}
 	s, err := NewSet(objs...)
+	if err == nil {
+		s, err = s.WithSubscriptions(p.subsVersion, p.subs...)
+	}
 	if err != nil { // the checks above cover NewSet's; this is a safety net
 		return nil, fmt.Errorf("%w: %w", ErrInvalidFile, err)
 	}
@@ -78,7 +81,9 @@ func Parse(data []byte) (*Set, error) {
 
 // fileParser walks the YAML tree collecting every error with its line.
 type fileParser struct {
-	errs []error
+	errs        []error
+	subs        []Subscription
+	subsVersion int
 }
 
 func (p *fileParser) errorf(n *yaml.Node, format string, a ...any) {
@@ -165,8 +170,12 @@ func (p *fileParser) document(doc *yaml.Node) []Object {
 		switch kv[0].Value {
 		case "objects":
 			objects = kv[1]
+		case "subscriptions":
+			p.subs = p.subscriptions(kv[1])
+		case "subscriptions_version":
+			p.subsVersion = p.subscriptionsVersion(kv[1])
 		default:
-			p.errorf(kv[0], "unknown key %q at the top level; the only one is objects", kv[0].Value)
+			p.errorf(kv[0], "unknown key %q at the top level; use objects, subscriptions or subscriptions_version", kv[0].Value)
 		}
 	}
 	if objects == nil {

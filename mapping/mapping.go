@@ -118,6 +118,9 @@ func (o Object) IDValue(recordID string, fields map[string]any) string {
 type Set struct {
 	byType    map[string]Object
 	byWebhook map[string]Object
+	// subs and subsVersion are the subscriptions mapping (subscriptions.go).
+	subs        map[subscriptionKey]Subscription
+	subsVersion int
 }
 
 // NewSet validates objs and returns a Set.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hubsync/hubsync/idempotency"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/store"
 )
@@ -297,6 +298,9 @@ type CleanupConfig struct {
 	InboundRetention  time.Duration
 	OutboundRetention time.Duration
 	InternalRetention time.Duration
+	// IdempotencyRetention is how long Idempotency-Keys of the API are
+	// honoured; default idempotency.RetentionDefault.
+	IdempotencyRetention time.Duration
 	// BatchSize is the most rows one DELETE removes (store.CleanupBatchDefault).
 	BatchSize int
 }
@@ -306,6 +310,7 @@ func (c CleanupConfig) WithDefaults() CleanupConfig {
 	c.InboundRetention = cmp.Or(c.InboundRetention, InboundRetentionDefault)
 	c.OutboundRetention = cmp.Or(c.OutboundRetention, OutboundRetentionDefault)
 	c.InternalRetention = cmp.Or(c.InternalRetention, InternalRetentionDefault)
+	c.IdempotencyRetention = cmp.Or(c.IdempotencyRetention, idempotency.RetentionDefault)
 	c.BatchSize = cmp.Or(c.BatchSize, store.CleanupBatchDefault)
 	return c
 }
@@ -316,7 +321,7 @@ func (c CleanupConfig) Validate() error {
 	for _, r := range []struct {
 		name string
 		v    time.Duration
-	}{{"InboundRetention", c.InboundRetention}, {"OutboundRetention", c.OutboundRetention}, {"InternalRetention", c.InternalRetention}} {
+	}{{"InboundRetention", c.InboundRetention}, {"OutboundRetention", c.OutboundRetention}, {"InternalRetention", c.InternalRetention}, {"IdempotencyRetention", c.IdempotencyRetention}} {
 		if r.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %s; use a positive duration (0 means the default)", r.name, r.v))
 		}
@@ -334,6 +339,8 @@ type CleanupResult struct {
 	Internal int64 `json:"internal"`
 	// Rejected counts the refused webhook events deleted (inbound retention).
 	Rejected int64 `json:"rejected"`
+	// IdempotencyKeys counts the expired Idempotency-Keys deleted.
+	IdempotencyKeys int64 `json:"idempotency_keys"`
 }
 
 // Cleanup deletes processed events older than each queue's retention, in
@@ -369,5 +376,10 @@ func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResul
 	if res.Rejected, err = rejected.Cleanup(ctx, now.Add(-c.InboundRetention), c.BatchSize); err != nil {
 		return res, fmt.Errorf("clean up rejected webhook events: %w", err)
 	}
+	n, err := idempotency.NewStore(st).Cleanup(ctx, now.Add(-c.IdempotencyRetention))
+	if err != nil {
+		return res, err
+	}
+	res.IdempotencyKeys = n
 	return res, nil
 }

@@ -40,6 +40,9 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	}
 	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration))}
 	c.sum.Claimed = len(evs)
+	if evs = c.handOff(evs); len(evs) == 0 {
+		return c.sum, errors.Join(c.errs...)
+	}
 
 	links, pushed, owed, err := w.lookupLinks(ctx, evs)
 	if err != nil {
@@ -51,7 +54,7 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 		c.releaseEvents(evs, 0)
 		return c.sum, err
 	}
-	c.sum.Records = len(plan.Records)
+	c.sum.Records += len(plan.Records)
 	c.sum.Coalesced = plan.Coalesced()
 	w.cfg.Metrics.add(&w.cfg.Metrics.coalesced, int64(c.sum.Coalesced))
 

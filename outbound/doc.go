@@ -19,6 +19,15 @@
 // after its lease expires (LeaseDuration must exceed CallsPerLeaseMin ×
 // HTTPTimeout).
 //
+// # Other kinds of events (Handlers)
+//
+// Events whose ObjectType has an entry in Config.Handlers are not records of
+// the field mapping: the cycle hands each record's claimed events to that
+// Handler (e.g. subscriptions.Pusher for ObjectType "subscriptions"), which
+// reserves its calls through the budget it is given and returns an Outcome
+// per event (complete, superseded, retry, dead letter, release). The worker
+// settles them under the same leases, retry policy and counters as records.
+//
 // # Coalescing (BuildPlan)
 //
 // All claimed events of one record become one write of its latest state and

@@ -174,6 +174,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the worker's clock (lease deadlines); use the store's clock. Default time.Now.
 	Now func() time.Time
+	// Handlers push the events of object types that are not records of
+	// Mapping, by ObjectType (e.g. subscriptions.ObjectType); optional.
+	Handlers map[string]Handler
 	// Metrics receives counters; several workers may share one. Default: a
 	// private one, see Worker.Metrics.
 	Metrics *Metrics

@@ -311,6 +311,7 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
 			Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
+			Handlers: subscriptionHandlers(st, client, cfg.Mapping, s.log),
 		})
 		if err != nil {
 			return err
@@ -363,6 +364,9 @@ func (s *Server) build(ctx context.Context) error {
 
 	if !cfg.DisableAPI {
 		s.mountRecordsAPI(api, recs, wake)
+		if err := s.mountSubscriptionsAPI(api, st, wake); err != nil {
+			return err
+		}
 	}
 	s.mountAPI(mux, api)
 

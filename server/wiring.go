@@ -9,6 +9,7 @@ import (
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/idempotency"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/relay"
 	"github.com/hubsync/hubsync/store"
@@ -86,7 +87,8 @@ const APIMaxBodyBytes = records.MaxBodyBytes
 // mountRecordsAPI serves /api/records/… from the records service. A successful
 // write wakes the local workers, so a change does not wait for their next poll.
 func (s *Server) mountRecordsAPI(api *http.ServeMux, recs *records.Service, wake []notifier) {
-	h := recs.Handler()
+	h := idempotency.Middleware(idempotency.Config{Store: idempotency.NewStore(s.st), Scope: "records",
+		Retention: s.cfg.Cleanup.IdempotencyRetention, Logger: s.log}, recs.Handler())
 	api.Handle("/api/records/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet || r.Method == http.MethodHead || len(wake) == 0 {
 			h.ServeHTTP(w, r)

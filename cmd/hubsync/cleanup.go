@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/hubsync/hubsync/idempotency"
 	"github.com/hubsync/hubsync/ops"
 )
 
@@ -20,6 +21,7 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	e.duration(&c.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
 	e.duration(&c.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
 	e.duration(&c.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
+	e.duration(&c.IdempotencyRetention, "idempotency-retention", "HUBSYNC_IDEMPOTENCY_RETENTION", idempotency.RetentionDefault, "honour API Idempotency-Keys this long")
 	fs.IntVar(&c.BatchSize, "batch-size", 1000, "rows deleted per statement")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: hubsync cleanup [flags]\n\nDeletes processed events older than each queue's retention; pending,\nprocessing and failed events are never touched.")
@@ -44,6 +46,6 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer db.Close()
 	res, err := ops.Cleanup(ctx, db.Store, c)
-	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d\n", res.Inbound, res.Outbound, res.Internal)
+	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d; expired Idempotency-Keys %d\n", res.Inbound, res.Outbound, res.Internal, res.IdempotencyKeys)
 	return namingSettings(err)
 }

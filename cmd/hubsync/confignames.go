@@ -24,6 +24,7 @@ var configNames = map[string]string{
 	"InboundRetention":      "HUBSYNC_INBOUND_RETENTION",
 	"OutboundRetention":     "HUBSYNC_OUTBOUND_RETENTION",
 	"InternalRetention":     "HUBSYNC_INTERNAL_RETENTION",
+	"IdempotencyRetention":  "HUBSYNC_IDEMPOTENCY_RETENTION",
 	"CleanupInterval":       "HUBSYNC_CLEANUP_INTERVAL",
 	"DrainTimeout":          "HUBSYNC_DRAIN_TIMEOUT",
 	"DisableWebhooks":       "-webhooks=false",

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/idempotency"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/server"
@@ -130,6 +131,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
 	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
 	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
+	e.duration(&cfg.Cleanup.IdempotencyRetention, "idempotency-retention", "HUBSYNC_IDEMPOTENCY_RETENTION", idempotency.RetentionDefault, "honour API Idempotency-Keys this long")
 	e.duration(&cfg.CleanupInterval, "cleanup-interval", "HUBSYNC_CLEANUP_INTERVAL", server.CleanupIntervalDefault, "how often the cleanup runs")
 	e.duration(&cfg.DrainTimeout, "drain-timeout", "HUBSYNC_DRAIN_TIMEOUT", server.DrainTimeoutDefault, "how long a graceful stop may take")
 	e.duration(&cfg.MaxEventSkew, "max-event-skew", "HUBSYNC_MAX_EVENT_SKEW", inbound.MaxEventSkewDefault, "refuse webhook events whose occurredAt is further ahead of this clock")

@@ -163,8 +163,8 @@ func (s *Server) handlePrefsV4UnsubscribeAll(r *http.Request, _ []byte) apiResp 
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	results := []v4Status{}
+	s.optOutLocked(email)
 	for _, d := range subscriptionDefs {
-		s.setPrefLocked(email, d.ID, "UNSUBSCRIBED", "", "")
 		results = append(results, s.v4StatusLocked(email, d, "REQUESTED_CHANGE_OCCURRED"))
 	}
 	return apiResp{status: http.StatusOK, body: map[string]any{"status": "COMPLETE", "results": results, "startedAt": now, "completedAt": now}}
@@ -216,8 +216,51 @@ func (s *Server) prefsV3Change(body []byte, status string) apiResp {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.cfg.CommPrefsRequireContact {
+		if _, ok := s.storeLocked("contacts").emailOwner(email); !ok {
+			return errResp(http.StatusNotFound, "OBJECT_NOT_FOUND", fmt.Sprintf("Contact with email %s does not exist", email))
+		}
+	}
+	current := "NOT_SPECIFIED"
+	if st := s.prefs[email][id]; st != nil {
+		current = st.status
+	}
+	switch {
+	case status == "SUBSCRIBED" && s.optedOut[email]:
+		return validationErr(fmt.Sprintf("%s has opted out of all email and cannot be subscribed through the API", email))
+	case status == "SUBSCRIBED" && current == "SUBSCRIBED":
+		return validationErr(fmt.Sprintf("%s is already subscribed to subscription %d", email, id))
+	case status == "UNSUBSCRIBED" && (current == "UNSUBSCRIBED" || s.optedOut[email]):
+		return validationErr(fmt.Sprintf("%s is already unsubscribed from subscription %d", email, id))
+	}
 	s.setPrefLocked(email, id, status, in.LegalBasis, in.LegalBasisExplanation)
 	return apiResp{status: http.StatusOK, body: s.v3StatusLocked(email, d)}
+}
+
+// OptOutOfAllEmail opts email out of all email, as the contact would from a
+// preferences page: every subscription reads UNSUBSCRIBED, and v3 subscribe
+// answers 400 until OptBackIn.
+func (s *Server) OptOutOfAllEmail(email string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.optOutLocked(strings.ToLower(email))
+}
+
+func (s *Server) optOutLocked(email string) {
+	if s.optedOut == nil {
+		s.optedOut = map[string]bool{}
+	}
+	s.optedOut[email] = true
+	for _, d := range subscriptionDefs {
+		s.setPrefLocked(email, d.ID, "UNSUBSCRIBED", "", "")
+	}
+}
+
+// OptBackIn undoes OptOutOfAllEmail (the contact resubscribed themselves).
+func (s *Server) OptBackIn(email string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.optedOut, strings.ToLower(email))
 }
 
 func (s *Server) handlePrefsV3Subscribe(_ *http.Request, body []byte) apiResp {

@@ -50,6 +50,10 @@ const (
 // Config configures a Server. The zero value is usable: every zero field takes
 // the default named after it.
 type Config struct {
+	// CommPrefsRequireContact makes v3 subscribe/unsubscribe answer 404 for
+	// an address no contact has (hubsync's "contact unknown" case); by
+	// default any address is accepted.
+	CommPrefsRequireContact bool
 	// AppID is the id of the private app using the API; API writes made with
 	// AccessToken produce webhook events with sourceId = AppID.
 	AppID int64

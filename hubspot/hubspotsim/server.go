@@ -70,6 +70,7 @@ type Server struct {
 	nextEvent  int64
 	counters   Counters
 	prefs      map[string]map[int64]*prefState
+	optedOut   map[string]bool                // emails opted out of all email
 	propDefs   map[string]map[string]Property // by normalized type, then name
 	whURL      string
 	whQueue    []hubspot.WebhookEvent

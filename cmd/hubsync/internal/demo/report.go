@@ -16,6 +16,7 @@ import (
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/subscriptions"
 )
 
 // Report is the outcome of a demo run.
@@ -66,6 +67,10 @@ type Report struct {
 	// EchoWrites counts sync writes to records that only the local side edits:
 	// such a write can only come from an echo that was applied. Must be 0.
 	EchoWrites int64
+
+	// Subscriptions is the subscription-requests part: retries, conflicts,
+	// superseded requests, and every contact's newest request against HubSpot.
+	Subscriptions SubscriptionReport
 }
 
 // Limit429 sums the 429s caused by the rate limit itself (not injected).
@@ -82,7 +87,7 @@ func (r *Report) Limit429() int64 {
 // difference explained away), no loop, and no dead letter left.
 func (r *Report) OK() bool {
 	return r.Problem == "" && r.Converged && r.Comparison.Consistent() && len(r.Comparison.Explained) == 0 &&
-		r.LoopsOutbound == 0 && r.EchoWrites == 0 && len(r.DeadLetters) == 0
+		r.LoopsOutbound == 0 && r.EchoWrites == 0 && len(r.DeadLetters) == 0 && r.Subscriptions.OK()
 }
 
 type collectInput struct {
@@ -241,6 +246,7 @@ func (r *Report) Write(w io.Writer) {
 		p("")
 		p("version conflicts met by the local writer: %d", r.Conflicts)
 	}
+	r.Subscriptions.write(p)
 	p("")
 	if r.Problem != "" {
 		p("PROBLEM: %s", r.Problem)
@@ -259,7 +265,7 @@ func (r *Report) Write(w io.Writer) {
 		p("kept: %s (database hubsync.db, service log hubsync.log)", r.Dir)
 	}
 	if r.OK() {
-		p("RESULT: CONSISTENT — every live record is equal on both sides, no exceptions, no dead letters left, loops 0")
+		p("RESULT: CONSISTENT — every live record is equal on both sides, every contact's subscriptions equal its newest request, no exceptions, no dead letters left, loops 0")
 	} else {
 		var why []string
 		if !r.Converged {
@@ -276,6 +282,10 @@ func (r *Report) Write(w io.Writer) {
 		}
 		if n := len(r.DeadLetters); n > 0 {
 			why = append(why, fmt.Sprintf("%d dead letters left", n))
+		}
+		if !r.Subscriptions.OK() {
+			why = append(why, fmt.Sprintf("subscriptions: %d mismatches, %d retries not answered with their original, %d requests pending",
+				len(r.Subscriptions.Mismatches), r.Subscriptions.ReplayMismatches, r.Subscriptions.ByStatus[subscriptions.StatusPending]))
 		}
 		p("RESULT: THE SIDES DIFFER — %s", strings.Join(why, ", "))
 	}

@@ -161,7 +161,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: simulator: %w", err)
 	}
 
-	m := mapping.Default()
+	m, err := mapping.Default().WithSubscriptions(1, demoSubscriptions...)
+	if err != nil {
+		return nil, fmt.Errorf("demo: mapping: %w", err)
+	}
 	// The records API the workload writes through needs a token; a random one
 	// lives as long as this run.
 	tokenBytes := make([]byte, 32)
@@ -230,11 +233,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	prog := NewProgress(out, cfg.Quiet, func() []Line { return mon.lines(runCtx, d, q, sim) })
 	prog.Start(runCtx)
 
-	errc := make(chan error, 2)
+	subs := &subsDriver{api: api, http: d.http, seed: cfg.Seed}
+	errc := make(chan error, 3)
 	go func() { errc <- d.runLocal(runCtx) }()
 	go func() { errc <- d.runHubSpot(runCtx) }()
+	go func() { errc <- subs.run(runCtx) }()
 	var driveErr error
-	for range 2 {
+	for range 3 {
 		if err := <-errc; err != nil && driveErr == nil {
 			driveErr = err
 			cancel()
@@ -294,6 +299,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		m: m, w: w, expected: expected, d: d, q: q, sim: sim, st: st, recs: recs,
 	})
 	if err != nil {
+		return nil, err
+	}
+	if rep.Subscriptions, err = collectSubscriptions(rctx, subs, st, sim); err != nil {
 		return nil, err
 	}
 	rep.Elapsed = time.Since(start)

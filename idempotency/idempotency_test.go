@@ -1,0 +1,123 @@
+package idempotency_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/idempotency"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
+)
+
+type bundle struct {
+	h     http.Handler
+	runs  *atomic.Int64
+	store *idempotency.Store
+	now   *atomic.Int64 // unix seconds of the store clock
+	fail  *atomic.Bool
+}
+
+func setup(t *testing.T, d store.Dialect) bundle {
+	t.Helper()
+	db := dbtest.Migrated(t, d)
+	now := &atomic.Int64{}
+	now.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).Unix())
+	st, err := hubsync.NewStore(db.DB, d, store.Config{Now: func() time.Time { return time.Unix(now.Load(), 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, fail := &atomic.Int64{}, &atomic.Bool{}
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := runs.Add(1)
+		if fail.Load() {
+			http.Error(w, "boom", http.StatusInternalServerError)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, `{"run":%d,"echo":%q}`, n, body)
+	})
+	s := idempotency.NewStore(st)
+	return bundle{h: idempotency.Middleware(idempotency.Config{Store: s, Scope: "records", Retention: time.Hour}, next), runs: runs, store: s, now: now, fail: fail}
+}
+
+func (b bundle) do(method, path, key, body string) *httptest.ResponseRecorder {
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	w := httptest.NewRecorder()
+	b.h.ServeHTTP(w, r)
+	return w
+}
+
+func TestMiddleware(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d)
+		first := b.do("POST", "/api/records/contacts", "k1", `{"fields":{"a":1}}`)
+		if first.Code != 201 || b.runs.Load() != 1 {
+			t.Fatalf("first = %d, runs %d", first.Code, b.runs.Load())
+		}
+		again := b.do("POST", "/api/records/contacts", "k1", `{"fields":{"a":1}}`)
+		if again.Code != 201 || again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" || b.runs.Load() != 1 {
+			t.Fatalf("retry = %d %q, runs %d; want the stored answer, no second run", again.Code, again.Body, b.runs.Load())
+		}
+		if c := b.do("POST", "/api/records/contacts", "k1", `{"fields":{"a":2}}`); c.Code != 409 || !strings.Contains(c.Body.String(), "k1") || b.runs.Load() != 1 {
+			t.Fatalf("other body = %d %q; want 409 naming the key, no run", c.Code, c.Body)
+		}
+		if c := b.do("PATCH", "/api/records/contacts/x", "k1", `{"fields":{"a":1}}`); c.Code != 409 {
+			t.Fatalf("other path = %d; want 409", c.Code)
+		}
+		if c := b.do("POST", "/api/records/contacts", "", `{}`); c.Code != 201 || b.runs.Load() != 2 {
+			t.Fatalf("no key = %d, runs %d; want a plain run", c.Code, b.runs.Load())
+		}
+		// A 5xx is not stored: the retry runs again.
+		b.fail.Store(true)
+		if c := b.do("DELETE", "/api/records/contacts/y", "k2", ""); c.Code != 500 {
+			t.Fatalf("failing = %d", c.Code)
+		}
+		b.fail.Store(false)
+		if c := b.do("DELETE", "/api/records/contacts/y", "k2", ""); c.Code != 201 || b.runs.Load() != 4 {
+			t.Fatalf("retry after 5xx = %d, runs %d; want a new run", c.Code, b.runs.Load())
+		}
+		// After the retention the key is new again, and the cleanup removes it.
+		b.now.Add(int64(2 * time.Hour / time.Second))
+		if c := b.do("POST", "/api/records/contacts", "k1", `{"fields":{"a":2}}`); c.Code != 201 || b.runs.Load() != 5 {
+			t.Fatalf("expired key = %d, runs %d; want a new run", c.Code, b.runs.Load())
+		}
+		n, err := b.store.Cleanup(context.Background(), time.Unix(b.now.Load(), 0).Add(-time.Hour))
+		if err != nil || n != 1 {
+			t.Fatalf("cleanup = %d, %v; want the one expired key (k2)", n, err)
+		}
+	})
+}
+
+func TestConcurrentRetries(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d)
+		var wg sync.WaitGroup
+		codes := make([]int, 8)
+		for i := range codes {
+			wg.Go(func() { codes[i] = b.do("POST", "/api/records/contacts", "same", `{"fields":{}}`).Code })
+		}
+		wg.Wait()
+		if b.runs.Load() != 1 {
+			t.Fatalf("the handler ran %d times for one key, want 1 (codes %v)", b.runs.Load(), codes)
+		}
+		for _, c := range codes {
+			if c != 201 && c != 409 {
+				t.Fatalf("codes %v: want 201 (run or replay) or 409 (in progress)", codes)
+			}
+		}
+	})
+}

@@ -1,0 +1,1 @@
+DELETE FROM hubsync_idempotency WHERE created_at < ?

@@ -1,0 +1,44 @@
+package mapping
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseSubscriptions(t *testing.T) {
+	const objects = "objects:\n  contacts:\n    fields:\n      email: email\n"
+	s, err := Parse([]byte(objects + `subscriptions_version: 3
+subscriptions:
+  - {brand_id: acme, product_id: news, subscription_id: "12"}
+  - {brand_id: acme, product_id: offers, subscription_id: 13, business_unit_id: "0"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SubscriptionsVersion() != 3 || len(s.Subscriptions()) != 2 {
+		t.Fatalf("version %d, %d subscriptions", s.SubscriptionsVersion(), len(s.Subscriptions()))
+	}
+	if sub, ok := s.Subscription("acme", "offers"); !ok || sub.SubscriptionID != "13" || sub.BusinessUnitID != "0" {
+		t.Fatalf("Subscription(acme, offers) = %+v, %v", sub, ok)
+	}
+	if _, ok := s.Subscription("acme", "sports"); ok {
+		t.Fatal("an unmapped pair was found")
+	}
+	if d := Default(); d.SubscriptionsVersion() != 1 || len(d.Subscriptions()) != 0 {
+		t.Fatal("the default mapping has subscriptions")
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"subscriptions:\n  - {brand_id: a, product_id: b}\n", "line 6: a subscription needs brand_id, product_id and subscription_id"},
+		{"subscriptions:\n  - {brand_id: a, product_id: b, subscription_id: x1}\n", "is not a HubSpot subscription id"},
+		{"subscriptions:\n  - {brand_id: a, product_id: b, subscription_id: 1}\n  - {brand_id: a, product_id: b, subscription_id: 2}\n", "already mapped on line 6"},
+		{"subscriptions:\n  - {brand_id: a, product_id: b, subscription_id: 1, brand: x}\n", `unknown key "brand"`},
+		{"subscriptions_version: 0\n", "subscriptions_version \"0\" is not a positive integer"},
+		{"subscriptions: {a: b}\n", "subscriptions must be a list"},
+	} {
+		_, err := Parse([]byte(objects + tc.yaml))
+		if !errors.Is(err, ErrInvalidFile) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v; want an error containing %q", tc.yaml, err, tc.want)
+		}
+	}
+}

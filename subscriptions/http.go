@@ -1,0 +1,153 @@
+package subscriptions
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/hubsync/hubsync/mapping"
+)
+
+// The routes of the API, under the records API's /api/ prefix.
+const (
+	RequestsPath = "/api/subscription-requests"
+)
+
+// IdempotencyKeyHeader is the request header naming a write's idempotency key.
+const IdempotencyKeyHeader = "Idempotency-Key"
+
+// ReplayedHeader is set to "true" on the answer to a retried request.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// HandlerConfig configures the API.
+type HandlerConfig struct {
+	// Store holds the requests; required.
+	Store *Store
+	// Mapping maps (brand, product) to HubSpot subscriptions; required.
+	Mapping *mapping.Set
+	// Logger receives server-side errors; default slog.Default().
+	Logger *slog.Logger
+	// OnAccept is called after a new request was stored (e.g. to wake the
+	// outbound worker); optional.
+	OnAccept func()
+}
+
+// Handler serves the subscription-requests API:
+//
+//	POST /api/subscription-requests   {"brand_id", "product_id", "contact_key", "desired_state"}
+//	     header Idempotency-Key (required)  → 201 request; a retry → 200 the same request
+//	GET  /api/subscription-requests/{id}    → {"id", "sync_status", "applied_sequence", ...}
+//
+// Errors are {"error": "..."}: 400 for a missing Idempotency-Key or an invalid
+// body, 404 for an unknown id, 409 for a key reused with another body, 413
+// for a body over MaxBodyBytes, 422 for a (brand_id, product_id) the mapping
+// does not know.
+type Handler struct {
+	cfg HandlerConfig
+	mux *http.ServeMux
+}
+
+// NewHandler returns the API.
+func NewHandler(cfg HandlerConfig) (*Handler, error) {
+	if cfg.Store == nil || cfg.Mapping == nil {
+		return nil, errors.New("subscriptions: HandlerConfig.Store and Mapping are required")
+	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
+	h := &Handler{cfg: cfg, mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST "+RequestsPath, h.serveSubmit)
+	h.mux.HandleFunc(RequestsPath, methodNotAllowed("POST"))
+	h.mux.HandleFunc("GET "+RequestsPath+"/{id}", h.serveGet)
+	h.mux.HandleFunc(RequestsPath+"/{id}", methodNotAllowed("GET"))
+	return h, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+func (h *Handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get(IdempotencyKeyHeader)
+	if key == "" {
+		writeError(w, http.StatusBadRequest, "the Idempotency-Key header is required: send a unique key per request (e.g. a UUID) and the same key on retries")
+		return
+	}
+	if len(key) > MaxIdempotencyKeyLength {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d characters", MaxIdempotencyKeyLength))
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	if len(body) > MaxBodyBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes))
+		return
+	}
+	req, err := ParseRequest(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if _, ok := h.cfg.Mapping.Subscription(req.BrandID, req.ProductID); !ok {
+		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("brand_id %q with product_id %q is not mapped to a HubSpot subscription; add it to the subscriptions: list of the mapping file", req.BrandID, req.ProductID))
+		return
+	}
+	res, err := h.cfg.Store.Submit(r.Context(), req, key, h.cfg.Mapping.SubscriptionsVersion())
+	switch {
+	case errors.Is(err, ErrConflict):
+		writeError(w, http.StatusConflict, err.Error())
+	case err != nil:
+		h.cfg.Logger.Error("subscriptions: submit", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	case res.Replayed:
+		w.Header().Set(ReplayedHeader, "true")
+		writeJSON(w, http.StatusOK, res.Stored)
+	default:
+		if h.cfg.OnAccept != nil {
+			h.cfg.OnAccept()
+		}
+		w.Header().Set("Location", RequestsPath+"/"+res.ID)
+		writeJSON(w, http.StatusCreated, res.Stored)
+	}
+}
+
+func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	got, err := h.cfg.Store.Get(r.Context(), r.PathValue("id"))
+	switch {
+	case errors.Is(err, ErrNotFound):
+		writeError(w, http.StatusNotFound, "no subscription request "+r.PathValue("id"))
+	case err != nil:
+		h.cfg.Logger.Error("subscriptions: get", "err", err)
+		writeError(w, http.StatusInternalServerError, "internal error")
+	default:
+		writeJSON(w, http.StatusOK, got)
+	}
+}
+
+func methodNotAllowed(allow string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, allow))
+	}
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"internal error: encode response"}` + "\n")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
+}

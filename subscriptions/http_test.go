@@ -1,0 +1,121 @@
+package subscriptions_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/subscriptions"
+)
+
+func testMapping(t testing.TB) *mapping.Set {
+	t.Helper()
+	m, err := mapping.Default().WithSubscriptions(2,
+		mapping.Subscription{BrandID: "acme", ProductID: "news", SubscriptionID: "1"},
+		mapping.Subscription{BrandID: "acme", ProductID: "offers", SubscriptionID: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func do(t *testing.T, h http.Handler, method, path, key, body string) (*httptest.ResponseRecorder, map[string]any) {
+	t.Helper()
+	r := httptest.NewRequest(method, path, strings.NewReader(body))
+	if key != "" {
+		r.Header.Set("Idempotency-Key", key)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	var out map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		t.Fatalf("%s %s: body %q is not JSON: %v", method, path, w.Body, err)
+	}
+	return w, out
+}
+
+func TestHandler(t *testing.T) {
+	st, s := newStore(t, store.SQLite)
+	h, err := subscriptions.NewHandler(subscriptions.HandlerConfig{Store: s, Mapping: testMapping(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const body = `{"brand_id":"acme","product_id":"news","contact_key":"Ada@Example.com","desired_state":"subscribed"}`
+	w, out := do(t, h, "POST", "/api/subscription-requests", "key-1", body)
+	if w.Code != http.StatusCreated || out["sync_status"] != "pending" || out["applied_sequence"] != 1.0 || out["mapping_version"] != 2.0 {
+		t.Fatalf("create = %d %v", w.Code, out)
+	}
+	id := out["id"].(string)
+
+	w, out = do(t, h, "POST", "/api/subscription-requests", "key-1", body)
+	if w.Code != http.StatusOK || out["id"] != id || w.Header().Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry = %d %v; want 200 with id %s", w.Code, out, id)
+	}
+
+	w, out = do(t, h, "POST", "/api/subscription-requests", "key-1", strings.Replace(body, `"subscribed"`, `"unsubscribed"`, 1))
+	if w.Code != http.StatusConflict || !strings.Contains(out["error"].(string), "key-1") || !strings.Contains(out["error"].(string), id) {
+		t.Fatalf("conflicting body = %d %v; want 409 naming the key and %s", w.Code, out, id)
+	}
+	if evs := pendingEvents(t, st); len(evs) != 1 {
+		t.Fatalf("%d events after a replay and a conflict, want 1", len(evs))
+	}
+
+	w, out = do(t, h, "POST", "/api/subscription-requests", "", body)
+	if w.Code != http.StatusBadRequest || !strings.Contains(out["error"].(string), "Idempotency-Key") {
+		t.Fatalf("no key = %d %v; want 400 naming Idempotency-Key", w.Code, out)
+	}
+	w, out = do(t, h, "POST", "/api/subscription-requests", "key-2", strings.Replace(body, "news", "sports", 1))
+	if w.Code != http.StatusUnprocessableEntity || !strings.Contains(out["error"].(string), "sports") {
+		t.Fatalf("unmapped = %d %v; want 422", w.Code, out)
+	}
+	w, _ = do(t, h, "POST", "/api/subscription-requests", "key-3", `{"brand_id":"acme"}`)
+	if w.Code != http.StatusBadRequest {
+		t.Fatalf("invalid body = %d; want 400", w.Code)
+	}
+	if evs := pendingEvents(t, st); len(evs) != 1 {
+		t.Fatalf("%d events after refused requests, want 1", len(evs))
+	}
+
+	w, out = do(t, h, "GET", "/api/subscription-requests/"+id, "", "")
+	if w.Code != http.StatusOK || out["id"] != id || out["sync_status"] != "pending" || out["contact_key"] != "ada@example.com" {
+		t.Fatalf("get = %d %v", w.Code, out)
+	}
+	w, _ = do(t, h, "GET", "/api/subscription-requests/unknown", "", "")
+	if w.Code != http.StatusNotFound {
+		t.Fatalf("get unknown = %d; want 404", w.Code)
+	}
+}
+
+func FuzzParseRequest(f *testing.F) {
+	f.Add([]byte(`{"brand_id":"acme","product_id":"news","contact_key":"a@b.c","desired_state":"subscribed"}`))
+	f.Add([]byte(`{"brand_id":"acme","product_id":"news","contact_key":"a@b.c","desired_state":"unsubscribed"} {}`))
+	f.Add([]byte(`{"brand_id":"","extra":1}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		r, err := subscriptions.ParseRequest(body)
+		if err != nil {
+			return
+		}
+		// An accepted request is canonical: parsing its own encoding gives
+		// it back, with the same hash, and its record id fits the queue.
+		b, _ := json.Marshal(r)
+		again, err := subscriptions.ParseRequest(b)
+		if err != nil || again != r || again.Hash() != r.Hash() {
+			t.Fatalf("re-parse of %s = %+v, %v; want %+v", b, again, err, r)
+		}
+		if len(r.RecordID()) > 255 || strings.Count(r.BrandID+r.ProductID, "/") > 0 {
+			t.Fatalf("record id %q does not fit the outbound queue", r.RecordID())
+		}
+		if r.DesiredState != subscriptions.StateSubscribed && r.DesiredState != subscriptions.StateUnsubscribed {
+			t.Fatalf("desired_state %q accepted", r.DesiredState)
+		}
+	})
+}
+
+func mappingSub(brand, product, id string) mapping.Subscription {
+	return mapping.Subscription{BrandID: brand, ProductID: product, SubscriptionID: id}
+}
