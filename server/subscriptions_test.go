@@ -20,6 +20,7 @@ func post(t *testing.T, url, key, body string) (int, map[string]any) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+testAPIToken)
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
@@ -48,7 +49,7 @@ func TestSubscriptionRequestReachesHubSpot(t *testing.T) {
 	srv, err := New(Config{
 		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), Mapping: m,
 		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
-		Logger: slog.New(slog.DiscardHandler),
+		APITokens: []string{testAPIToken}, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +61,18 @@ func TestSubscriptionRequestReachesHubSpot(t *testing.T) {
 	base := "http://" + srv.Addr()
 
 	body := `{"brand_id":"acme","product_id":"news","contact_key":"srv@example.com","desired_state":"subscribed"}`
+	// The route sits behind the /api guard: no token, no request.
+	anon, _ := http.NewRequest("POST", base+"/api/subscription-requests", strings.NewReader(body))
+	anon.Header.Set("Content-Type", "application/json")
+	anon.Header.Set("Idempotency-Key", "sub-anon")
+	resp, err := http.DefaultClient.Do(anon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("request without a token = %d, want 401", resp.StatusCode)
+	}
 	code, first := post(t, base+"/api/subscription-requests", "sub-1", body)
 	if code != http.StatusCreated {
 		t.Fatalf("create = %d %v", code, first)
@@ -70,8 +83,15 @@ func TestSubscriptionRequestReachesHubSpot(t *testing.T) {
 	}
 	id := first["id"].(string)
 	testwait.For(t, "the request synced", func() bool {
-		_, s := get(t, base+"/api/subscription-requests/"+id)
-		return strings.Contains(s, `"sync_status":"synced"`)
+		req, _ := http.NewRequest("GET", base+"/api/subscription-requests/"+id, nil)
+		req.Header.Set("Authorization", "Bearer "+testAPIToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), `"sync_status":"synced"`)
 	})
 	if got := sim.SubscriptionStatus("srv@example.com", 1); got != "SUBSCRIBED" {
 		t.Fatalf("HubSpot status %s, want SUBSCRIBED", got)

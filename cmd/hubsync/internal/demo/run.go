@@ -233,7 +233,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	prog := NewProgress(out, cfg.Quiet, func() []Line { return mon.lines(runCtx, d, q, sim) })
 	prog.Start(runCtx)
 
-	subs := &subsDriver{api: api, http: d.http, seed: cfg.Seed}
+	subs := &subsDriver{api: api, token: apiToken, http: d.http, seed: cfg.Seed}
 	errc := make(chan error, 3)
 	go func() { errc <- d.runLocal(runCtx) }()
 	go func() { errc <- d.runHubSpot(runCtx) }()

@@ -51,9 +51,10 @@ func (r SubscriptionReport) OK() bool {
 
 // subsDriver sends the subscription requests.
 type subsDriver struct {
-	api  string
-	http *http.Client
-	seed int64
+	api   string
+	token string // the API's bearer token
+	http  *http.Client
+	seed  int64
 
 	requests, replays, replayMismatches, conflicts, reordered int64
 	mu                                                        sync.Mutex
@@ -190,6 +191,7 @@ func (d *subsDriver) post(ctx context.Context, key string, r subscriptions.Reque
 		return 0, "", err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+d.token)
 	req.Header.Set(subscriptions.IdempotencyKeyHeader, key)
 	resp, err := d.http.Do(req)
 	if err != nil {
