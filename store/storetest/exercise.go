@@ -51,6 +51,8 @@ var cases = []testCase{
 	{name: "MaxPerRecord", run: testMaxPerRecord},
 	{name: "HotRecordBacklog", run: testHotRecordBacklog},
 	{name: "RecordKey", run: testRecordKey},
+	{name: "ReleasedHeadHoldsRecord", run: testReleasedHeadHoldsRecord},
+	{name: "ConcurrentMixedClaimers", run: testConcurrentMixedClaimers},
 	{name: "BackoffAndMaxAttempts", run: testBackoff},
 	{name: "DeadLetterRequeue", run: testDeadLetters},
 	{name: "Release", run: testRelease},
