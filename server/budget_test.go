@@ -1,0 +1,111 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"testing"
+
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testwait"
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestSyncWorkerSpendsTheSharedBudget checks that the assembled server hands
+// the shared budget to its SyncWorker: a contact created in HubSpot reaches the
+// local records through the webhook and the SyncWorker's read of the object,
+// and every HubSpot call of that read is counted in the budget's row in the
+// database (the outbound worker is off, so the SyncWorker is the only caller).
+// And the server's HubSpot client calibrates that budget: a 429 to the
+// SyncWorker's read pauses it for every replica.
+func TestSyncWorkerSpendsTheSharedBudget(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		db := dbtest.Migrated(t, d)
+		sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+		srv, err := New(Config{
+			DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
+			HubSpotAccessToken: hubspotsim.AccessTokenDefault, HubSpotClientSecret: hubspotsim.ClientSecretDefault,
+			DisableOutboundWorker: true, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := srv.Stop(context.Background()); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		})
+		base := "http://" + srv.Addr()
+		if err := sim.SetWebhookURL(base + "/webhooks/hubspot"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.UserCreate("contacts", map[string]string{"email": "budget@example.com", "firstname": "Bea"}); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, "the HubSpot contact in the local records", func() bool {
+			resp, err := http.Get(base + "/api/records/contacts")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Records []struct {
+					Fields map[string]any `json:"fields"`
+				} `json:"records"`
+			}
+			if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+				return false
+			}
+			for _, r := range body.Records {
+				if r.Fields["email"] == "budget@example.com" {
+					return true
+				}
+			}
+			return false
+		})
+		reads := sim.Counters().Requests
+		if reads == 0 {
+			t.Fatal("the SyncWorker made no HubSpot call; the test needs it to read the created contact")
+		}
+		bud, err := budget.NewSQL(db.DB, d, budget.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		use, err := bud.Usage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var granted int64
+		for _, u := range use {
+			granted += u.CallsToday
+		}
+		if granted < reads {
+			t.Fatalf("the budget granted %d calls (usage %+v) for the SyncWorker's %d HubSpot calls; the server must give the SyncWorker the shared budget", granted, use, reads)
+		}
+
+		if err := sim.SetFaults(hubspotsim.Faults{Error429: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.UserCreate("contacts", map[string]string{"email": "limited@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, "the budget paused after a 429 to the SyncWorker's read", func() bool {
+			use, err := bud.Usage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range use {
+				if u.PausedUntil != nil {
+					return true
+				}
+			}
+			return false
+		})
+	})
+}
