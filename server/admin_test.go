@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
-	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
@@ -26,11 +26,11 @@ type opsBundle struct {
 	clock *storetest.Clock
 }
 
-func setupOps(t testing.TB) opsBundle {
+func setupOps(t testing.TB, d store.Dialect) opsBundle {
 	t.Helper()
-	db := dbtest.Migrated(t, store.SQLite)
+	db := dbtest.Migrated(t, d)
 	clock := storetest.NewClock(time.Time{})
-	st, err := sqlitestore.New(db.DB, store.Config{Now: clock.Now, Retry: store.RetryPolicy{MaxAttempts: 1, NoJitter: true}})
+	st, err := hubsync.NewStore(db.DB, d, store.Config{Now: clock.Now, Retry: store.RetryPolicy{MaxAttempts: 1, NoJitter: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,11 @@ func call(t *testing.T, method, url, token, body string) (int, string) {
 
 func TestAdminAuth(t *testing.T) {
 	t.Parallel()
-	b := setupOps(t)
+	dbtest.Each(t, testAdminAuth)
+}
+
+func testAdminAuth(t *testing.T, d store.Dialect) {
+	b := setupOps(t, d)
 	off := adminServer(t, b, "")
 	on := adminServer(t, b, "s3cret")
 	routes := []struct{ method, path, body string }{
@@ -121,7 +125,11 @@ func TestAdminAuth(t *testing.T) {
 
 func TestAdminDeadLettersAndRetry(t *testing.T) {
 	t.Parallel()
-	b := setupOps(t)
+	dbtest.Each(t, testAdminDeadLettersAndRetry)
+}
+
+func testAdminDeadLettersAndRetry(t *testing.T, d store.Dialect) {
+	b := setupOps(t, d)
 	ids := b.deadOutbound(t, "hubspot", 3)
 	srv := adminServer(t, b, "tok")
 
@@ -133,7 +141,7 @@ func TestAdminDeadLettersAndRetry(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &page); err != nil {
 		t.Fatal(err)
 	}
-	if len(page.DeadLetters) != 2 || page.Next != page.DeadLetters[1].ID {
+	if len(page.DeadLetters) != 2 || len(ids) != 3 || page.Next != page.DeadLetters[1].ID {
 		t.Fatalf("page = %+v", page)
 	}
 
@@ -162,7 +170,7 @@ func TestAdminDeadLettersAndRetry(t *testing.T) {
 
 	code, body = call(t, "GET", srv.URL+"/admin/metrics", "tok", "")
 	var m ops.Metrics
-	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Pending != 3 || m.Queues[0].Direction != store.DirectionOutbound {
+	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Pending != 3 || len(m.Queues) == 0 || m.Queues[0].Direction != store.DirectionOutbound {
 		t.Fatalf("metrics = %d %s", code, body)
 	}
 }

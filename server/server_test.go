@@ -16,6 +16,7 @@ import (
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -65,8 +66,10 @@ func startServer(t *testing.T, cfg Config) *Server {
 	return srv
 }
 
-func TestReadyzAndMetrics(t *testing.T) {
-	db := dbtest.New(t, store.SQLite)
+func TestReadyzAndMetrics(t *testing.T) { dbtest.Each(t, testReadyzAndMetrics) }
+
+func testReadyzAndMetrics(t *testing.T, d store.Dialect) {
+	db := dbtest.Migrated(t, d)
 	srv := startServer(t, Config{DatabaseURL: db.URL})
 	base := "http://" + srv.Addr()
 
@@ -101,7 +104,11 @@ func TestReadyzAndMetrics(t *testing.T) {
 
 	// A schema that falls behind the binary (here: a migration forgotten) makes
 	// the replica unready, with the reason.
-	if _, err := db.DB.Exec("DELETE FROM hubsync_migration WHERE version = (SELECT MAX(version) FROM hubsync_migration)"); err != nil {
+	var last int64
+	if err := db.DB.QueryRow("SELECT MAX(version) FROM hubsync_migration").Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DB.Exec(dialectsql.Rebind(d, "DELETE FROM hubsync_migration WHERE version = ?"), last); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "migrations not current") {
@@ -120,7 +127,11 @@ func grepLines(s, sub string) string {
 }
 
 func TestRecordReachesHubSpotAndStopIsIdempotent(t *testing.T) {
-	db := dbtest.New(t, store.SQLite)
+	dbtest.Each(t, testRecordReachesHubSpotAndStopIsIdempotent)
+}
+
+func testRecordReachesHubSpotAndStopIsIdempotent(t *testing.T, d store.Dialect) {
+	db := dbtest.Migrated(t, d)
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
 	srv, err := New(Config{
 		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
@@ -207,8 +218,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 
 // TestConfigMappingDrivesEveryPart checks that Config.Mapping reaches the
 // records API (its object types only) and the outbound worker (its fields).
-func TestConfigMappingDrivesEveryPart(t *testing.T) {
-	db := dbtest.New(t, store.SQLite)
+func TestConfigMappingDrivesEveryPart(t *testing.T) { dbtest.Each(t, testConfigMappingDrivesEveryPart) }
+
+func testConfigMappingDrivesEveryPart(t *testing.T, d store.Dialect) {
+	db := dbtest.Migrated(t, d)
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
 	m, err := mapping.NewSet(mapping.Object{
 		ObjectType: "contacts", HubSpotType: "contacts", WebhookName: "contact", Version: 1,
