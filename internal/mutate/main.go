@@ -7,6 +7,7 @@
 //	go run ./internal/mutate                      # every mutation of .ci/mutations.txt
 //	go run ./internal/mutate -only 'pg-|budget'   # those whose name matches
 //	go run ./internal/mutate -md MUTATION.md      # also write the results as Markdown
+//	go run ./internal/mutate -n                   # only check that every mutation applies
 //
 // It needs the databases the tests need (CI is set, so an unreachable
 // PostgreSQL or MariaDB fails a test and would count as killing the mutant:
@@ -63,14 +64,15 @@ func main() {
 	timeout := flag.Duration("timeout", 6*time.Minute, "test timeout per mutant (go test -timeout); a timeout counts as killed")
 	md := flag.String("md", "", "write the results as a Markdown table to this file")
 	verbose := flag.Bool("v", false, "print the test output of every mutant, not only of survivors")
+	check := flag.Bool("n", false, "only check that every mutation applies, and list them")
 	flag.Parse()
-	if err := run(*list, *only, *timeout, *md, *verbose); err != nil {
+	if err := run(*list, *only, *timeout, *md, *verbose, *check); err != nil {
 		fmt.Fprintln(os.Stderr, "mutate:", err)
 		os.Exit(2)
 	}
 }
 
-func run(listPath, only string, timeout time.Duration, mdPath string, verbose bool) error {
+func run(listPath, only string, timeout time.Duration, mdPath string, verbose, check bool) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
@@ -109,6 +111,13 @@ func run(listPath, only string, timeout time.Duration, mdPath string, verbose bo
 		if n := bytes.Count(src, []byte(m.Original)); n != 1 {
 			return fmt.Errorf("%s: the original text occurs %d times in %s, want exactly once", m.Name, n, m.File)
 		}
+	}
+	if check {
+		for _, m := range muts {
+			fmt.Printf("%-45s %s\n", m.Name, m.File)
+		}
+		fmt.Printf("mutate: %d mutations apply\n", len(muts))
+		return nil
 	}
 	tmp, err := os.MkdirTemp("", "hubsync-mutate-")
 	if err != nil {
