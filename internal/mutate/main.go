@@ -154,7 +154,10 @@ func run(listPath, only string, timeout time.Duration, mdPath string, verbose, c
 		fmt.Printf("mutate: survivors: %s\n", strings.Join(survivors, ", "))
 	}
 	if mdPath != "" {
-		if err := os.WriteFile(filepath.Join(root, mdPath), markdown(results), 0o644); err != nil {
+		if !filepath.IsAbs(mdPath) {
+			mdPath = filepath.Join(root, mdPath)
+		}
+		if err := os.WriteFile(mdPath, markdown(results), 0o644); err != nil {
 			return err
 		}
 	}
