@@ -55,6 +55,7 @@ type result struct {
 	mutation
 	Killed  bool
 	Reason  string // "tests failed", "build failed", "timeout", or "survived"
+	By      []string // the failing tests, deepest first, at most 3
 	Elapsed time.Duration
 }
 
@@ -135,7 +136,7 @@ func run(listPath, only string, timeout time.Duration, mdPath string, verbose, c
 			return fmt.Errorf("%s: %w", m.Name, err)
 		}
 		results = append(results, r)
-		fmt.Printf("[%d/%d] %-40s %-8s %s (%s)\n", i+1, len(muts), m.Name, verdict(r), r.Reason, r.Elapsed.Round(time.Second))
+		fmt.Printf("[%d/%d] %-40s %-8s %s (%s) %s\n", i+1, len(muts), m.Name, verdict(r), r.Reason, r.Elapsed.Round(time.Second), strings.Join(r.By, " "))
 		if !r.Killed || verbose {
 			fmt.Printf("%s\n", indent(out))
 		}
@@ -209,8 +210,37 @@ func runOne(dir string, m mutation, timeout time.Duration) (result, string, erro
 		r.Killed, r.Reason = true, "build failed"
 	default:
 		r.Killed, r.Reason = true, "tests failed"
+		r.By = failedTests(out, 3)
 	}
 	return r, failures(out), nil
+}
+
+// failedTests returns up to n names of failed tests, the most specific
+// (subtests) first, so that a kill can be checked against what it meant to
+// catch.
+func failedTests(out []byte, n int) []string {
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(l), "--- FAIL: "); ok {
+			names = append(names, strings.Fields(name)[0])
+		}
+	}
+	var leaves []string
+	for i, a := range names {
+		leaf := true
+		for _, b := range names[i+1:] {
+			if strings.HasPrefix(b, a+"/") {
+				leaf = false
+			}
+		}
+		if leaf {
+			leaves = append(leaves, a)
+		}
+	}
+	if len(leaves) > n {
+		leaves = leaves[:n]
+	}
+	return leaves
 }
 
 // failures keeps the lines of go test output that say what failed.
@@ -243,13 +273,13 @@ func markdown(results []result) []byte {
 			killed++
 		}
 	}
-	fmt.Fprintf(&b, "| mutant | file | packages | result | what it breaks |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| mutant | file | result | killed by | what it breaks |\n|---|---|---|---|---|\n")
 	for _, r := range results {
 		v := "killed (" + r.Reason + ")"
 		if !r.Killed {
 			v = "**survived**"
 		}
-		fmt.Fprintf(&b, "| `%s` | `%s` | `%s` | %s | %s |\n", r.Name, r.File, strings.Join(r.Packages, " "), v, r.Why)
+		fmt.Fprintf(&b, "| `%s` | `%s` | %s | %s | %s |\n", r.Name, r.File, v, strings.Join(r.By, "<br>"), r.Why)
 	}
 	fmt.Fprintf(&b, "\nScore: %d of %d mutants killed (%.1f%%).\n", killed, len(results), 100*float64(killed)/float64(len(results)))
 	return b.Bytes()

@@ -53,3 +53,16 @@ A
 		}
 	}
 }
+
+func TestFailedTests(t *testing.T) {
+	out := []byte(`--- FAIL: TestA (0.00s)
+    --- FAIL: TestA/sqlite (0.01s)
+        x_test.go:1: boom
+--- FAIL: TestB (0.00s)
+FAIL
+`)
+	got := failedTests(out, 3)
+	if strings.Join(got, ",") != "TestA/sqlite,TestB" {
+		t.Fatalf("failedTests = %v, want the leaves TestA/sqlite and TestB", got)
+	}
+}
