@@ -54,7 +54,7 @@ type mutation struct {
 type result struct {
 	mutation
 	Killed  bool
-	Reason  string // "tests failed", "build failed", "timeout", or "survived"
+	Reason  string   // "tests failed", "build failed", "timeout", or "survived"
 	By      []string // the failing tests, deepest first, at most 3
 	Elapsed time.Duration
 }
