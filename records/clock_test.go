@@ -41,3 +41,30 @@ func TestLocalEditNeverMovesClockBack(t *testing.T) {
 		}
 	})
 }
+
+// TestChangeAtTheDeleteInstantStaysDeleted checks the deletion's clock: a
+// HubSpot change of a locally deleted record that is not newer than the delete
+// (here: at the same instant) does not bring the record back; a newer one does.
+func TestChangeAtTheDeleteInstantStaysDeleted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		res := mustApply(t, b, change(store.EventCreate, "9", b.clock.Now().Add(-time.Minute), map[string]any{"email": "gone@example.com"}))
+		deletedAt := b.clock.Now().Truncate(time.Microsecond)
+		b.clock.Set(deletedAt)
+		if err := b.svc.Delete(ctx, "contacts", res.RecordID, 1); err != nil {
+			t.Fatal(err)
+		}
+		same := mustApply(t, b, change(store.EventUpdate, "9", deletedAt, map[string]any{"name": "revived?"}))
+		if same.Outcome != apply.Stale {
+			t.Fatalf("a change at the delete's instant = %+v; want stale, the record stays deleted", same)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", res.RecordID); err == nil {
+			t.Fatal("the deleted record is back after a change not newer than its deletion")
+		}
+		newer := mustApply(t, b, change(store.EventUpdate, "9", deletedAt.Add(time.Millisecond), map[string]any{"name": "back"}))
+		if newer.Outcome == apply.Stale {
+			t.Fatalf("a change newer than the delete = %+v; want it applied", newer)
+		}
+	})
+}
