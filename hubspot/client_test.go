@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -677,7 +678,7 @@ func TestRateLimitHeaders(t *testing.T) {
 	if _, err := b.client.Get(context.Background(), Contacts, "1", nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-ch; got.rl != want || got.status != 200 {
+	if got := testwait.Recv(t, "OnResponse of the read", ch); got.rl != want || got.status != 200 {
 		t.Errorf("OnResponse got %+v", got)
 	}
 
@@ -686,14 +687,14 @@ func TestRateLimitHeaders(t *testing.T) {
 	if _, err := b.client.Search(context.Background(), Contacts, SearchRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := <-ch; got.rl.Present {
+	if got := testwait.Recv(t, "OnResponse of the search", ch); got.rl.Present {
 		t.Errorf("search response reported headers: %+v", got)
 	}
 
 	// Errors report too.
 	b.srv.reply(429, http.Header{HeaderRateLimitRemaining: {"0"}, HeaderRateLimitMax: {"100"}}, `{"policyName":"TEN_SECONDLY_ROLLING"}`)
 	_, err := b.client.Get(context.Background(), Contacts, "1", nil)
-	if got := <-ch; got.status != 429 || got.rl.Remaining != 0 || got.rl.Max != 100 ||
+	if got := testwait.Recv(t, "OnResponse of the 429", ch); got.status != 429 || got.rl.Remaining != 0 || got.rl.Max != 100 ||
 		got.err == nil || got.err.Kind != KindRateLimited || got.err.PolicyName != "TEN_SECONDLY_ROLLING" {
 		t.Errorf("OnResponse for 429: %+v", got)
 	}
@@ -727,9 +728,9 @@ func TestCallerCancellationIsNotRetryable(t *testing.T) {
 		_, err := b.client.Get(ctx, Contacts, "1", nil)
 		errc <- err
 	}()
-	<-started
+	testwait.Recv(t, "the request to reach the server", started)
 	cancel()
-	err := <-errc
+	err := testwait.Recv(t, "the call to return", errc)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}

@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -48,7 +49,7 @@ func TestWorkerReadCalibratesBudgetThroughClientHook(t *testing.T) {
 	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
 
 	drain(t, w) // the read is refused (429) and retried later
-	if ev := b.all(t)[0]; ev.Status != store.StatusPending || ev.RetryCount != 1 {
+	if ev := testcheck.Index(t, "the inbound events", b.all(t), 0); ev.Status != store.StatusPending || ev.RetryCount != 1 {
 		t.Fatalf("after the 429: status %s retries %d, want pending 1", ev.Status, ev.RetryCount)
 	}
 	b.clock.Advance(time.Hour)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -265,7 +266,7 @@ func TestEndToEndLateUpdateAfterDelete(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			row, err := p[0].Resolve(nil, "")
+			row, err := testcheck.Index(t, "the parsed events", p, 0).Resolve(nil, "")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"strings"
 	"testing"
 
@@ -136,7 +137,7 @@ func TestIdempotencyKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return p[0].IdempotencyKey
+		return testcheck.Index(t, "the parsed events", p, 0).IdempotencyKey
 	}
 	k0 := key(fmt.Sprintf(base, 0))
 	if k3 := key(fmt.Sprintf(base, 3)); k3 != k0 {
@@ -190,7 +191,7 @@ func TestParseEventsNUL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	row, err := p[0].Resolve(nil, "")
+	row, err := testcheck.Index(t, "the parsed events", p, 0).Resolve(nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -49,7 +50,7 @@ func TestReceiverStoresDelivery(t *testing.T) {
 			t.Errorf("event %d raw payload %s, want %s", i, ev.RawPayload, p.Raw)
 		}
 	}
-	if ev := byKey[parsed[0].IdempotencyKey]; ev.ObjectType != "contacts" {
+	if ev := byKey[testcheck.Index(t, "the parsed events", parsed, 0).IdempotencyKey]; ev.ObjectType != "contacts" {
 		t.Errorf("contact.creation stored with ObjectType %q", ev.ObjectType)
 	}
 	if ev := byKey[parsed[4].IdempotencyKey]; ev.ObjectType != "ticket" {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testcheck"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,7 +236,7 @@ func TestWorkerNoBudgetReleases(t *testing.T) {
 	if n, err := w.RunOnce(context.Background()); n != 1 || err != nil {
 		t.Fatalf("RunOnce = %d, %v", n, err)
 	}
-	ev := b.all(t)[0]
+	ev := testcheck.Index(t, "the inbound events", b.all(t), 0)
 	if ev.Status != store.StatusPending || ev.RetryCount != 0 || reader.calls != 0 {
 		t.Fatalf("after a refused reservation: status %s retries %d reads %d; want pending, 0, 0", ev.Status, ev.RetryCount, reader.calls)
 	}
@@ -259,7 +261,7 @@ func TestWorkerHubSpotRateLimitRetriesAfter(t *testing.T) {
 	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
 	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
 	drain(t, w)
-	ev := b.all(t)[0]
+	ev := testcheck.Index(t, "the inbound events", b.all(t), 0)
 	if ev.Status != store.StatusPending || ev.RetryCount != 1 {
 		t.Fatalf("status %s retries %d, want pending 1", ev.Status, ev.RetryCount)
 	}
@@ -394,11 +396,11 @@ func TestWorkerServiceNotifyAndGracefulStop(t *testing.T) {
 	}
 	b.deliverEvents(t, whEvent("contact.propertyChange", 1, t0, prop("firstname", "Graceful")))
 	w.Notify() // the poll interval is an hour: only Notify can wake it
-	<-ba.entered
+	testwait.Recv(t, "the applier to be entered", ba.entered)
 	stopped := make(chan error, 1)
 	go func() { stopped <- w.Stop(context.Background()) }()
 	close(ba.release) // the in-flight event finishes
-	if err := <-stopped; err != nil {
+	if err := testwait.Recv(t, "Stop to return", stopped); err != nil {
 		t.Fatal(err)
 	}
 	if got := b.statusCounts(t); got["processed"] != 1 {
@@ -421,13 +423,13 @@ func TestWorkerHardStopReleases(t *testing.T) {
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	<-ba.entered
+	testwait.Recv(t, "the applier to be entered", ba.entered)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // no patience: a hard stop
 	if err := w.Stop(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Stop = %v, want context.Canceled", err)
 	}
-	ev := b.all(t)[0]
+	ev := testcheck.Index(t, "the inbound events", b.all(t), 0)
 	if ev.Status != store.StatusPending || ev.RetryCount != 0 {
 		t.Fatalf("after a hard stop: status %s retries %d; want the lease released without a failure", ev.Status, ev.RetryCount)
 	}

@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"testing"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
@@ -75,10 +76,10 @@ func TestConcurrentUp(t *testing.T) {
 		}
 		sum := 0
 		for range 4 {
-			if err := <-errs; err != nil {
+			if err := testwait.Recv(t, "a migrator to finish", errs); err != nil {
 				t.Error(err)
 			}
-			sum += <-total
+			sum += testwait.Recv(t, "a migrator's count", total)
 		}
 		all, _ := migrate.Migrations(d)
 		if sum != len(all) {

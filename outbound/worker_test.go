@@ -412,7 +412,7 @@ func TestKilledWorkerMidBatch(t *testing.T) {
 		s, err := dead.RunOnce(ctx)
 		deadDone <- result{s, err}
 	}()
-	<-reached // HubSpot has the contacts; the worker is "dead" before linking
+	testwait.Recv(t, "the worker to reach HubSpot", reached) // HubSpot has the contacts; the worker is "dead" before linking
 	if n := len(b.sim.Objects("contacts")); n != 10 {
 		t.Fatalf("HubSpot has %d contacts, want 10", n)
 	}
@@ -424,7 +424,7 @@ func TestKilledWorkerMidBatch(t *testing.T) {
 	wl.update(t, "contacts", mustPick(t, wl), map[string]any{"first_name": "After"})
 	b.drain(t, alive)
 	close(block)
-	r := <-deadDone
+	r := testwait.Recv(t, "the killed worker's cycle to end", deadDone)
 	if r.s.Completed != 0 {
 		t.Fatalf("the dead worker completed %d events after losing its lease", r.s.Completed)
 	}
@@ -466,11 +466,11 @@ func TestGracefulStop(t *testing.T) {
 	if err := w.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	<-reached
+	testwait.Recv(t, "the worker to reach HubSpot", reached)
 	stopped := make(chan error, 1)
 	go func() { stopped <- w.Stop(context.Background()) }()
 	close(block) // the in-flight call returns; Stop must wait for its bookkeeping
-	if err := <-stopped; err != nil {
+	if err := testwait.Recv(t, "Stop to return", stopped); err != nil {
 		t.Fatal(err)
 	}
 	if c := b.counts(t); c[store.StatusProcessed] != 1 {
@@ -488,7 +488,7 @@ func TestGracefulStop(t *testing.T) {
 	if err := w2.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	<-reached
+	testwait.Recv(t, "the worker to reach HubSpot", reached)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := w2.Stop(ctx); err == nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,22 +40,22 @@ func TestHTTPFlow(t *testing.T) {
 	b := setup(t, store.SQLite, Config{})
 	h := b.svc.Handler()
 	r := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"a@example.com","age":3}}`)
-	if r.status != 201 || r.body["version"] != 1.0 || r.body["fields"].(map[string]any)["age"] != 3.0 {
+	if r.status != 201 || r.body["version"] != 1.0 || testcheck.As[map[string]any](t, "POST fields", r.body["fields"])["age"] != 3.0 {
 		t.Fatalf("POST = %+v", r)
 	}
-	id := r.body["id"].(string)
+	id := testcheck.As[string](t, "the created record's id", r.body["id"])
 	if r := call(t, h, "GET", "/api/records/contacts/"+id, ""); r.status != 200 || r.body["id"] != id {
 		t.Fatalf("GET = %+v", r)
 	}
 	r = call(t, h, "PATCH", "/api/records/contacts/"+id, `{"version":1,"fields":{"age":null,"name":"Ann"}}`)
-	f := r.body["fields"].(map[string]any)
+	f := testcheck.As[map[string]any](t, "PATCH fields", r.body["fields"])
 	if r.status != 200 || r.body["version"] != 2.0 || f["name"] != "Ann" || f["age"] != nil {
 		t.Fatalf("PATCH = %+v", r)
 	}
 	if r := call(t, h, "PATCH", "/api/records/contacts/"+id, `{"version":1,"fields":{"name":"Bob"}}`); r.status != 409 || r.body["current_version"] != 2.0 {
 		t.Fatalf("stale PATCH = %+v", r)
 	}
-	if r := call(t, h, "GET", "/api/records/contacts?limit=1", ""); r.status != 200 || len(r.body["records"].([]any)) != 1 || r.body["next"] != id {
+	if r := call(t, h, "GET", "/api/records/contacts?limit=1", ""); r.status != 200 || len(testcheck.As[[]any](t, "LIST records", r.body["records"])) != 1 || r.body["next"] != id {
 		t.Fatalf("LIST = %+v", r)
 	}
 	if r := call(t, h, "DELETE", "/api/records/contacts/"+id+"?version=1", ""); r.status != 409 {
@@ -72,7 +73,7 @@ func TestHTTPBadInputs(t *testing.T) {
 	b := setup(t, store.SQLite, Config{ObjectTypes: []string{"contacts"}})
 	h := b.svc.Handler()
 	r := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"a@example.com"}}`)
-	id := r.body["id"].(string)
+	id := testcheck.As[string](t, "the created record's id", r.body["id"])
 	one := "/api/records/contacts/" + id
 	huge := `{"fields":{"x":"` + strings.Repeat("a", MaxBodyBytes) + `"}}`
 	cases := []struct {

@@ -221,7 +221,7 @@ func TestAtLeastOnceAcrossCrash(t *testing.T) {
 	if err := r1.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	first := <-started
+	first := testwait.Recv(t, "the first handler to start", started)
 	r1.crash()
 	ev, err := b.st.Internal().Get(context.Background(), first)
 	if err != nil || ev.Status != store.StatusProcessing || ev.LeaseOwner != "relay-1" {

@@ -4,12 +4,22 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
 )
 
 func TestAdminRejectsOversizedBody(t *testing.T) {
 	t.Parallel()
-	b := setupOps(t)
+	dbtest.Each(t, testAdminRejectsOversizedBody)
+}
+
+func testAdminRejectsOversizedBody(t *testing.T, d store.Dialect) {
+	b := setupOps(t, d)
 	ids := b.deadOutbound(t, "hubspot", 1)
+	if len(ids) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(ids))
+	}
 	srv := adminServer(t, b, "tok")
 
 	// A valid request padded past the limit: nothing may be re-queued.
@@ -37,7 +47,7 @@ func FuzzAdminRetryBody(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	b := setupOps(f)
+	b := setupOps(f, store.SQLite)
 	srv := adminServer(f, b, "tok")
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, path := range []string{"/admin/deadletters/retry", "/admin/reconcile"} {

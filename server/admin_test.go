@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
-	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
@@ -27,11 +27,11 @@ type opsBundle struct {
 	clock *storetest.Clock
 }
 
-func setupOps(t testing.TB) opsBundle {
+func setupOps(t testing.TB, d store.Dialect) opsBundle {
 	t.Helper()
-	db := dbtest.Migrated(t, store.SQLite)
+	db := dbtest.Migrated(t, d)
 	clock := storetest.NewClock(time.Time{})
-	st, err := sqlitestore.New(db.DB, store.Config{Now: clock.Now, Retry: store.RetryPolicy{MaxAttempts: 1, NoJitter: true}})
+	st, err := hubsync.NewStore(db.DB, d, store.Config{Now: clock.Now, Retry: store.RetryPolicy{MaxAttempts: 1, NoJitter: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,11 @@ func call(t *testing.T, method, url, token, body string) (int, string) {
 
 func TestAdminAuth(t *testing.T) {
 	t.Parallel()
-	b := setupOps(t)
+	dbtest.Each(t, testAdminAuth)
+}
+
+func testAdminAuth(t *testing.T, d store.Dialect) {
+	b := setupOps(t, d)
 	off := adminServer(t, b, "")
 	on := adminServer(t, b, "s3cret")
 	routes := []struct{ method, path, body string }{
@@ -127,7 +131,11 @@ func TestAdminAuth(t *testing.T) {
 
 func TestAdminDeadLettersAndRetry(t *testing.T) {
 	t.Parallel()
-	b := setupOps(t)
+	dbtest.Each(t, testAdminDeadLettersAndRetry)
+}
+
+func testAdminDeadLettersAndRetry(t *testing.T, d store.Dialect) {
+	b := setupOps(t, d)
 	ids := b.deadOutbound(t, "hubspot", 3)
 	srv := adminServer(t, b, "tok")
 
@@ -139,7 +147,7 @@ func TestAdminDeadLettersAndRetry(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &page); err != nil {
 		t.Fatal(err)
 	}
-	if len(page.DeadLetters) != 2 || page.Next != page.DeadLetters[1].ID {
+	if len(page.DeadLetters) != 2 || len(ids) != 3 || page.Next != page.DeadLetters[1].ID {
 		t.Fatalf("page = %+v", page)
 	}
 
@@ -168,7 +176,7 @@ func TestAdminDeadLettersAndRetry(t *testing.T) {
 
 	code, body = call(t, "GET", srv.URL+"/admin/metrics", "tok", "")
 	var m ops.Metrics
-	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Pending != 3 || m.Queues[0].Direction != store.DirectionOutbound {
+	if code != 200 || json.Unmarshal([]byte(body), &m) != nil || m.Pending != 3 || len(m.Queues) == 0 || m.Queues[0].Direction != store.DirectionOutbound {
 		t.Fatalf("metrics = %d %s", code, body)
 	}
 }
@@ -177,7 +185,11 @@ func TestAdminDeadLettersAndRetry(t *testing.T) {
 // newest first, in pages; the cleanup deletes them with the inbound retention.
 func TestAdminRejected(t *testing.T) {
 	t.Parallel()
-	b := setupOps(t)
+	dbtest.Each(t, testAdminRejected)
+}
+
+func testAdminRejected(t *testing.T, d store.Dialect) {
+	b := setupOps(t, d)
 	log, err := inbound.NewRejectedLog(b.st)
 	if err != nil {
 		t.Fatal(err)

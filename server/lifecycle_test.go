@@ -30,9 +30,13 @@ type lifecycle interface {
 // ErrStarted, Stop is idempotent, a Start after Stop returns ErrStopped, and
 // the sentinels are the same values in every package.
 func TestEveryServiceHasTheSameLifecycle(t *testing.T) {
+	dbtest.Each(t, testEveryServiceHasTheSameLifecycle)
+}
+
+func testEveryServiceHasTheSameLifecycle(t *testing.T, d store.Dialect) {
 	ctx := context.Background()
 	quiet := slog.New(slog.DiscardHandler)
-	db := dbtest.Migrated(t, store.SQLite)
+	db := dbtest.Migrated(t, d)
 	h, err := hubsync.Open(ctx, db.URL, store.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +89,7 @@ func TestEveryServiceHasTheSameLifecycle(t *testing.T) {
 		}, ErrStarted, ErrStopped},
 		{"server.Server", func(t *testing.T) lifecycle {
 			srv, err := New(Config{
-				DatabaseURL: dbtest.Migrated(t, store.SQLite).URL, Addr: "127.0.0.1:0", Logger: quiet,
+				DatabaseURL: dbtest.Migrated(t, d).URL, Addr: "127.0.0.1:0", Logger: quiet,
 				DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true,
 			})
 			if err != nil {

@@ -21,8 +21,12 @@ import (
 // exactly its own counter.
 func TestMeteredStoreCountsLeaseOps(t *testing.T) {
 	t.Parallel()
+	dbtest.Each(t, testMeteredStoreCountsLeaseOps)
+}
+
+func testMeteredStoreCountsLeaseOps(t *testing.T, d store.Dialect) {
 	ctx := context.Background()
-	db, err := hubsync.Open(ctx, dbtest.New(t, store.SQLite).URL, store.Config{Retry: store.RetryPolicy{MaxAttempts: 2}})
+	db, err := hubsync.Open(ctx, dbtest.New(t, d).URL, store.Config{Retry: store.RetryPolicy{MaxAttempts: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

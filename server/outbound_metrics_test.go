@@ -15,8 +15,10 @@ import (
 
 // TestOutboundMetricsExported: the outbound worker's counters appear on
 // /metrics from the start, and count the upsert that pushes a new contact.
-func TestOutboundMetricsExported(t *testing.T) {
-	db := dbtest.New(t, store.SQLite)
+func TestOutboundMetricsExported(t *testing.T) { dbtest.Each(t, testOutboundMetricsExported) }
+
+func testOutboundMetricsExported(t *testing.T, d store.Dialect) {
+	db := dbtest.Migrated(t, d)
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
 	srv, err := New(Config{
 		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),

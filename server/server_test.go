@@ -16,6 +16,7 @@ import (
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -67,8 +68,10 @@ func startServer(t *testing.T, cfg Config) *Server {
 	return srv
 }
 
-func TestReadyzAndMetrics(t *testing.T) {
-	db := dbtest.New(t, store.SQLite)
+func TestReadyzAndMetrics(t *testing.T) { dbtest.Each(t, testReadyzAndMetrics) }
+
+func testReadyzAndMetrics(t *testing.T, d store.Dialect) {
+	db := dbtest.Migrated(t, d)
 	var logs syncBuffer
 	srv := startServer(t, Config{DatabaseURL: db.URL, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	base := "http://" + srv.Addr()
@@ -105,7 +108,11 @@ func TestReadyzAndMetrics(t *testing.T) {
 	// A schema that falls behind the binary (here: a migration forgotten) makes
 	// the replica unready: the anonymous caller gets the status only, the log
 	// the reason.
-	if _, err := db.DB.Exec("DELETE FROM hubsync_migration WHERE version = (SELECT MAX(version) FROM hubsync_migration)"); err != nil {
+	var last int64
+	if err := db.DB.QueryRow("SELECT MAX(version) FROM hubsync_migration").Scan(&last); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DB.Exec(dialectsql.Rebind(d, "DELETE FROM hubsync_migration WHERE version = ?"), last); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := get(t, base+"/readyz"); code != http.StatusServiceUnavailable || strings.TrimSpace(body) != "{\n  \"status\": \"not ready\"\n}" {
@@ -127,7 +134,11 @@ func grepLines(s, sub string) string {
 }
 
 func TestRecordReachesHubSpotAndStopIsIdempotent(t *testing.T) {
-	db := dbtest.New(t, store.SQLite)
+	dbtest.Each(t, testRecordReachesHubSpotAndStopIsIdempotent)
+}
+
+func testRecordReachesHubSpotAndStopIsIdempotent(t *testing.T, d store.Dialect) {
+	db := dbtest.Migrated(t, d)
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
 	srv, err := New(Config{
 		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
@@ -214,8 +225,10 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 
 // TestConfigMappingDrivesEveryPart checks that Config.Mapping reaches the
 // records API (its object types only) and the outbound worker (its fields).
-func TestConfigMappingDrivesEveryPart(t *testing.T) {
-	db := dbtest.New(t, store.SQLite)
+func TestConfigMappingDrivesEveryPart(t *testing.T) { dbtest.Each(t, testConfigMappingDrivesEveryPart) }
+
+func testConfigMappingDrivesEveryPart(t *testing.T, d store.Dialect) {
+	db := dbtest.Migrated(t, d)
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
 	m, err := mapping.NewSet(mapping.Object{
 		ObjectType: "contacts", HubSpotType: "contacts", WebhookName: "contact", Version: 1,

@@ -2,6 +2,7 @@ package hubspotsim
 
 import (
 	"encoding/json"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"net/http"
 	"testing"
 	"time"
@@ -22,7 +23,7 @@ func TestControlAPI(t *testing.T) {
 		t.Fatalf("created = %s (%v)", a.body, err)
 	}
 	ctl("POST", "/objects/contacts", props("email", "u@x.com"), http.StatusConflict)
-	o2 := ctl("POST", "/objects/contacts", props("email", "v@x.com"), http.StatusCreated).json(t)["id"].(string)
+	o2 := testcheck.As[string](t, "id", ctl("POST", "/objects/contacts", props("email", "v@x.com"), http.StatusCreated).json(t)["id"])
 	ctl("PATCH", "/objects/contacts/"+o.ID, props("lastname", "L"), http.StatusOK)
 	ctl("PATCH", "/objects/contacts/123456", props("lastname", "L"), http.StatusNotFound)
 	ctl("POST", "/objects/contacts/merge", map[string]any{"primaryObjectId": o.ID, "objectIdToMerge": o2}, http.StatusOK)

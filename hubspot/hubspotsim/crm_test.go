@@ -2,6 +2,7 @@ package hubspotsim
 
 import (
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"net/http"
 	"regexp"
 	"strings"
@@ -39,8 +40,8 @@ func TestSingleObjectLifecycle(t *testing.T) {
 	a := b.do("POST", "/crm/v3/objects/contacts", props("email", "Ann@Example.com", "firstname", "Ann", "custom_x", "1"))
 	wantStatus(t, a, http.StatusCreated)
 	m := a.json(t)
-	id := m["id"].(string)
-	p := m["properties"].(map[string]any)
+	id := testcheck.As[string](t, "id", m["id"])
+	p := testcheck.As[map[string]any](t, "properties", m["properties"])
 	if p["email"] != "ann@example.com" || p["hs_object_id"] != id || p["createdate"] == nil || p["lastmodifieddate"] == nil {
 		t.Fatalf("create properties = %v", p)
 	}
@@ -56,12 +57,12 @@ func TestSingleObjectLifecycle(t *testing.T) {
 	// Default read returns only the default properties; custom ones must be asked for.
 	a = b.do("GET", "/crm/v3/objects/contacts/"+id, nil)
 	wantStatus(t, a, http.StatusOK)
-	p = a.json(t)["properties"].(map[string]any)
+	p = testcheck.As[map[string]any](t, "properties", a.json(t)["properties"])
 	if _, ok := p["custom_x"]; ok || p["firstname"] != "Ann" {
 		t.Fatalf("default read properties = %v", p)
 	}
 	a = b.do("GET", "/crm/v3/objects/contacts/"+id+"?properties=custom_x,missing", nil)
-	p = a.json(t)["properties"].(map[string]any)
+	p = testcheck.As[map[string]any](t, "properties", a.json(t)["properties"])
 	if p["custom_x"] != "1" || p["missing"] != nil {
 		t.Fatalf("requested properties = %v", p)
 	}
@@ -75,7 +76,7 @@ func TestSingleObjectLifecycle(t *testing.T) {
 	b.clock.Advance(1500)
 	a = b.do("PATCH", "/crm/v3/objects/contacts/"+id, props("firstname", "Anna"))
 	wantStatus(t, a, http.StatusOK)
-	if got := a.json(t)["properties"].(map[string]any)["firstname"]; got != "Anna" {
+	if got := testcheck.As[map[string]any](t, "properties", a.json(t)["properties"])["firstname"]; got != "Anna" {
 		t.Fatalf("patched firstname = %v", got)
 	}
 	wantError(t, b.do("PATCH", "/crm/v3/objects/contacts/"+id, props("hs_object_id", "5")), 400, "VALIDATION_ERROR")
@@ -105,13 +106,13 @@ func TestSingleObjectLifecycle(t *testing.T) {
 func TestContactEmailConflict(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
-	id := b.do("POST", "/crm/v3/objects/contacts", props("email", "a@x.com")).json(t)["id"].(string)
+	id := testcheck.As[string](t, "id", b.do("POST", "/crm/v3/objects/contacts", props("email", "a@x.com")).json(t)["id"])
 
 	m := wantError(t, b.do("POST", "/crm/v3/objects/contacts", props("email", "A@X.COM")), http.StatusConflict, "CONFLICT")
 	if m["message"] != "Contact already exists. Existing ID: "+id {
 		t.Fatalf("409 message = %q", m["message"])
 	}
-	id2 := b.do("POST", "/crm/v3/objects/contacts", props("email", "b@x.com")).json(t)["id"].(string)
+	id2 := testcheck.As[string](t, "id", b.do("POST", "/crm/v3/objects/contacts", props("email", "b@x.com")).json(t)["id"])
 	wantError(t, b.do("PATCH", "/crm/v3/objects/contacts/"+id2, props("email", "a@x.com")), http.StatusConflict, "CONFLICT")
 
 	// Batch create: the whole batch fails, reporting only the first conflict.
@@ -154,13 +155,13 @@ func TestBatchEndpoints(t *testing.T) {
 	a = b.do("POST", "/crm/v3/objects/contacts/batch/create", inputs(3, func(i int) map[string]any { return props("email", fmt.Sprintf("c%d@x.com", i)) }))
 	wantStatus(t, a, http.StatusCreated)
 	m := a.json(t)
-	res := m["results"].([]any)
+	res := testcheck.As[[]any](t, "results", m["results"])
 	if m["status"] != "COMPLETE" || len(res) != 3 || m["startedAt"] == nil || m["completedAt"] == nil {
 		t.Fatalf("batch create body = %s", a.body)
 	}
 	var ids []string
 	for _, r := range res {
-		ids = append(ids, r.(map[string]any)["id"].(string))
+		ids = append(ids, testcheck.As[string](t, "id", testcheck.As[map[string]any](t, "r", r)["id"]))
 	}
 
 	// Update with one missing id: 207 with a not-found entry carrying the trace id.
@@ -170,12 +171,12 @@ func TestBatchEndpoints(t *testing.T) {
 	}})
 	wantStatus(t, a, http.StatusMultiStatus)
 	m = a.json(t)
-	errs := m["errors"].([]any)
-	if m["numErrors"] != 1.0 || len(errs) != 1 || len(m["results"].([]any)) != 1 {
+	errs := testcheck.As[[]any](t, "errors", m["errors"])
+	if m["numErrors"] != 1.0 || len(errs) != 1 || len(testcheck.As[[]any](t, "results", m["results"])) != 1 {
 		t.Fatalf("207 body = %s", a.body)
 	}
-	e := errs[0].(map[string]any)
-	if e["status"] != "error" || e["category"] != "OBJECT_NOT_FOUND" || fmt.Sprint(e["context"].(map[string]any)["objectWriteTraceId"]) != "[t1]" {
+	e := testcheck.As[map[string]any](t, "errs element 0", testcheck.Index(t, "errs", errs, 0))
+	if e["status"] != "error" || e["category"] != "OBJECT_NOT_FOUND" || fmt.Sprint(testcheck.As[map[string]any](t, "context", e["context"])["objectWriteTraceId"]) != "[t1]" {
 		t.Fatalf("207 error entry = %v", e)
 	}
 	for _, k := range []string{"requestedAt", "startedAt", "completedAt"} {
@@ -196,12 +197,12 @@ func TestBatchEndpoints(t *testing.T) {
 	a = b.do("POST", "/crm/v3/objects/contacts/batch/read", map[string]any{"properties": []string{"email", "firstname"}, "inputs": []any{map[string]any{"id": ids[0]}, map[string]any{"id": "424242"}}})
 	wantStatus(t, a, http.StatusMultiStatus)
 	m = a.json(t)
-	if len(m["results"].([]any)) != 1 || m["numErrors"] != 1.0 {
+	if len(testcheck.As[[]any](t, "results", m["results"])) != 1 || m["numErrors"] != 1.0 {
 		t.Fatalf("batch read body = %s", a.body)
 	}
 	a = b.do("POST", "/crm/v3/objects/contacts/batch/read", map[string]any{"idProperty": "email", "inputs": []any{map[string]any{"id": "C1@x.com"}}})
 	wantStatus(t, a, http.StatusOK)
-	if got := a.json(t)["results"].([]any)[0].(map[string]any)["id"]; got != ids[1] {
+	if got := testcheck.As[map[string]any](t, "results", testcheck.Index(t, "results", testcheck.As[[]any](t, "results", a.json(t)["results"]), 0))["id"]; got != ids[1] {
 		t.Fatalf("read by email id = %v, want %s", got, ids[1])
 	}
 	wantError(t, b.do("POST", "/crm/v3/objects/contacts/batch/read", map[string]any{"idProperty": "hs_object_id", "inputs": []any{map[string]any{"id": ids[0]}}}), 400, "VALIDATION_ERROR")
@@ -212,11 +213,11 @@ func TestBatchEndpoints(t *testing.T) {
 		map[string]any{"id": "fresh@x.com", "idProperty": "email", "properties": map[string]any{"firstname": "New"}},
 	}})
 	wantStatus(t, a, http.StatusOK)
-	res = a.json(t)["results"].([]any)
-	if r0 := res[0].(map[string]any); r0["id"] != ids[2] || r0["new"] != false {
+	res = testcheck.As[[]any](t, "results", a.json(t)["results"])
+	if r0 := testcheck.As[map[string]any](t, "res element 0", testcheck.Index(t, "res", res, 0)); r0["id"] != ids[2] || r0["new"] != false {
 		t.Fatalf("upsert existing = %v", r0)
 	}
-	if r1 := res[1].(map[string]any); r1["new"] != true || r1["properties"].(map[string]any)["email"] != "fresh@x.com" {
+	if r1 := testcheck.As[map[string]any](t, "res element 1", testcheck.Index(t, "res", res, 1)); r1["new"] != true || testcheck.As[map[string]any](t, "properties", r1["properties"])["email"] != "fresh@x.com" {
 		t.Fatalf("upsert new = %v", r1)
 	}
 	wantError(t, b.do("POST", "/crm/v3/objects/contacts/batch/upsert", map[string]any{"inputs": []any{
@@ -241,14 +242,14 @@ func TestPartialFailureFault(t *testing.T) {
 	}))
 	wantStatus(t, a, http.StatusMultiStatus)
 	m := a.json(t)
-	errs, res := m["errors"].([]any), m["results"].([]any)
+	errs, res := testcheck.As[[]any](t, "errors", m["errors"]), testcheck.As[[]any](t, "results", m["results"])
 	if len(errs) == 0 || len(res) == 0 || len(errs)+len(res) != 40 {
 		t.Fatalf("errors %d results %d", len(errs), len(res))
 	}
 	for _, e := range errs {
-		e := e.(map[string]any)
-		trace := e["context"].(map[string]any)["objectWriteTraceId"].([]any)
-		if e["category"] != "VALIDATION_ERROR" || !strings.HasPrefix(trace[0].(string), "trace-") {
+		e := testcheck.As[map[string]any](t, "e", e)
+		trace := testcheck.As[[]any](t, "objectWriteTraceId", testcheck.As[map[string]any](t, "context", e["context"])["objectWriteTraceId"])
+		if e["category"] != "VALIDATION_ERROR" || !strings.HasPrefix(testcheck.As[string](t, "trace element 0", testcheck.Index(t, "trace", trace, 0)), "trace-") {
 			t.Fatalf("error entry = %v", e)
 		}
 	}
@@ -260,11 +261,11 @@ func TestPartialFailureFault(t *testing.T) {
 func TestMerge(t *testing.T) {
 	t.Parallel()
 	b := setup(t, Config{})
-	p := b.do("POST", "/crm/v3/objects/contacts", props("email", "p@x.com", "firstname", "P")).json(t)["id"].(string)
-	m := b.do("POST", "/crm/v3/objects/contacts", props("email", "m@x.com", "firstname", "M", "phone", "123")).json(t)["id"].(string)
+	p := testcheck.As[string](t, "id", b.do("POST", "/crm/v3/objects/contacts", props("email", "p@x.com", "firstname", "P")).json(t)["id"])
+	m := testcheck.As[string](t, "id", b.do("POST", "/crm/v3/objects/contacts", props("email", "m@x.com", "firstname", "M", "phone", "123")).json(t)["id"])
 	a := b.do("POST", "/crm/v3/objects/contacts/merge", map[string]any{"primaryObjectId": p, "objectIdToMerge": m})
 	wantStatus(t, a, http.StatusOK)
-	pp := a.json(t)["properties"].(map[string]any)
+	pp := testcheck.As[map[string]any](t, "properties", a.json(t)["properties"])
 	if pp["hs_merged_object_ids"] != m || pp["firstname"] != "P" || pp["phone"] != "123" {
 		t.Fatalf("merged primary = %v", pp)
 	}
@@ -281,7 +282,7 @@ func TestMerge(t *testing.T) {
 	wantError(t, b.do("PATCH", "/crm/v3/objects/contacts/"+m, props("firstname", "x")), 404, "OBJECT_NOT_FOUND")
 	// The merged-away email now belongs to the primary.
 	m409 := wantError(t, b.do("POST", "/crm/v3/objects/contacts", props("email", "m@x.com")), 409, "CONFLICT")
-	if !strings.HasSuffix(m409["message"].(string), p) {
+	if !strings.HasSuffix(testcheck.As[string](t, "message", m409["message"]), p) {
 		t.Fatalf("409 after merge = %v", m409["message"])
 	}
 	wantError(t, b.do("POST", "/crm/v3/objects/contacts/merge", map[string]any{"primaryObjectId": p, "objectIdToMerge": p}), 400, "VALIDATION_ERROR")
@@ -310,16 +311,16 @@ func TestSearch(t *testing.T) {
 	if a.header.Get("X-HubSpot-RateLimit-Max") != "" || a.header.Get("X-HubSpot-RateLimit-Remaining") != "" {
 		t.Fatal("search answers must not carry rate-limit headers")
 	}
-	res := m["results"].([]any)
-	if m["total"] != 7.0 || len(res) != 2 || res[0].(map[string]any)["properties"].(map[string]any)["age"] != "24" {
+	res := testcheck.As[[]any](t, "results", m["results"])
+	if m["total"] != 7.0 || len(res) != 2 || testcheck.As[map[string]any](t, "properties", testcheck.As[map[string]any](t, "res element 0", testcheck.Index(t, "res", res, 0))["properties"])["age"] != "24" {
 		t.Fatalf("search = %s", a.body)
 	}
-	after := m["paging"].(map[string]any)["next"].(map[string]any)["after"]
+	after := testcheck.As[map[string]any](t, "next", testcheck.As[map[string]any](t, "paging", m["paging"])["next"])["after"]
 	_, m = search(map[string]any{"filterGroups": []any{map[string]any{"filters": []any{
 		map[string]any{"propertyName": "email", "operator": "CONTAINS_TOKEN", "value": "*@acme.com"},
 		map[string]any{"propertyName": "age", "operator": "GT", "value": "10"},
 	}}}, "sorts": []any{map[string]any{"propertyName": "age", "direction": "DESCENDING"}}, "properties": []string{"age"}, "limit": 10, "after": after})
-	if len(m["results"].([]any)) != 5 || m["paging"] != nil {
+	if len(testcheck.As[[]any](t, "results", m["results"])) != 5 || m["paging"] != nil {
 		t.Fatalf("second page = %v", m)
 	}
 	// OR of groups, EQ is case-insensitive, HAS_PROPERTY / NEQ / LT.
@@ -343,7 +344,7 @@ func TestCommunicationPreferences(t *testing.T) {
 	b := setup(t, Config{})
 	a := b.do("GET", "/communication-preferences/v3/definitions", nil)
 	wantStatus(t, a, http.StatusOK)
-	if defs := a.json(t)["subscriptionDefinitions"].([]any); len(defs) < 2 {
+	if defs := testcheck.As[[]any](t, "subscriptionDefinitions", a.json(t)["subscriptionDefinitions"]); len(defs) < 2 {
 		t.Fatalf("definitions = %s", a.body)
 	}
 	a = b.do("POST", "/communication-preferences/v4/statuses/a@x.com", map[string]any{"subscriptionId": 1, "statusState": "SUBSCRIBED", "channel": "EMAIL", "legalBasis": "CONSENT_WITH_NOTICE"})
@@ -354,15 +355,15 @@ func TestCommunicationPreferences(t *testing.T) {
 	wantError(t, b.do("GET", "/communication-preferences/v4/statuses/a@x.com", nil), 400, "VALIDATION_ERROR")
 	a = b.do("GET", "/communication-preferences/v4/statuses/A@x.com?channel=EMAIL&businessUnitId=0", nil)
 	wantStatus(t, a, http.StatusOK)
-	res := a.json(t)["results"].([]any)
-	if res[0].(map[string]any)["status"] != "SUBSCRIBED" || res[1].(map[string]any)["status"] != "NOT_SPECIFIED" {
+	res := testcheck.As[[]any](t, "results", a.json(t)["results"])
+	if testcheck.As[map[string]any](t, "res element 0", testcheck.Index(t, "res", res, 0))["status"] != "SUBSCRIBED" || testcheck.As[map[string]any](t, "res element 1", testcheck.Index(t, "res", res, 1))["status"] != "NOT_SPECIFIED" {
 		t.Fatalf("v4 read = %s", a.body)
 	}
 	wantStatus(t, b.do("POST", "/communication-preferences/v3/unsubscribe", map[string]any{"emailAddress": "a@x.com", "subscriptionId": "1"}), http.StatusOK)
 	a = b.do("GET", "/communication-preferences/v3/status/email/a@x.com", nil)
 	wantStatus(t, a, http.StatusOK)
 	m := a.json(t)
-	if m["recipient"] != "a@x.com" || m["subscriptionStatuses"].([]any)[0].(map[string]any)["status"] != "NOT_SUBSCRIBED" {
+	if m["recipient"] != "a@x.com" || testcheck.As[map[string]any](t, "subscriptionStatuses", testcheck.Index(t, "subscriptionStatuses", testcheck.As[[]any](t, "subscriptionStatuses", m["subscriptionStatuses"]), 0))["status"] != "NOT_SUBSCRIBED" {
 		t.Fatalf("v3 status = %s", a.body)
 	}
 	if got := b.srv.SubscriptionStatus("a@x.com", 1); got != "UNSUBSCRIBED" {

@@ -156,7 +156,7 @@ func TestHangStopsOnClose(t *testing.T) {
 	if err := b.srv.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-errc; err == nil {
+	if err := testwait.Recv(t, "the request to return", errc); err == nil {
 		t.Fatal("hanging request got an answer")
 	}
 	if err := b.srv.Close(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -84,7 +85,7 @@ func TestWebhooks(t *testing.T) {
 	b := setup(t, Config{ClientSecret: "s3cret", WebhookURL: rcv.url(), AppID: 77, PortalID: 999})
 
 	a := b.do("POST", "/crm/v3/objects/contacts", props("email", "a@x.com", "firstname", "A"))
-	id := a.json(t)["id"].(string)
+	id := testcheck.As[string](t, "id", a.json(t)["id"])
 	if err := b.srv.UserUpdate("contacts", id, map[string]string{"firstname": "B", "email": "a@x.com"}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,8 @@ func TestWebhookBatchesAndMerge(t *testing.T) {
 		return props("email", fmt.Sprintf("c%d@x.com", i), "firstname", "F")
 	}))
 	wantStatus(t, a, http.StatusCreated)
-	res := a.json(t)["results"].([]any)
-	p, m := res[0].(map[string]any)["id"].(string), res[1].(map[string]any)["id"].(string)
+	res := testcheck.As[[]any](t, "results", a.json(t)["results"])
+	p, m := testcheck.As[string](t, "id", testcheck.As[map[string]any](t, "res element 0", testcheck.Index(t, "res", res, 0))["id"]), testcheck.As[string](t, "id", testcheck.As[map[string]any](t, "res element 1", testcheck.Index(t, "res", res, 1))["id"])
 	if err := b.srv.UserMerge("contacts", p, m); err != nil {
 		t.Fatal(err)
 	}

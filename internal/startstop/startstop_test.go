@@ -3,6 +3,7 @@ package startstop
 import (
 	"context"
 	"errors"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"testing"
 )
 
@@ -18,14 +19,14 @@ func TestGracefulStopLetsTheCycleFinish(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-running
+	testwait.Recv(t, "the loop to run", running)
 	if err := s.Start(context.Background(), nil); !errors.Is(err, ErrStarted) {
 		t.Fatalf("second Start = %v, want ErrStarted", err)
 	}
 	if err := s.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if !<-finished {
+	if !testwait.Recv(t, "the cycle to finish", finished) {
 		t.Fatal("a graceful stop cancelled the loop's context")
 	}
 	if err := s.Stop(context.Background()); err != nil {
@@ -45,7 +46,7 @@ func TestStopWithEndedContextCancelsTheLoop(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	<-running
+	testwait.Recv(t, "the loop to run", running)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if err := s.Stop(ctx); !errors.Is(err, context.Canceled) {
@@ -83,7 +84,7 @@ func TestALoopThatReturnedIsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel() // a hard stop through Start's context
-	<-s.Done()
+	testwait.Recv(t, "the service to stop", s.Done())
 	if err := s.Start(context.Background(), nil); !errors.Is(err, ErrStopped) {
 		t.Fatalf("Start after the loop returned = %v, want ErrStopped", err)
 	}

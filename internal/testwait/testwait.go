@@ -26,3 +26,20 @@ func For(t testing.TB, what string, cond func() bool) {
 		time.Sleep(pollInterval)
 	}
 }
+
+// Recv returns the next value received from ch, or fails t naming what was
+// awaited when none arrives within Deadline. A closed channel returns its
+// zero value, as a receive does.
+func Recv[T any](t testing.TB, what string, ch <-chan T) T {
+	t.Helper()
+	timer := time.NewTimer(Deadline)
+	defer timer.Stop()
+	select {
+	case v := <-ch:
+		return v
+	case <-timer.C:
+		t.Fatalf("timed out after %s waiting for %s", Deadline, what)
+		var zero T
+		return zero
+	}
+}

@@ -12,3 +12,15 @@ func TestForReturnsWhenTheConditionHolds(t *testing.T) {
 		t.Fatalf("cond called %d times, want 3", n)
 	}
 }
+
+func TestRecvReturnsTheValue(t *testing.T) {
+	ch := make(chan int, 1)
+	ch <- 7
+	if got := Recv(t, "the value", ch); got != 7 {
+		t.Fatalf("Recv = %d, want 7", got)
+	}
+	close(ch)
+	if got := Recv(t, "the close", ch); got != 0 {
+		t.Fatalf("Recv of a closed channel = %d, want 0", got)
+	}
+}

@@ -56,6 +56,8 @@ var cases = []testCase{
 	{name: "RequeueToLaneEnd", run: testRequeueToLaneEnd},
 	{name: "BatchOrder", only: []store.Direction{store.DirectionInbound}, run: testBatchOrder},
 	{name: "InboundLaneObjectType", only: []store.Direction{store.DirectionInbound}, run: testInboundLaneObjectType},
+	{name: "ReleasedHeadHoldsRecord", run: testReleasedHeadHoldsRecord},
+	{name: "ConcurrentMixedClaimers", run: testConcurrentMixedClaimers},
 	{name: "BackoffAndMaxAttempts", run: testBackoff},
 	{name: "DeadLetterRequeue", run: testDeadLetters},
 	{name: "Release", run: testRelease},

@@ -1,0 +1,119 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testwait"
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestSyncWorkerSpendsTheSharedBudget checks that the assembled server hands
+// the shared budget to its SyncWorker: a contact created in HubSpot reaches the
+// local records through the webhook and the SyncWorker's read of the object,
+// and every HubSpot call of that read was reserved from the server's budget
+// (the outbound worker is off, so the SyncWorker is the only caller).
+// And the server's HubSpot client calibrates that budget: a 429 to the
+// SyncWorker's read pauses it for every replica.
+func TestSyncWorkerSpendsTheSharedBudget(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		db := dbtest.Migrated(t, d)
+		sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+		srv, err := New(Config{
+			DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
+			HubSpotAccessToken: hubspotsim.AccessTokenDefault, HubSpotClientSecret: hubspotsim.ClientSecretDefault,
+			DisableOutboundWorker: true, APITokens: []string{testAPIToken}, Logger: slog.New(slog.DiscardHandler),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := srv.Stop(context.Background()); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		})
+		base := "http://" + srv.Addr()
+		if err := sim.SetWebhookURL(base + "/webhooks/hubspot"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.UserCreate("contacts", map[string]string{"email": "budget@example.com", "firstname": "Bea"}); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, "the HubSpot contact in the local records", func() bool {
+			req, _ := http.NewRequest("GET", base+"/api/records/contacts", nil)
+			req.Header.Set("Authorization", "Bearer "+testAPIToken)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			var body struct {
+				Records []struct {
+					Fields map[string]any `json:"fields"`
+				} `json:"records"`
+			}
+			if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil {
+				return false
+			}
+			for _, r := range body.Records {
+				if r.Fields["email"] == "budget@example.com" {
+					return true
+				}
+			}
+			return false
+		})
+		reads := sim.Counters().Requests
+		if reads == 0 {
+			t.Fatal("the SyncWorker made no HubSpot call; the test needs it to read the created contact")
+		}
+		// The calls reserved through the server's budget, as /metrics counts them.
+		_, metrics := get(t, base+"/metrics")
+		var reserved int64
+		prefix := MetricBudgetTokens + `{key="` + BudgetKeyDefault + `"} `
+		for _, l := range strings.Split(metrics, "\n") {
+			if v, ok := strings.CutPrefix(l, prefix); ok {
+				if reserved, err = strconv.ParseInt(v, 10, 64); err != nil {
+					t.Fatalf("%s: %v", l, err)
+				}
+			}
+		}
+		if reserved < reads {
+			t.Fatalf("the SyncWorker reserved %d calls from the budget for its %d HubSpot calls; the server must give it the shared budget:\n%s",
+				reserved, reads, grepLines(metrics, "budget"))
+		}
+
+		bud, err := budget.NewSQL(db.DB, d, budget.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sim.SetFaults(hubspotsim.Faults{Error429: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.UserCreate("contacts", map[string]string{"email": "limited@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, "the budget paused after a 429 to the SyncWorker's read", func() bool {
+			use, err := bud.Usage(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range use {
+				if u.PausedUntil != nil {
+					return true
+				}
+			}
+			return false
+		})
+	})
+}
