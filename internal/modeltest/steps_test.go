@@ -335,8 +335,6 @@ func trace(steps []step) string {
 	return b.String()
 }
 
-
-
 // gated says whether a known gap (modelKnownGaps) rules the step out: it
 // would act on a record whose other side still has a change in flight, in a
 // way the unfixed code cannot converge from.
