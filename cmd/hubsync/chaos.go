@@ -23,9 +23,10 @@ var errChaosFailed = errors.New("the chaos run lost, duplicated, resurrected or 
 func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("chaos", stderr)
 	dbURL := fs.String("database-url", "", "an empty PostgreSQL or MySQL/MariaDB database the replicas share (required; SQLite is refused)")
-	replicas := fs.Int("replicas", demo.ChaosReplicasDefault, "number of `hubsync serve` replicas")
+	replicas := fs.Int("replicas", demo.ChaosReplicasDefault, "number of replicas (hubsync serve processes)")
 	changes := fs.Int("changes", demo.ChaosChangesDefault, "number of local record changes (creates, updates, deletes); HubSpot user edits scale with it")
 	killEvery := fs.String("kill-every", "2s-5s", `SIGKILL a random replica (and restart it) every MIN-MAX, e.g. 2s-5s; "off" for none`)
+	maxKills := fs.Int("kills", 0, "stop killing after this many kills; 0: no limit")
 	dbRestartCmd := fs.String("db-restart-cmd", "", `shell command that restarts the database, e.g. "pg_ctlcluster 16 main restart"`)
 	dbRestarts := fs.Int("db-restarts", 0, "how many times to run -db-restart-cmd, spread over the workload")
 	rateLimit := fs.Int("rate-limit", demo.ChaosRateLimitDefault, "HubSpot calls per 10 s (the simulator's limit and the replicas' budget)")
@@ -62,7 +63,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rep, err := demo.RunChaos(ctx, demo.ChaosConfig{
 		DatabaseURL: *dbURL, Binary: bin, Replicas: *replicas, Changes: *changes,
-		KillMin: killMin, KillMax: killMax, DBRestartCmd: *dbRestartCmd, DBRestarts: *dbRestarts,
+		KillMin: killMin, KillMax: killMax, MaxKills: *maxKills, DBRestartCmd: *dbRestartCmd, DBRestarts: *dbRestarts,
 		RateLimit: *rateLimit, Seed: *seed, Duration: *duration, Dir: *dir, Out: stdout,
 	})
 	if err != nil {

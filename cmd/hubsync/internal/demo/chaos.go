@@ -60,6 +60,8 @@ type ChaosConfig struct {
 	// KillMin and KillMax bound the random wait between two SIGKILLs; a
 	// negative KillMin turns the kills off. Defaults ChaosKillMinDefault, ChaosKillMaxDefault.
 	KillMin, KillMax time.Duration
+	// MaxKills stops the kills after this many; 0 means no limit.
+	MaxKills int
 	// DBRestartCmd is run with sh -c DBRestarts times, spread over the workload.
 	DBRestartCmd string
 	DBRestarts   int
@@ -315,11 +317,20 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 					return
 				case <-time.After(wait):
 				}
+				if cfg.MaxKills > 0 && kills.Load() >= int64(cfg.MaxKills) {
+					return
+				}
 				r := reps[rng.IntN(len(reps))]
 				r.kill()
 				kills.Add(1)
-				if err := r.start(chaosCtx); err != nil && chaosCtx.Err() == nil {
-					fmt.Fprintf(out, "chaos: restart replica %d: %v\n", r.n, err)
+				// Restart every slot that is down (a start fails while the
+				// database restarts).
+				for _, r := range reps {
+					if !r.running() {
+						if err := r.start(chaosCtx); err != nil && chaosCtx.Err() == nil {
+							fmt.Fprintf(out, "chaos: restart replica %d: %v (tried again after the next kill)\n", r.n, err)
+						}
+					}
 				}
 			}
 		})
@@ -338,12 +349,16 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 					}
 				}
 				t0 := time.Now()
-				c := exec.CommandContext(chaosCtx, "sh", "-c", cfg.DBRestartCmd)
-				b, err := c.CombinedOutput()
-				line := fmt.Sprintf("restart %d at local change %d: %s, %v", i, at, time.Since(t0).Round(10*time.Millisecond), okOr(err))
-				if err != nil {
-					line += ": " + strings.TrimSpace(string(b))
+				// The output goes to a file, not a pipe: a restarted database
+				// server inherits it and would hold a pipe open for ever.
+				logf, err := os.OpenFile(filepath.Join(cfg.Dir, "db-restart.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				if err == nil {
+					c := exec.CommandContext(chaosCtx, "sh", "-c", cfg.DBRestartCmd)
+					c.Stdout, c.Stderr = logf, logf
+					err = c.Run()
+					logf.Close()
 				}
+				line := fmt.Sprintf("restart %d at local change %d: %s, %s", i, at, time.Since(t0).Round(10*time.Millisecond), okOr(err))
 				restartsMu.Lock()
 				restarts = append(restarts, line)
 				restartsMu.Unlock()
@@ -387,9 +402,17 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	chaosWG.Wait()
 	// Every replica up for the settle.
 	for _, r := range reps {
-		if !r.running() {
-			if err := r.start(runCtx); err != nil {
+		for attempt := 0; !r.running(); attempt++ {
+			err := r.start(runCtx)
+			if err == nil {
+				break
+			}
+			if attempt == 30 || runCtx.Err() != nil {
 				return nil, err
+			}
+			select {
+			case <-runCtx.Done():
+			case <-time.After(time.Second):
 			}
 		}
 	}
@@ -400,7 +423,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	var firstDead []server.DeadLetter
 	var requeued int64
 	if driveErr == nil {
-		convergeErr = waitConverged(runCtx, sim, q)
+		convergeErr = settle(runCtx, sim, q)
 		converged = convergeErr == nil
 		if converged {
 			dls, err := listDeadLetters(runCtx, st)
@@ -415,16 +438,22 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 				if requeued, err = requeueDeadLetters(runCtx, st, dls); err != nil {
 					return nil, err
 				}
-				convergeErr = waitConverged(runCtx, sim, q)
+				convergeErr = settle(runCtx, sim, q)
 				converged = convergeErr == nil
 			}
 		}
 	}
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer rcancel()
-	rep, err := collect(rctx, collectInput{m: m, w: w, expected: expected, d: d, q: q, sim: sim, st: st, recs: recs})
-	if err != nil {
-		return nil, err
+	var rep *Report
+	for attempt := 0; ; attempt++ {
+		if rep, err = collect(rctx, collectInput{m: m, w: w, expected: expected, d: d, q: q, sim: sim, st: st, recs: recs}); err == nil {
+			break
+		}
+		if attempt == 10 || rctx.Err() != nil {
+			return nil, err
+		}
+		time.Sleep(2 * time.Second) // the database may be restarting
 	}
 	rep.Elapsed = time.Since(start)
 	rep.Converged = converged
@@ -716,4 +745,20 @@ func okOr(err error) string {
 		return "ok"
 	}
 	return err.Error()
+}
+
+// settle is waitConverged, asked again while the database cannot answer
+// (a restart): only ctx's end is final.
+func settle(ctx context.Context, sim *hubspotsim.Server, q *queries) error {
+	for {
+		err := waitConverged(ctx, sim, q)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -305,7 +305,9 @@ func (d *driver) gate(ctx context.Context, ref int) (string, bool, error) {
 		switch spec.Partition {
 		case PartitionHubSpotCreated:
 			if _, linked, err := d.links.LookupRecord(ctx, "hubspot", spec.ObjectType, hsID); err != nil {
-				return "", false, err
+				if !d.retryUnavailable {
+					return "", false, err
+				}
 			} else if linked {
 				return hsID, true, nil
 			}
@@ -313,7 +315,10 @@ func (d *driver) gate(ctx context.Context, ref int) (string, bool, error) {
 			if localID != "" {
 				open, failed, err := d.queries.recordOutbound(ctx, spec.ObjectType, localID)
 				if err != nil {
-					return "", false, err
+					if !d.retryUnavailable {
+						return "", false, err
+					}
+					open = 1 // the database is restarting: ask again
 				}
 				if failed > 0 {
 					d.mu.Lock()
@@ -323,7 +328,7 @@ func (d *driver) gate(ctx context.Context, ref int) (string, bool, error) {
 				}
 				if open == 0 {
 					id, linked, err := d.links.Lookup(ctx, "hubspot", spec.ObjectType, localID)
-					if err != nil {
+					if err != nil && !d.retryUnavailable {
 						return "", false, err
 					}
 					if linked {
