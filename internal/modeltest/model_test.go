@@ -33,12 +33,19 @@ const (
 	// value, while HubSpot's webhook wins locally; a local edit pushed while
 	// HubSpot's delete is in flight recreates the object.
 	gapTwoSided = 100
+	// gapCrashAfterWrite (no item of issue 11; found by hubsync chaos): an
+	// outbound cycle that dies after HubSpot applied its write and before it
+	// recorded the push. The retry is planned against the last recorded
+	// push: a value equal to it is skipped though HubSpot holds the newer
+	// unrecorded one, and a retried create (an upsert of the present
+	// fields) does not clear a field removed since.
+	gapCrashAfterWrite = 101
 )
 
 // modelKnownGaps lists the gaps the generator avoids, so that the default
 // run passes on this branch. Remove an item once its fix is merged, or run
 // with -model.gaps=none to see what still fails.
-var modelKnownGaps = []int{gapOrder, gapLocalDelete, gapMergeMoves, gapTwoSided}
+var modelKnownGaps = []int{gapOrder, gapLocalDelete, gapMergeMoves, gapTwoSided, gapCrashAfterWrite}
 
 var (
 	seedsFlag = flag.Int("seeds", 0, "model test: number of seeds to run (default 200, or $HUBSYNC_MODEL_SEEDS)")

@@ -68,6 +68,9 @@ func (s step) String() string {
 	case localCreate:
 		return fmt.Sprintf("replica %d: create %s", s.Replica, typ)
 	case localUpdate:
+		if s.B%5 == 0 {
+			return fmt.Sprintf("replica %d: update %s #%d remove %s", s.Replica, typ, s.A, editable[typ][s.Field%len(editable[typ])][0])
+		}
 		return fmt.Sprintf("replica %d: update %s #%d %s=%q", s.Replica, typ, s.A, editable[typ][s.Field%len(editable[typ])][0], s.Value)
 	case localDelete:
 		return fmt.Sprintf("replica %d: delete %s #%d", s.Replica, typ, s.A)
@@ -85,10 +88,15 @@ func (s step) String() string {
 		return fmt.Sprintf("replica %d: inbound cycle", s.Replica)
 	case runOut:
 		return fmt.Sprintf("replica %d: outbound cycle", s.Replica)
-	case crashIn:
-		return fmt.Sprintf("replica %d: inbound cycle, dies before HubSpot call %d", s.Replica, s.A)
-	case crashOut:
-		return fmt.Sprintf("replica %d: outbound cycle, dies before HubSpot call %d", s.Replica, s.A)
+	case crashIn, crashOut:
+		which, when := "inbound", "before"
+		if s.Kind == crashOut {
+			which = "outbound"
+		}
+		if s.Mode%2 == 1 {
+			when = "after" // unless gapCrashAfterWrite is avoided
+		}
+		return fmt.Sprintf("replica %d: %s cycle, dies %s HubSpot call %d", s.Replica, which, when, s.A)
 	case tick:
 		return fmt.Sprintf("time passes %s", s.Advance)
 	}
@@ -203,7 +211,11 @@ func (w *world) do(s step) error {
 		var err error
 		if s.Kind == localUpdate {
 			f := editable[typ][s.Field%len(editable[typ])][0]
-			_, err = r.recs.Update(ctx, typ, rec.ID, rec.Version, map[string]any{f: s.Value})
+			var v any = s.Value
+			if s.B%5 == 0 {
+				v = nil // the field is removed (HubSpot's property cleared)
+			}
+			_, err = r.recs.Update(ctx, typ, rec.ID, rec.Version, map[string]any{f: v})
 		} else {
 			err = r.recs.Delete(ctx, typ, rec.ID, rec.Version)
 			if err == nil {
@@ -300,7 +312,8 @@ func (w *world) do(s step) error {
 		_, _ = r.out.RunOnce(ctx)
 		return nil
 	case crashIn, crashOut:
-		w.crashRun(r, s.Kind == crashOut, s.A)
+		after := s.Mode%2 == 1 && !w.gaps[gapCrashAfterWrite]
+		w.crashRun(r, s.Kind == crashOut, s.A, after)
 		return nil
 	case tick:
 		w.clk.advance(s.Advance)

@@ -99,6 +99,7 @@ type gate struct {
 	mu      sync.Mutex
 	left    int // requests still allowed once armed
 	armed   bool
+	after   bool          // the blocking request reaches HubSpot first: its answer is lost
 	blocked chan struct{} // closed when a request blocks
 	release chan struct{} // closed at the end of the world
 	next    http.RoundTripper
@@ -106,7 +107,7 @@ type gate struct {
 
 func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
 	g.mu.Lock()
-	block := false
+	block, after := false, g.after
 	if g.armed {
 		if g.left == 0 {
 			block = true
@@ -115,6 +116,11 @@ func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
 		}
 	}
 	g.mu.Unlock()
+	if block && after {
+		if resp, err := g.next.RoundTrip(r); err == nil {
+			resp.Body.Close()
+		}
+	}
 	if block {
 		select {
 		case <-g.blocked:
@@ -315,14 +321,15 @@ func (w *world) deliver(r *replica, evs []hubspot.WebhookEvent) int {
 	return rec.Code
 }
 
-// crashRun runs one cycle of r's inbound or outbound worker that dies before
-// its HubSpot request number k: the cycle stays blocked (its leases held)
-// until the world ends, and r gets fresh workers. A cycle that needs fewer
-// requests completes normally.
-func (w *world) crashRun(r *replica, outboundWorker bool, k int) bool {
+// crashRun runs one cycle of r's inbound or outbound worker that dies at
+// its HubSpot request number k, before sending it or (after) once HubSpot
+// has handled it: the cycle stays blocked (its leases held) until the world
+// ends, and r gets fresh workers. A cycle that needs fewer requests completes
+// normally.
+func (w *world) crashRun(r *replica, outboundWorker bool, k int, after bool) bool {
 	g := r.gate
 	g.mu.Lock()
-	g.armed, g.left = true, k
+	g.armed, g.left, g.after = true, k, after
 	g.mu.Unlock()
 	done := make(chan struct{})
 	in, out := r.in, r.out
