@@ -3,6 +3,7 @@
 //	hubsync migrate [up|status]   apply or show the schema migrations
 //	hubsync serve                 run the service
 //	hubsync demo                  run the two-way sync demo on embedded SQLite
+//	hubsync chaos                 kill replicas and restart the database under load, then check both sides
 //	hubsync sim                   run the HubSpot simulator
 //	hubsync status                show queue depths and dead letters
 //	hubsync dlq list|retry        inspect and re-queue dead letters

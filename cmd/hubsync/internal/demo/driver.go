@@ -50,6 +50,12 @@ type driver struct {
 	localDone   atomic.Int64
 	hubspotDone atomic.Int64
 	conflicts   atomic.Int64
+
+	// retryUnavailable, set by the chaos run, retries a records API call that
+	// met a 5xx or no answer (a replica killed, the database restarting); see
+	// call.
+	retryUnavailable bool
+	retries          atomic.Int64
 }
 
 func newDriver(w Workload, api, token string, sim *hubspotsim.Server, st store.Store, q *queries) *driver {
@@ -140,7 +146,59 @@ func (d *driver) local(ctx context.Context, op Op) error {
 }
 
 // call makes one records API request and decodes the record it answers.
+// With retryUnavailable it tries again, for a while, after a 5xx or a failed
+// request: a PATCH that had in fact been applied then meets a 409 and is
+// re-read and re-applied (the same values), and a DELETE that had been applied
+// meets a 404, which counts as done.
 func (d *driver) call(ctx context.Context, method, path string, body any) (recordJSON, error) {
+	if !d.retryUnavailable {
+		rec, _, err := d.callOnce(ctx, method, path, body)
+		return rec, err
+	}
+	for attempt := 0; ; attempt++ {
+		rec, unavailable, err := d.callOnce(ctx, method, path, body)
+		if attempt > 0 && method == http.MethodDelete && errors.Is(err, errNotFound) {
+			return recordJSON{}, nil
+		}
+		if !unavailable || attempt == retryUnavailableMax {
+			return rec, err
+		}
+		d.retries.Add(1)
+		select {
+		case <-ctx.Done():
+			return rec, err
+		case <-time.After(retryUnavailableWait):
+		}
+	}
+}
+
+// How often and how long call retries an unavailable records API.
+const (
+	retryUnavailableMax  = 600
+	retryUnavailableWait = 100 * time.Millisecond
+)
+
+// errNotFound is a 404 from the records API.
+var errNotFound = errors.New("not found")
+
+func (d *driver) callOnce(ctx context.Context, method, path string, body any) (_ recordJSON, unavailable bool, _ error) {
+	rec, err := d.do(ctx, method, path, body)
+	var se statusError
+	if errors.As(err, &se) {
+		return rec, se.code >= 500, err
+	}
+	return rec, err != nil && !errors.Is(err, errConflict) && !errors.Is(err, errNotFound) && ctx.Err() == nil, err
+}
+
+// statusError is an answer of 300 or more other than 404 and 409.
+type statusError struct {
+	code int
+	msg  string
+}
+
+func (e statusError) Error() string { return e.msg }
+
+func (d *driver) do(ctx context.Context, method, path string, body any) (recordJSON, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -166,8 +224,10 @@ func (d *driver) call(ctx context.Context, method, path string, body any) (recor
 	switch {
 	case resp.StatusCode == http.StatusConflict:
 		return recordJSON{}, fmt.Errorf("%s %s: %w: %s", method, path, errConflict, b)
+	case resp.StatusCode == http.StatusNotFound:
+		return recordJSON{}, fmt.Errorf("%s %s: %w: %s", method, path, errNotFound, b)
 	case resp.StatusCode >= 300:
-		return recordJSON{}, fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
+		return recordJSON{}, statusError{resp.StatusCode, fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))}
 	case resp.StatusCode == http.StatusNoContent || len(b) == 0:
 		return recordJSON{}, nil
 	}
@@ -247,7 +307,9 @@ func (d *driver) gate(ctx context.Context, ref int) (string, bool, error) {
 		switch spec.Partition {
 		case PartitionHubSpotCreated:
 			if _, linked, err := d.links.LookupRecord(ctx, "hubspot", spec.ObjectType, hsID); err != nil {
-				return "", false, err
+				if !d.retryUnavailable {
+					return "", false, err
+				}
 			} else if linked {
 				return hsID, true, nil
 			}
@@ -255,7 +317,10 @@ func (d *driver) gate(ctx context.Context, ref int) (string, bool, error) {
 			if localID != "" {
 				open, failed, err := d.queries.recordOutbound(ctx, spec.ObjectType, localID)
 				if err != nil {
-					return "", false, err
+					if !d.retryUnavailable {
+						return "", false, err
+					}
+					open = 1 // the database is restarting: ask again
 				}
 				if failed > 0 {
 					d.mu.Lock()
@@ -265,7 +330,7 @@ func (d *driver) gate(ctx context.Context, ref int) (string, bool, error) {
 				}
 				if open == 0 {
 					id, linked, err := d.links.Lookup(ctx, "hubspot", spec.ObjectType, localID)
-					if err != nil {
+					if err != nil && !d.retryUnavailable {
 						return "", false, err
 					}
 					if linked {

@@ -10,18 +10,19 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-//go:embed sql/*.sql
+//go:embed sql
 var sqlFS embed.FS
 
-// queries are the demo's read-only audit queries over the queues. They are
-// SQLite only: the demo always runs on the embedded default.
+// queries are the demo's read-only audit queries over the queues: the demo
+// runs on SQLite, the chaos run on PostgreSQL or MySQL (their JSON
+// differences live in sql/<dialect>/).
 type queries struct {
 	db *sql.DB
 	q  *dialectsql.Queries
 }
 
-func newQueries(db *sql.DB) (*queries, error) {
-	qs, err := dialectsql.Load(sqlFS, "sql", store.SQLite)
+func newQueries(db *sql.DB, d store.Dialect) (*queries, error) {
+	qs, err := dialectsql.Load(sqlFS, "sql", d)
 	if err != nil {
 		return nil, fmt.Errorf("demo: queries: %w", err)
 	}

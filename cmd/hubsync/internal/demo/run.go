@@ -205,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	st := srv.Store()
-	q, err := newQueries(st.DB())
+	q, err := newQueries(st.DB(), st.Dialect())
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,3 @@
+-- Outbound events whose snapshot came from the destination's own sync (see ../outbound_loops.sql).
+SELECT COUNT(*) FROM _System_IntegrationOutbound
+WHERE Payload->'metadata'->>'sync_source' = Destination;
