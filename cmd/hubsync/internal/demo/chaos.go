@@ -24,8 +24,8 @@ import (
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/records"
-	"github.com/hubsync/hubsync/server"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -39,7 +39,7 @@ const (
 	ChaosRateLimitDefault = 190
 	// chaosAPIToken is handed to the replicas (HUBSYNC_API_TOKEN) and sent
 	// on every records API call.
-	chaosAPIToken = "chaos-api-token"
+	chaosAPIToken = "chaos-api-token-0123456789"
 )
 
 // ErrChaosSQLite is returned for a SQLite database: replicas in separate
@@ -297,7 +297,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := newDriver(w, lbURL, sim, st, q)
+	d := newDriver(w, lbURL, chaosAPIToken, sim, st, q)
 	d.retryUnavailable = true
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
@@ -420,7 +420,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 
 	converged := false
 	var convergeErr error
-	var firstDead []server.DeadLetter
+	var firstDead []ops.DeadLetter
 	var requeued int64
 	if driveErr == nil {
 		convergeErr = settle(runCtx, sim, q)
