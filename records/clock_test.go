@@ -43,8 +43,10 @@ func TestLocalEditNeverMovesClockBack(t *testing.T) {
 }
 
 // TestChangeAtTheDeleteInstantStaysDeleted checks the deletion's clock: a
-// HubSpot change of a locally deleted record that is not newer than the delete
-// (here: at the same instant) does not bring the record back; a newer one does.
+// HubSpot change of a locally deleted record at the delete's instant does not
+// bring the record back, nor does a newer update (the local delete archived the
+// object: a later edit is a late webhook, issue 11 item 3); a restore newer
+// than the delete does.
 func TestChangeAtTheDeleteInstantStaysDeleted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{})
@@ -62,9 +64,16 @@ func TestChangeAtTheDeleteInstantStaysDeleted(t *testing.T) {
 		if _, err := b.svc.Get(ctx, "contacts", res.RecordID); err == nil {
 			t.Fatal("the deleted record is back after a change not newer than its deletion")
 		}
-		newer := mustApply(t, b, change(store.EventUpdate, "9", deletedAt.Add(time.Millisecond), map[string]any{"name": "back"}))
-		if newer.Outcome == apply.Stale {
-			t.Fatalf("a change newer than the delete = %+v; want it applied", newer)
+		newer := mustApply(t, b, change(store.EventUpdate, "9", deletedAt.Add(time.Millisecond), map[string]any{"name": "late"}))
+		if newer.Outcome != apply.Stale {
+			t.Fatalf("an update newer than the local delete = %+v; want stale until HubSpot restores the object", newer)
+		}
+		restored := mustApply(t, b, change(store.EventRestore, "9", deletedAt.Add(time.Millisecond), map[string]any{"name": "back"}))
+		if restored.Outcome == apply.Stale {
+			t.Fatalf("a restore newer than the delete = %+v; want it applied", restored)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", res.RecordID); err != nil {
+			t.Fatalf("the restored record: %v", err)
 		}
 	})
 }
