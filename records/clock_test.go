@@ -44,7 +44,8 @@ func TestLocalEditNeverMovesClockBack(t *testing.T) {
 
 // TestChangeAtTheDeleteInstantStaysDeleted checks the deletion's clock: a
 // HubSpot change of a locally deleted record that is not newer than the delete
-// (here: at the same instant) does not bring the record back; a newer one does.
+// (here: at the same instant) does not bring the record back; a newer restore
+// does.
 func TestChangeAtTheDeleteInstantStaysDeleted(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{})
@@ -62,9 +63,19 @@ func TestChangeAtTheDeleteInstantStaysDeleted(t *testing.T) {
 		if _, err := b.svc.Get(ctx, "contacts", res.RecordID); err == nil {
 			t.Fatal("the deleted record is back after a change not newer than its deletion")
 		}
+		// A local delete also tombstones the linked id (apply's local-delete
+		// rule): a newer update stays stale too, and only a newer restore in
+		// HubSpot brings the record back.
 		newer := mustApply(t, b, change(store.EventUpdate, "9", deletedAt.Add(time.Millisecond), map[string]any{"name": "back"}))
-		if newer.Outcome == apply.Stale {
-			t.Fatalf("a change newer than the delete = %+v; want it applied", newer)
+		if newer.Outcome != apply.Stale {
+			t.Fatalf("an update newer than the local delete = %+v; want stale (the archive is on its way)", newer)
+		}
+		restored := mustApply(t, b, change(store.EventRestore, "9", deletedAt.Add(time.Millisecond), map[string]any{"name": "back"}))
+		if restored.Outcome == apply.Stale {
+			t.Fatalf("a restore newer than the delete = %+v; want it applied", restored)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", res.RecordID); err != nil {
+			t.Fatalf("the restore did not bring the record back: %v", err)
 		}
 	})
 }
