@@ -53,8 +53,9 @@ const MaxRedirectsDefault = 8
 // Kinds: Delete deletes the linked record and advances its DeletedClock; the
 // link and field clocks stay. PrivacyDelete does the same, and also removes all
 // its field clocks. Merge re-points the merged ids' record to the survivor, or
-// deletes it when the survivor has its own, then applies ch.Fields to the
-// survivor like an update. Restore behaves like create. Other kinds are ignored.
+// deletes it when the survivor has its own or had one deleted here (a
+// TombstoneLocalDeleted of the survivor: its archive removes the merged
+// object too), then applies ch.Fields to the survivor like an update. Restore behaves like create. Other kinds are ignored.
 //
 // Clocks are kept at microsecond precision (OccurredAt is truncated), which
 // every supported database stores exactly.
@@ -338,6 +339,15 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 			return Result{}, err
 		}
 	}
+	// A survivor whose record was deleted here (its archive is on its way to
+	// the source, or done) takes the merged records with it: the merge made
+	// them one object, which the local delete removes. Re-pointing a merged
+	// record to it would leave that record linked to an archived object.
+	tomb, tombstoned, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	if err != nil {
+		return Result{}, err
+	}
+	survivorDeletedHere := tombstoned && tomb.Kind == TombstoneLocalDeleted
 	merged := slices.Clone(ch.MergedIDs)
 	slices.Sort(merged) // a fixed lock order
 	for _, ext := range slices.Compact(merged) {
@@ -368,7 +378,7 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		if !exists {
 			continue
 		}
-		if !survivorExists {
+		if !survivorExists && !survivorDeletedHere {
 			// Re-point: the merged record becomes the survivor's local record.
 			if survivorLinked {
 				if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, ch.ExternalID); err != nil {
@@ -384,15 +394,21 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		if id == survivor {
 			continue
 		}
-		// The survivor has its own local record: the merged one goes.
+		// The survivor has its own local record, or had one deleted here: the
+		// merged one goes.
 		if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, false); err != nil {
 			return Result{}, err
 		}
 	}
 	// The survivor was live at the merge, so an older tombstone of it (it had
-	// been merged away or deleted before) no longer stands.
-	if err := r.tx.RemoveTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, at); err != nil {
-		return Result{}, err
+	// been merged away or deleted before) no longer stands; a local delete's
+	// does, whatever its time: the merge may postdate the delete and still
+	// predate the archive that delete causes (the merge's fields are then
+	// stale, as any change of a locally deleted id).
+	if !survivorDeletedHere {
+		if err := r.tx.RemoveTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, at); err != nil {
+			return Result{}, err
+		}
 	}
 	res, err := r.upsert(ctx, ch, at)
 	if err != nil {

@@ -102,6 +102,15 @@
 // remain last-write-wins: whichever reaches the other side last stays.
 // Creates and upserts of a record with no link send the full mapped snapshot.
 //
+// A record whose events were claimed before (Attempt > 1) or failed an
+// attempt may have been written by that attempt without the success being
+// recorded (a cycle that died, or lost HubSpot's answer, after HubSpot applied
+// the write). Its retry does not trust the recorded state: every property its
+// local events touch is sent with its latest value, even one equal to the
+// value before them, and an upsert or create sends the properties they removed
+// as empty, so that it clears what the first attempt may have set. First
+// attempts keep the diffing above.
+//
 // # Dead letters and the pushed state
 //
 // A change whose events are dead-lettered (failed permanently, or out of

@@ -356,12 +356,18 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 			}
 		}
 	}
+	// A record retried after an attempt that may have reached HubSpot (a
+	// cycle that died, or lost HubSpot's answer, after the write and before
+	// recording it) cannot trust what it knows of HubSpot's state: every
+	// property its events touch goes with its latest value, even one equal to
+	// the value before them.
+	retried := mayHaveWritten(r.Events)
 	for prop, v := range toSend {
 		had, ok := hubspotHas[prop]
 		if !ok {
 			had = baseline[prop]
 		}
-		if had == v {
+		if had == v && !retried {
 			delete(toSend, prop)
 		}
 	}
@@ -394,6 +400,15 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 			delete(full, k) // clearing a property of a new object is noise
 		}
 	}
+	if retried {
+		// …unless an earlier attempt may have created it with a value the
+		// events removed since: the upsert then clears it.
+		for prop, v := range toSend {
+			if v == "" {
+				full[prop] = ""
+			}
+		}
+	}
 	r.Properties = full
 	if v := idValue(obj, r.Key, last.new); v != "" {
 		if obj.IDFromRecordID() {
@@ -405,6 +420,16 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 		return
 	}
 	r.Op = OpCreate
+}
+
+// mayHaveWritten reports whether an earlier claim of one of evs may have
+// written to HubSpot without its success being recorded: the event was claimed
+// before (Attempt counts claims), or failed an attempt. A cycle that died
+// after HubSpot applied its write, or lost HubSpot's answer, leaves exactly
+// that; so does a plain release, for which the rule only costs a few
+// properties sent again.
+func mayHaveWritten(evs []store.OutboundEvent) bool {
+	return slices.ContainsFunc(evs, func(e store.OutboundEvent) bool { return e.Attempt > 1 || e.RetryCount > 0 })
 }
 
 // notAfter reports whether a change with this Seq (and creation date) is not

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 
 	"github.com/hubsync/hubsync/records"
@@ -358,6 +359,11 @@ func (w *world) gated(k kind, typ, recordID, hubspotID string) bool {
 	}
 	switch k {
 	case hsUpdate, hsDelete, hsMerge:
+		// An edit of an object hubsync created whose link is not recorded: its
+		// create's answer was lost (gapUnlinkedEdit).
+		if w.gaps[gapUnlinkedEdit] && recordID == "" && w.createdByHubsync(typ, hubspotID) {
+			return true
+		}
 		// A HubSpot edit while a local change waits to be pushed: the push
 		// later overwrites HubSpot's newer value, whose webhook wins locally.
 		return w.gaps[gapTwoSided] && recordID != "" && w.outboundOpen(typ, recordID)
@@ -375,6 +381,16 @@ func (w *world) gated(k kind, typ, recordID, hubspotID string) bool {
 // outboundOpen says whether the record has outbound events not yet done.
 func (w *world) outboundOpen(typ, recordID string) bool {
 	return w.count(`SELECT COUNT(*) FROM _System_IntegrationOutbound WHERE ObjectType = ? AND RecordID = ? AND Status IN ('pending', 'processing')`, typ, recordID) > 0
+}
+
+// createdByHubsync says whether HubSpot object id was created by a replica's
+// push: a company carries its local record id, a contact a local email.
+func (w *world) createdByHubsync(typ, id string) bool {
+	o, ok := w.sim.Object(typ, id)
+	if !ok {
+		return false
+	}
+	return o.Properties[mapping.RecordIDProperty] != "" || strings.HasPrefix(o.Properties["email"], "local")
 }
 
 // inboundOpen says whether HubSpot has a change of the object not yet applied:
