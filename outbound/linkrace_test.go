@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"context"
+	"errors"
 	"net/http/httptest"
 	"strconv"
 	"sync"
@@ -147,5 +148,57 @@ func drainInbound(t *testing.T, b *bundle, w *inbound.Worker) {
 			t.Fatalf("inbound queue did not drain: %d events left", busy)
 		}
 		b.clock.Advance(2 * time.Second)
+	}
+}
+
+// failingLinks fails every pushed-state write that includes record bad.
+type failingLinks struct {
+	*links.Links
+	bad string
+}
+
+func (f *failingLinks) PushedMany(ctx context.Context, destination, objectType string, states []links.Pushed) error {
+	for _, st := range states {
+		if st.RecordID == f.bad {
+			return errors.New("disk full")
+		}
+	}
+	return f.Links.PushedMany(ctx, destination, objectType, states)
+}
+
+// TestLinkFailureFailsOnlyItsRecord: when recording what HubSpot accepted
+// fails for one record (not a conflict), that record is retried, and the
+// cycle neither fails nor holds the other records back.
+func TestLinkFailureFailsOnlyItsRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, options{})
+	good, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "good@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "bad@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &failingLinks{Links: b.links, bad: bad.ID}
+	w := b.worker(t, func(c *outbound.Config) { c.Links = fl })
+	sum, err := w.RunOnce(ctx)
+	if err != nil {
+		t.Fatalf("cycle = %v; one record's link failure must not fail the cycle", err)
+	}
+	if sum.Completed != 1 || sum.Retried != 1 {
+		t.Fatalf("summary %+v; want the good record completed and the bad one retried", sum)
+	}
+	if _, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", good.ID); !ok || err != nil {
+		t.Fatalf("good record's link: %v, %v", ok, err)
+	}
+	fl.bad = ""
+	b.drain(t, w)
+	if _, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", bad.ID); !ok || err != nil {
+		t.Fatalf("bad record's link after the retry: %v, %v", ok, err)
+	}
+	if n := len(b.sim.Objects("contacts")); n != 2 {
+		t.Fatalf("HubSpot holds %d contacts; want 2 (the retry upserts by email)", n)
 	}
 }

@@ -1,0 +1,134 @@
+package links_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testwait"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestConcurrentLinks interleaves two writers of one link by hand, as the
+// SyncWorker (LinkTx, inside the transaction that applies a HubSpot change
+// matched by email) and the outbound worker (LinkMany and PushedMany, after
+// HubSpot created the object) do: the first holds its write uncommitted while
+// the second writes, then commits. The same local record and external id
+// written twice is one link, never an error, whichever side is first; an
+// external id taken by another record is ErrConflict, not a database error,
+// and links nothing.
+func TestConcurrentLinks(t *testing.T) {
+	type writer struct {
+		name string
+		link func(ctx context.Context, l *links.Links, tx *sql.Tx, rec, ext string) error
+	}
+	linkTx := func(ctx context.Context, l *links.Links, tx *sql.Tx, rec, ext string) error {
+		return l.LinkTx(ctx, tx, "hubspot", "contacts", rec, ext)
+	}
+	linkManyTx := func(ctx context.Context, l *links.Links, tx *sql.Tx, rec, ext string) error {
+		return l.LinkManyTx(ctx, tx, "hubspot", "contacts", map[string]string{rec: ext})
+	}
+	pushedManyTx := func(ctx context.Context, l *links.Links, tx *sql.Tx, rec, ext string) error {
+		return l.PushedManyTx(ctx, tx, "hubspot", "contacts", []links.Pushed{{RecordID: rec, ExternalID: ext, Version: 1, Fields: map[string]any{"email": "a@example.com"}}})
+	}
+	writers := []writer{{"Link", linkTx}, {"LinkMany", linkManyTx}, {"PushedMany", pushedManyTx}}
+
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		st := newStore(t, d)
+		l := links.New(st)
+		db := st.DB()
+		n := 0
+		for _, first := range writers {
+			for _, second := range writers {
+				for _, other := range []bool{false, true} {
+					name := first.name + " then " + second.name
+					if other {
+						name += " of another record"
+					}
+					n++
+					rec, ext := fmt.Sprintf("r%d", n), fmt.Sprintf("%d", 100+n)
+					t.Run(name, func(t *testing.T) {
+						ctx := context.Background()
+						firstRec := rec
+						if other {
+							firstRec = rec + "-other"
+						}
+						tx1, err := db.BeginTx(ctx, nil)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer tx1.Rollback() //nolint:errcheck // after Commit, a no-op
+						if err := first.link(ctx, l, tx1, firstRec, ext); err != nil {
+							t.Fatalf("first writer: %v", err)
+						}
+						done := make(chan error, 1)
+						go func() {
+							done <- inTx(ctx, db, func(tx *sql.Tx) error { return second.link(ctx, l, tx, rec, ext) })
+						}()
+						waitBlockedBy(t, d, db, tx1, done)
+						if err := tx1.Commit(); err != nil {
+							t.Fatal(err)
+						}
+						err = <-done
+						owner, ok, lerr := l.LookupRecord(ctx, "hubspot", "contacts", ext)
+						if lerr != nil || !ok || owner != firstRec {
+							t.Fatalf("%s is linked to %q, %v, %v; want %s", ext, owner, ok, lerr, firstRec)
+						}
+						if !other {
+							if err != nil {
+								t.Fatalf("second writer of the same link: %v; want nil (idempotent)", err)
+							}
+							return
+						}
+						if !errors.Is(err, links.ErrConflict) {
+							t.Fatalf("second writer for another record: %v; want ErrConflict", err)
+						}
+						if got, ok, err := l.Lookup(ctx, "hubspot", "contacts", rec); ok || err != nil {
+							t.Fatalf("%s is linked to %q, %v after a conflict; want no link", rec, got, err)
+						}
+					})
+				}
+			}
+		}
+	})
+}
+
+// waitBlockedBy waits until another session waits for a lock tx holds. SQLite
+// admits one writer: the second transaction waits to begin, or begins after
+// tx commits; either way the writes are serialized, so there is nothing to
+// wait for.
+func waitBlockedBy(t *testing.T, d store.Dialect, db *sql.DB, tx *sql.Tx, done chan error) {
+	t.Helper()
+	var idQuery, waitQuery string
+	switch d {
+	case store.Postgres:
+		idQuery = "SELECT pg_backend_pid()"
+		waitQuery = "SELECT COUNT(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))"
+	case store.MySQL:
+		idQuery = "SELECT CONNECTION_ID()"
+		waitQuery = `SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w
+			JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id
+			WHERE b.trx_mysql_thread_id = ?`
+	default:
+		return
+	}
+	var id int64
+	if err := tx.QueryRow(idQuery).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the second writer to wait for the first", func() bool {
+		var n int
+		if err := db.QueryRow(waitQuery, id).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 && len(done) > 0 {
+			err := <-done
+			t.Fatalf("the second writer finished without waiting for the first: %v", err)
+		}
+		return n > 0
+	})
+}
