@@ -66,10 +66,14 @@ func TestConcurrentLinks(t *testing.T) {
 							t.Fatalf("first writer: %v", err)
 						}
 						done := make(chan error, 1)
+						session := make(chan int64, 1)
 						go func() {
-							done <- inTx(ctx, db, func(tx *sql.Tx) error { return second.link(ctx, l, tx, rec, ext) })
+							done <- inTx(ctx, db, func(tx *sql.Tx) error {
+								session <- sessionID(ctx, d, tx)
+								return second.link(ctx, l, tx, rec, ext)
+							})
 						}()
-						waitBlockedBy(t, d, db, tx1, done)
+						waitLockWait(t, d, db, <-session, done)
 						if err := tx1.Commit(); err != nil {
 							t.Fatal(err)
 						}
@@ -97,32 +101,45 @@ func TestConcurrentLinks(t *testing.T) {
 	})
 }
 
-// waitBlockedBy waits until another session waits for a lock tx holds. SQLite
-// admits one writer: the second transaction waits to begin, or begins after
-// tx commits; either way the writes are serialized, so there is nothing to
-// wait for.
-func waitBlockedBy(t *testing.T, d store.Dialect, db *sql.DB, tx *sql.Tx, done chan error) {
-	t.Helper()
-	var idQuery, waitQuery string
+// sessionID returns the database session of tx (0 on SQLite).
+func sessionID(ctx context.Context, d store.Dialect, tx *sql.Tx) int64 {
+	var q string
 	switch d {
 	case store.Postgres:
-		idQuery = "SELECT pg_backend_pid()"
-		waitQuery = "SELECT COUNT(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))"
+		q = "SELECT pg_backend_pid()"
 	case store.MySQL:
-		idQuery = "SELECT CONNECTION_ID()"
-		waitQuery = `SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w
-			JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id
-			WHERE b.trx_mysql_thread_id = ?`
+		q = "SELECT CONNECTION_ID()"
+	default:
+		return 0
+	}
+	var id int64
+	if err := tx.QueryRowContext(ctx, q).Scan(&id); err != nil {
+		return -1
+	}
+	return id
+}
+
+// waitLockWait waits until session waits for a row lock (the first writer's).
+// SQLite admits one writer: the second transaction waits to begin, or begins
+// after the first commits; either way the writes are serialized, so there is
+// nothing to wait for.
+func waitLockWait(t *testing.T, d store.Dialect, db *sql.DB, session int64, done chan error) {
+	t.Helper()
+	var q string
+	switch d {
+	case store.Postgres:
+		q = "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'"
+	case store.MySQL:
+		q = "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'"
 	default:
 		return
 	}
-	var id int64
-	if err := tx.QueryRow(idQuery).Scan(&id); err != nil {
-		t.Fatal(err)
+	if session < 0 {
+		t.Fatal("no session id of the second writer")
 	}
 	testwait.For(t, "the second writer to wait for the first", func() bool {
 		var n int
-		if err := db.QueryRow(waitQuery, id).Scan(&n); err != nil {
+		if err := db.QueryRow(q, session).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n == 0 && len(done) > 0 {
