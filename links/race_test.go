@@ -119,7 +119,8 @@ func sessionID(ctx context.Context, d store.Dialect, tx *sql.Tx) int64 {
 	return id
 }
 
-// waitLockWait waits until session waits for a row lock (the first writer's).
+// waitLockWait waits until session waits for a row lock (the first writer's):
+// on MySQL, until it runs a statement on hubsync_link.
 // SQLite admits one writer: the second transaction waits to begin, or begins
 // after the first commits; either way the writes are serialized, so there is
 // nothing to wait for.
@@ -130,7 +131,11 @@ func waitLockWait(t *testing.T, d store.Dialect, db *sql.DB, session int64, done
 	case store.Postgres:
 		q = "SELECT COUNT(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'"
 	case store.MySQL:
-		q = "SELECT COUNT(*) FROM information_schema.INNODB_TRX WHERE trx_mysql_thread_id = ? AND trx_state = 'LOCK WAIT'"
+		// INNODB_TRX does not always show the wait; a statement on
+		// hubsync_link still running is waiting for the first writer, as
+		// nothing else holds it up.
+		q = `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE ID = ? AND COMMAND = 'Query' AND INFO LIKE '%hubsync_link%'`
 	default:
 		return
 	}
