@@ -32,6 +32,15 @@ type Change struct {
 	// no external id yet by a unique field (for contacts: "email").
 	MatchField string
 	MatchValue string
+	// Partial marks Fields as only the properties that changed (a HubSpot
+	// propertyChange), not the whole object. A record is never created from
+	// them: when no local record is linked to ExternalID (nor found by
+	// MatchField), the Applier fails with ErrUnlinked, and the caller reads
+	// the whole object and applies it with MatchField and MatchValue set. The
+	// object may be one this application just created at the source and whose
+	// link it has not recorded yet; a record made of the changed properties
+	// alone would take that link from the record the object belongs to.
+	Partial bool
 	// MergedIDs are, for EventMerge, the external ids merged into ExternalID,
 	// which survives.
 	MergedIDs []string
@@ -70,6 +79,11 @@ type Result struct {
 	// Outcome says what happened, for logs and metrics.
 	Outcome Outcome
 }
+
+// ErrUnlinked is returned by Apply for a Partial change of an external id
+// that no local record is linked to: the change must be applied again with the
+// whole object (and MatchField/MatchValue) read from the source.
+var ErrUnlinked = errors.New("apply: no local record is linked to the external id")
 
 // ErrPermanent marks an Applier error that retrying cannot fix (for example a
 // validation error). The SyncWorker dead-letters such an event at once.

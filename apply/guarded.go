@@ -48,7 +48,8 @@ const MaxRedirectsDefault = 8
 //
 // Matching: the record linked to ch.ExternalID on ch.Source; else, for a
 // create/update/restore with MatchField and MatchValue, an unlinked record whose
-// field equals the value (it is then linked); else a new record, linked.
+// field equals the value (it is then linked); else a new record, linked; but a
+// Partial change creates none and fails with ErrUnlinked.
 //
 // Kinds: Delete deletes the linked record and advances its DeletedClock; the
 // link and field clocks stay. PrivacyDelete does the same, and also removes all
@@ -196,6 +197,12 @@ func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error
 		return Result{}, err
 	}
 	if id == "" {
+		if ch.Partial {
+			// Only the changed properties: a record made of them could take the
+			// link of a record whose link is still being recorded (the object
+			// was just created from it); the caller reads the whole object.
+			return Result{}, fmt.Errorf("%w: %s %s", ErrUnlinked, ch.ObjectType, ch.ExternalID)
+		}
 		id = r.tx.NewRecordID()
 		if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID); err != nil {
 			return Result{}, err

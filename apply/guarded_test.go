@@ -345,3 +345,30 @@ func TestApplyFenced(t *testing.T) {
 		t.Fatalf("fenced apply over a plain RecordTx: %v, want ErrFenceUnsupported", err)
 	}
 }
+
+func TestGuardPartialChangeCreatesNoRecord(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	local := mustApply(t, g, change(store.EventCreate, "x", at(1), map[string]any{"email": "a@example.com", "name": "Ann"}))
+	delete(m.state.links, extKey{"hubspot", "contacts", "x"}) // created here; its link not recorded yet
+	ch := change(store.EventUpdate, "55", at(2), map[string]any{"name": "Bea"})
+	ch.Partial = true
+	if res, err := g.Apply(context.Background(), ch); !errors.Is(err, apply.ErrUnlinked) {
+		t.Fatalf("partial update of an unlinked id = %+v, %v; want ErrUnlinked", res, err)
+	}
+	if len(m.state.records) != 1 {
+		t.Fatalf("records %v; a partial change made a record of its own", m.state.records)
+	}
+	// The whole object, matched by its id property, reaches the record.
+	ch.Partial, ch.Fields = false, map[string]any{"email": "a@example.com", "name": "Bea"}
+	ch.MatchField, ch.MatchValue = "email", "a@example.com"
+	if res := mustApply(t, g, ch); res.Outcome != apply.Updated || res.RecordID != local.RecordID {
+		t.Fatalf("whole object = %+v; want record %s updated", res, local.RecordID)
+	}
+	// Linked now: a partial change applies.
+	ch = change(store.EventUpdate, "55", at(3), map[string]any{"name": "Cid"})
+	ch.Partial = true
+	if res := mustApply(t, g, ch); res.Outcome != apply.Updated || res.RecordID != local.RecordID {
+		t.Fatalf("partial update of the linked id = %+v", res)
+	}
+}

@@ -65,7 +65,14 @@
 //     max(occurredAt, the object's updatedAt), since it reflects every change up
 //     to updatedAt. An object that no longer exists is completed as ignored (its
 //     deletion event follows).
-//   - update: the single mapped property; an unmapped one is completed as ignored.
+//   - update: the single mapped property (apply.Change.Partial); an unmapped
+//     one is completed as ignored. When no local record is linked to the id
+//     (the Applier returns apply.ErrUnlinked), the worker reads the object and
+//     applies it like a creation, matched by its IDProperty: most often it is an
+//     object we just created, edited in HubSpot before the outbound worker
+//     recorded its link (our own creation event is an echo, never applied), and
+//     the edit belongs to the record it came from, not to a new record of one
+//     property.
 //   - merge: Kind merge, ExternalID the surviving id (newObjectId, else
 //     primaryObjectId), MergedIDs the others; the Applier re-points the record.
 //     HubSpot sends no propertyChange for the values a merge copies into the

@@ -252,7 +252,10 @@ func TestEndToEndLateUpdateAfterDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := inbound.NewWorker(inbound.WorkerConfig{Store: st.Inbound(), Applier: recs, HubSpot: noReads{}, Owner: "late"})
+	// The first change of each object finds no linked record, so the worker
+	// reads the object (as it stood before its deletion or merge).
+	objects := objectsReader{"1": {"firstname": "One"}, "2": {"firstname": "Two"}, "3": {"firstname": "Three"}}
+	w, err := inbound.NewWorker(inbound.WorkerConfig{Store: st.Inbound(), Applier: recs, HubSpot: objects, Owner: "late"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,11 +316,17 @@ func TestEndToEndLateUpdateAfterDelete(t *testing.T) {
 	}
 }
 
-// noReads is an ObjectReader for tests without creation events.
-type noReads struct{}
+// objectsReader is an ObjectReader of fixed objects: their properties by id.
+type objectsReader map[string]map[string]string
 
-func (noReads) BatchRead(context.Context, hubspot.ObjectType, []string, []string, string) (*hubspot.BatchResult, error) {
-	return nil, errors.New("noReads: unexpected BatchRead")
+func (r objectsReader) BatchRead(_ context.Context, _ hubspot.ObjectType, ids []string, _ []string, _ string) (*hubspot.BatchResult, error) {
+	res := &hubspot.BatchResult{Status: "COMPLETE"}
+	for _, id := range ids {
+		if props, ok := r[id]; ok {
+			res.Results = append(res.Results, hubspot.Object{ID: id, Properties: props})
+		}
+	}
+	return res, nil
 }
 
 // TestEndToEndMergeBringsMovedProperties: HubSpot sends no propertyChange for

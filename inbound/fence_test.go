@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/apply"
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/records"
@@ -105,7 +106,12 @@ func TestWorkerFencedApplyCompletes(t *testing.T) {
 	b.deliverEvents(t,
 		whEvent("contact.propertyChange", 1, t0, prop("firstname", "A")),
 		whEvent("contact.propertyChange", 2, t0, prop("firstname", "B")))
-	w := b.newWorker(t, &fakeReader{}, "w1", func(c *WorkerConfig) { c.Applier = recs })
+	// Neither object is linked yet: the worker reads each whole object.
+	reader := &fakeReader{objects: map[string]hubspot.Object{
+		"1": {ID: "1", Properties: map[string]string{"firstname": "A"}},
+		"2": {ID: "2", Properties: map[string]string{"firstname": "B"}},
+	}}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Applier = recs })
 	if n := drain(t, w); n != 2 {
 		t.Fatalf("drained %d events, want 2", n)
 	}

@@ -367,6 +367,7 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 			return resolved
 		}
 		t.change.Fields = fields
+		t.change.Partial = true // see readWhole
 		return readyToApply
 	case store.EventMerge:
 		survivor := cmp.Or(t.canon.NewObjectID, t.canon.PrimaryObjectID, t.canon.ObjectID)
@@ -563,6 +564,15 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 			continue
 		}
 		res, fenced, err := c.applyOne(sctx, t)
+		if errors.Is(err, apply.ErrUnlinked) && t.change.Partial {
+			if !c.readWhole(ctx, t) {
+				if d, ok := c.held[k]; ok {
+					blocked[k] = d
+				}
+				continue
+			}
+			res, fenced, err = c.applyOne(sctx, t)
+		}
 		if err == nil {
 			outcome := OutcomeApplied
 			if res.Outcome == apply.Stale || (len(res.Applied) == 0 && len(res.Stale) > 0) {
@@ -601,6 +611,21 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 	for _, t := range held {
 		c.release(ctx, blocked[t.key()], []*task{t})
 	}
+}
+
+// readWhole turns the update t, whose external id no local record is linked
+// to, into the whole object read from HubSpot, matched by the mapping's id
+// property like a creation: most often it is an object hubsync itself just
+// created, edited in HubSpot before the outbound worker recorded its link, and
+// it belongs to the local record it was created from, not to a new record made
+// of the one changed property. It reports whether t is ready to apply again;
+// otherwise fetchChunk settled it (ignored when gone, retried or released and
+// held when the read failed).
+func (c *cycle) readWhole(ctx context.Context, t *task) bool {
+	t.change.Partial = false
+	id := t.change.ExternalID
+	ready := c.fetchChunk(ctx, t.obj, []string{id}, map[string][]*task{id: {t}}, []*task{t})
+	return len(ready) == 1
 }
 
 // applyOne applies one task. With a FencedApplier, the inbound event is

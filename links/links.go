@@ -84,9 +84,12 @@ func (l *Links) Link(ctx context.Context, destination, objectType, recordID, ext
 	})
 }
 
-// LinkTx is Link inside the caller's transaction. Two concurrent links of one
-// external id to different records can both pass the conflict check; the unique
-// index then fails one of them with a database error.
+// LinkTx is Link inside the caller's transaction. Two writers of one link
+// may run at once (the SyncWorker matching a record by email, the outbound
+// worker recording the object it created): when both pass the conflict check,
+// the write of the second waits for the first and then leaves its link as it
+// is, and a read-back tells the same link (no error, whichever commits first)
+// from an external id linked to another record (ErrConflict).
 func (l *Links) LinkTx(ctx context.Context, tx store.DBTX, destination, objectType, recordID, externalID string) error {
 	if err := check(destination, objectType, recordID); err != nil {
 		return err
@@ -117,7 +120,7 @@ func (l *Links) LinkTx(ctx context.Context, tx store.DBTX, destination, objectTy
 	if _, err := tx.ExecContext(ctx, l.q.Get("insert"), destination, objectType, recordID, externalID, now, now); err != nil {
 		return fmt.Errorf("links: link %s/%s/%s to %s: %w", destination, objectType, recordID, externalID, err)
 	}
-	return nil
+	return l.checkLinked(ctx, tx, destination, objectType, [][2]string{{recordID, externalID}})
 }
 
 // Unlink removes the link of a local record on destination; a missing link is

@@ -53,9 +53,9 @@ func eachChunk(destination, objectType string, recordIDs []string, fn func(chunk
 	return nil
 }
 
-// many runs a lookup of many ids; the map is keyed by the first column for
-// lookup_many (record → external) and by the second for lookup_records_many
-// (external → record).
+// many runs a lookup of many ids; the map is keyed by the first column
+// (record → external), but by the second for lookup_records_many (external →
+// record).
 func (l *Links) many(ctx context.Context, tx store.DBTX, query, destination, objectType string, ids []string) (map[string]string, error) {
 	list, err := json.Marshal(ids)
 	if err != nil {
@@ -72,10 +72,10 @@ func (l *Links) many(ctx context.Context, tx store.DBTX, query, destination, obj
 		if err := rows.Scan(&rec, &ext); err != nil {
 			return nil, fmt.Errorf("links: %s %s/%s: %w", query, destination, objectType, err)
 		}
-		if query == "lookup_many" {
-			out[rec] = ext
-		} else {
+		if query == "lookup_records_many" {
 			out[ext] = rec
+		} else {
+			out[rec] = ext
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -99,11 +99,11 @@ func (l *Links) LinkMany(ctx context.Context, destination, objectType string, pa
 }
 
 // LinkManyTx is LinkMany inside the caller's transaction. It reads the
-// records' current links and the external ids' owners in one query each and
-// writes every changed link in one statement, whatever the number of pairs
-// (up to LookupManyMax at a time). As with LinkTx, two concurrent links of
-// one external id to different records can both pass the conflict check; the
-// unique index then fails one of them with a database error.
+// records' current links and the external ids' owners in one query each,
+// writes every new link in one statement, whatever the number of pairs (up to
+// LookupManyMax at a time), and reads the links back. As with LinkTx, a
+// concurrent writer of the same link is no conflict, whichever commits first;
+// one that linked an external id to another record is ErrConflict.
 func (l *Links) LinkManyTx(ctx context.Context, tx store.DBTX, destination, objectType string, pairs map[string]string) error {
 	ids := make([]string, 0, len(pairs))
 	for rec, ext := range pairs {
@@ -157,13 +157,56 @@ func (l *Links) linkChunk(ctx context.Context, tx store.DBTX, destination, objec
 		}
 		seen[ext] = rec
 	}
-	list, err := json.Marshal(todo)
-	if err != nil {
-		return fmt.Errorf("links: link many: %w", err)
-	}
 	now := dialectsql.Time(l.dialect, l.st.Now())
-	if _, err := tx.ExecContext(ctx, l.q.Get("link_many"), destination, objectType, now, now, string(list)); err != nil {
-		return fmt.Errorf("links: link %d %s/%s: %w", len(todo), destination, objectType, err)
+	var fresh [][2]string
+	for _, p := range todo {
+		if have[p[0]] == "" {
+			fresh = append(fresh, p)
+			continue
+		}
+		// Re-linked (a merge): rare, one statement each.
+		if _, err := tx.ExecContext(ctx, l.q.Get("relink"), p[1], now, destination, objectType, p[0]); err != nil {
+			return fmt.Errorf("links: relink %s/%s/%s: %w", destination, objectType, p[0], err)
+		}
+	}
+	if len(fresh) > 0 {
+		list, err := json.Marshal(fresh)
+		if err != nil {
+			return fmt.Errorf("links: link many: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, l.q.Get("link_many"), destination, objectType, now, now, string(list)); err != nil {
+			return fmt.Errorf("links: link %d %s/%s: %w", len(fresh), destination, objectType, err)
+		}
+	}
+	return l.checkLinked(ctx, tx, destination, objectType, todo)
+}
+
+// checkLinked reads the links of pairs back after they were written: a writer
+// that linked a record or an external id between this transaction's checks
+// and its write (and committed first) made the write skip that pair. The same
+// link from both is fine; anything else is ErrConflict.
+func (l *Links) checkLinked(ctx context.Context, tx store.DBTX, destination, objectType string, pairs [][2]string) error {
+	recs := make([]string, len(pairs))
+	for i, p := range pairs {
+		recs[i] = p[0]
+	}
+	got, err := l.many(ctx, tx, "link_check_many", destination, objectType, recs)
+	if err != nil {
+		return err
+	}
+	for _, p := range pairs {
+		rec, ext := p[0], p[1]
+		if got[rec] == ext {
+			continue
+		}
+		if got[rec] != "" {
+			return fmt.Errorf("%w: %s %s %s was linked to %s meanwhile, not %s", ErrConflict, destination, objectType, rec, got[rec], ext)
+		}
+		owner := "another record"
+		if owners, err := l.many(ctx, tx, "lookup_records_many", destination, objectType, []string{ext}); err == nil && owners[ext] != "" {
+			owner = "record " + owners[ext]
+		}
+		return fmt.Errorf("%w: %s %s %s was linked to %s meanwhile, not %s", ErrConflict, destination, objectType, ext, owner, rec)
 	}
 	return nil
 }

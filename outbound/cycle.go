@@ -312,7 +312,9 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 				return
 			}
 			if err != nil {
-				c.errs = append(c.errs, fmt.Errorf("outbound: adopt %s as %s: %w", r.Key, existingID, err))
+				// This record's trouble, not the cycle's: try it again later.
+				c.w.log.Warn("outbound: could not record the adopted HubSpot object; will retry", "record", r.Key.String(), "hubspot_id", existingID, "err", err)
+				c.retry([]*RecordPlan{r}, fmt.Sprintf("adopt HubSpot object %s: %v", existingID, err), 0)
 				return
 			}
 			cfg.Metrics.add(&cfg.Metrics.adopted, 1)
@@ -496,9 +498,12 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 			continue
 		}
 		if errs[i] != nil {
-			// A transient failure: leave the events leased: they come back after the lease, and the
-			// write they carry is repeated (idempotently for updates and upserts).
-			c.errs = append(c.errs, fmt.Errorf("outbound: link %s: %w", r.Key, errs[i]))
+			// A failure of this record's link, not of the cycle: retry the
+			// record (an attempt, with backoff); the write its events carry is
+			// repeated (idempotently for updates and upserts), and the other
+			// records of the cycle complete.
+			c.w.log.Warn("outbound: could not record what HubSpot accepted; will retry the record", "record", r.Key.String(), "err", errs[i])
+			c.retry([]*RecordPlan{r}, "record the link: "+errs[i].Error(), 0)
 			continue
 		}
 		done = append(done, r)

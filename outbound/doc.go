@@ -135,8 +135,10 @@
 // A link conflict (the HubSpot object a write reached is already linked to
 // another local record, e.g. two local contacts with one email) cannot be
 // fixed by a retry: the record's events are dead-lettered with a message
-// naming both records and the HubSpot id. Other failures to store a link
-// leave the events leased; they come back after the lease.
+// naming both records and the HubSpot id. The same link recorded meanwhile by
+// the SyncWorker (it matched the record by its id property) is no conflict.
+// Other failures to store a link are that record's: its events are retried
+// with backoff (an attempt), and the rest of the cycle completes.
 //
 // # Leases
 //

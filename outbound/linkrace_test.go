@@ -1,0 +1,204 @@
+package outbound_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/records"
+	"github.com/hubsync/hubsync/store"
+)
+
+// gatedLinks runs before once, when the outbound worker is about to record
+// what HubSpot accepted: after HubSpot created the object, before its link is
+// stored.
+type gatedLinks struct {
+	*links.Links
+	once   sync.Once
+	before func()
+}
+
+func (g *gatedLinks) PushedMany(ctx context.Context, destination, objectType string, states []links.Pushed) error {
+	g.once.Do(g.before)
+	return g.Links.PushedMany(ctx, destination, objectType, states)
+}
+
+// TestHubSpotEditBeforeTheLink is the flake of the two-way e2e test, made
+// deterministic: a HubSpot user edits the object hubsync just created, and the
+// SyncWorker applies that edit's webhook before the outbound worker has
+// recorded the object's link. The edit must reach the local record it belongs
+// to (found by the mapping's id property), no second local record may appear,
+// and the outbound worker's link of the same pair must succeed, not conflict.
+func TestHubSpotEditBeforeTheLink(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, options{dialect: d})
+
+		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
+			Store: b.st.Inbound(), ClientSecret: hubspotsim.ClientSecretDefault,
+			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(rc)
+		t.Cleanup(srv.Close)
+		if err := b.sim.SetWebhookURL(srv.URL + inbound.WebhookPath); err != nil {
+			t.Fatal(err)
+		}
+		in, err := inbound.NewWorker(inbound.WorkerConfig{
+			Store: b.st.Inbound(), Applier: b.recs, HubSpot: b.client, Mapping: b.mapping,
+			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now, Owner: "sync",
+			LeaseDuration: time.Minute, Logger: testLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gl := &gatedLinks{Links: b.links}
+		gl.before = func() {
+			objs := b.sim.Objects("contacts")
+			if len(objs) != 1 {
+				t.Errorf("HubSpot holds %d contacts before the link; want the one just created", len(objs))
+				return
+			}
+			b.clock.Advance(time.Second)
+			if err := b.sim.UserUpdate("contacts", objs[0].ID, map[string]string{"firstname": "Augusta"}); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := b.sim.WaitWebhooksIdle(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			drainInbound(t, b, in)
+		}
+		w := b.worker(t, func(c *outbound.Config) { c.Links = gl })
+		b.drain(t, w)
+		drainInbound(t, b, in)
+
+		if c := b.counts(t); c[store.StatusFailed] != 0 || c[store.StatusProcessed] == 0 {
+			t.Errorf("outbound events by status %v; want all completed, no dead letter", c)
+		}
+		objs := b.sim.Objects("contacts")
+		if len(objs) != 1 {
+			t.Fatalf("HubSpot holds %d contacts; want 1", len(objs))
+		}
+		if ext, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID); err != nil || !ok || ext != objs[0].ID {
+			t.Errorf("link of %s = %q, %v, %v; want HubSpot contact %s", rec.ID, ext, ok, err, objs[0].ID)
+		}
+		all, err := b.recs.List(ctx, "contacts", records.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 1 {
+			t.Errorf("%d local contacts %v; want only %s: the edit made a record of its own", len(all), all, rec.ID)
+		}
+		got, err := b.recs.Get(ctx, "contacts", rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Fields["first_name"] != "Augusta" || got.Fields["email"] != "ada@example.com" {
+			t.Errorf("local record %v; want the HubSpot edit (first_name Augusta) applied to it", got.Fields)
+		}
+	})
+}
+
+// drainInbound runs the SyncWorker until no inbound event is pending or
+// processing, moving the injected clock over backoffs.
+func drainInbound(t *testing.T, b *bundle, w *inbound.Worker) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n, err := w.RunOnce(context.Background())
+		if err != nil {
+			t.Logf("inbound cycle: %v", err)
+		}
+		if n > 0 {
+			continue
+		}
+		s, err := b.st.Stats(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		busy := int64(0)
+		for _, r := range s.Rows {
+			if r.Direction == store.DirectionInbound && (r.Status == store.StatusPending || r.Status == store.StatusProcessing) {
+				busy += r.Count
+			}
+		}
+		if busy == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("inbound queue did not drain: %d events left", busy)
+		}
+		b.clock.Advance(2 * time.Second)
+	}
+}
+
+// failingLinks fails every pushed-state write that includes record bad.
+type failingLinks struct {
+	*links.Links
+	bad string
+}
+
+func (f *failingLinks) PushedMany(ctx context.Context, destination, objectType string, states []links.Pushed) error {
+	for _, st := range states {
+		if st.RecordID == f.bad {
+			return errors.New("disk full")
+		}
+	}
+	return f.Links.PushedMany(ctx, destination, objectType, states)
+}
+
+// TestLinkFailureFailsOnlyItsRecord: when recording what HubSpot accepted
+// fails for one record (not a conflict), that record is retried, and the
+// cycle neither fails nor holds the other records back.
+func TestLinkFailureFailsOnlyItsRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, options{})
+	good, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "good@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "bad@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl := &failingLinks{Links: b.links, bad: bad.ID}
+	w := b.worker(t, func(c *outbound.Config) { c.Links = fl })
+	sum, err := w.RunOnce(ctx)
+	if err != nil {
+		t.Fatalf("cycle = %v; one record's link failure must not fail the cycle", err)
+	}
+	if sum.Completed != 1 || sum.Retried != 1 {
+		t.Fatalf("summary %+v; want the good record completed and the bad one retried", sum)
+	}
+	if _, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", good.ID); !ok || err != nil {
+		t.Fatalf("good record's link: %v, %v", ok, err)
+	}
+	fl.bad = ""
+	b.drain(t, w)
+	if _, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", bad.ID); !ok || err != nil {
+		t.Fatalf("bad record's link after the retry: %v, %v", ok, err)
+	}
+	if n := len(b.sim.Objects("contacts")); n != 2 {
+		t.Fatalf("HubSpot holds %d contacts; want 2 (the retry upserts by email)", n)
+	}
+}
