@@ -42,7 +42,7 @@ func ParseURL(raw string) (string, error) {
 	}
 	db := strings.TrimPrefix(u.Path, "/")
 	if db == "" {
-		return "", fmt.Errorf("%w: %q names no database; use mysql://user:pass@host:3306/DBNAME", store.ErrDatabaseURL, redact(u))
+		return "", fmt.Errorf("%w: %q names no database; use mysql://user:pass@host:3306/DBNAME", store.ErrDatabaseURL, store.RedactURL(u.String()))
 	}
 	host := u.Host
 	if u.Port() == "" {
@@ -67,14 +67,6 @@ func ParseURL(raw string) (string, error) {
 		q.Set("time_zone", "'+00:00'")
 	}
 	return fmt.Sprintf("%stcp(%s)/%s?%s", userinfo, host, db, q.Encode()), nil
-}
-
-func redact(u *url.URL) string {
-	c := *u
-	if c.User != nil {
-		c.User = url.User(c.User.Username())
-	}
-	return c.String()
 }
 
 // OpenDB opens the database of a mysql:// URL, sizes its pool and checks that
