@@ -40,7 +40,10 @@
 // concurrent enqueue of the same record waits for it and then reads the
 // committed value: a record's Seqs grow in the order its transactions commit,
 // on every replica and across clock steps, while CreatedDate is only the
-// enqueueing process's clock. (Two other designs were set aside: an identity
+// enqueueing process's clock. EnqueueBatch takes a whole batch's Seqs with one
+// upsert that adds each record's count of events to its counter, locking the
+// counters in one fixed order, and gives a record's events the new values in
+// batch order. (Two other designs were set aside: an identity
 // or auto-increment column is assigned when the row is inserted, not when it
 // commits, so under concurrent transactions its order can differ from commit
 // order; and the snapshot's record version is the application's, which the

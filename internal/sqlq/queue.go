@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -27,7 +28,7 @@ func newQueue[E any](s *Store, def queueDef[E]) (*Queue[E], error) {
 		return nil, err
 	}
 	need := []string{"Insert", "Get", "Pending", "Complete", "Fail", "RetryCount", "Retry", "Release",
-		"Cleanup", "DeadLetters", "Requeue", "Stats", "NextSeq", "FailedByID", "FailedByKey"}
+		"Cleanup", "DeadLetters", "Requeue", "Stats", "NextSeq", "NextSeqBatch", "FailedByID", "FailedByKey"}
 	if def.data.Dir == store.DirectionInbound {
 		need = append(need, "IDByIdempotencyKey")
 	}
@@ -645,6 +646,87 @@ func (qu *Queue[E]) nextSeq(ctx context.Context, c Conn, p params) (int64, error
 	return seq, nil
 }
 
+// recordRef names one record's sequence counter.
+type recordRef struct{ key, objectType, id string }
+
+func refOf(p params) recordRef {
+	return recordRef{p["record_key"].(string), p["object_type"].(string), p["record_id"].(string)}
+}
+
+// nextSeqBatch takes the sequences of a batch of events (each p as nextSeq
+// takes it) with one statement, NextSeqBatch, and stores each event's in its
+// p["seq"]: a record with n events in the batch gets last-n+1 … last, in batch
+// order. The counters are locked in one fixed order, by record key, object
+// type and record id, for every batch, so concurrent batches do not deadlock.
+func (qu *Queue[E]) nextSeqBatch(ctx context.Context, on querier, ps []params) error {
+	byRecord := slices.Clone(ps)
+	slices.SortStableFunc(byRecord, func(a, b params) int {
+		ra, rb := refOf(a), refOf(b)
+		return cmp.Or(strings.Compare(ra.key, rb.key), strings.Compare(ra.objectType, rb.objectType),
+			strings.Compare(ra.id, rb.id))
+	})
+	type counter struct {
+		Ord        int    `json:"ord"`
+		RecordKey  string `json:"record_key"`
+		ObjectType string `json:"object_type"`
+		RecordID   string `json:"record_id"`
+		N          int64  `json:"n"`
+	}
+	var counters []counter
+	for i, p := range byRecord {
+		r := refOf(p)
+		if i == 0 || r != refOf(byRecord[i-1]) {
+			counters = append(counters, counter{Ord: len(counters), RecordKey: r.key, ObjectType: r.objectType, RecordID: r.id})
+		}
+		counters[len(counters)-1].N++
+	}
+	doc, err := json.Marshal(counters)
+	if err != nil {
+		return fmt.Errorf("next sequences: %w", err)
+	}
+	p := params{"queue": string(qu.def.data.Dir), "records": string(doc)}
+	q := qu.q["NextSeqBatch"]
+	if get, ok := qu.q["NextSeqBatchGet"]; ok { // an upsert that cannot return the values
+		if _, err := on.ExecContext(ctx, q.text, mustArgs(q, p)...); err != nil {
+			return fmt.Errorf("next sequences: %w", err)
+		}
+		q = get
+	}
+	rows, err := on.QueryContext(ctx, q.text, mustArgs(q, p)...)
+	if err != nil {
+		return fmt.Errorf("next sequences: %w", err)
+	}
+	last := make(map[recordRef]int64, len(counters))
+	for rows.Next() {
+		var r recordRef
+		var seq int64
+		if err := rows.Scan(&r.key, &r.objectType, &r.id, &seq); err != nil {
+			rows.Close()
+			return fmt.Errorf("next sequences: %w", err)
+		}
+		last[r] = seq
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("next sequences: %w", err)
+	}
+	next := make(map[recordRef]int64, len(counters))
+	for _, c := range counters {
+		r := recordRef{key: c.RecordKey, objectType: c.ObjectType, id: c.RecordID}
+		l, ok := last[r]
+		if !ok {
+			return fmt.Errorf("next sequences: no counter returned for record %s/%s/%s", r.key, r.objectType, r.id)
+		}
+		next[r] = l - c.N + 1
+	}
+	for _, p := range byRecord {
+		r := refOf(p)
+		p["seq"] = next[r]
+		next[r]++
+	}
+	return nil
+}
+
 // insert writes one event through c. key is the idempotency key, "" for queues
 // without one.
 // It first takes the event's sequence from its record's counter (nextSeq).
@@ -654,6 +736,11 @@ func (qu *Queue[E]) insert(ctx context.Context, c Conn, p params, idemKey string
 		return store.EnqueueResult{}, err
 	}
 	p["seq"] = seq
+	return qu.insertSeq(ctx, c, p, idemKey)
+}
+
+// insertSeq is insert of an event whose sequence p["seq"] is already taken.
+func (qu *Queue[E]) insertSeq(ctx context.Context, c Conn, p params, idemKey string) (store.EnqueueResult, error) {
 	q := qu.q["Insert"]
 	args, err := q.args(p)
 	if err != nil {

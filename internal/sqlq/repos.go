@@ -1,12 +1,10 @@
 package sqlq
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -119,55 +117,42 @@ func (r *InboundRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.Inb
 	return r.EnqueueConn(ctx, SQLConn{tx}, ev)
 }
 
-// EnqueueBatch inserts events in one transaction. Where the dialect has an
-// InsertBatch query (PostgreSQL) the batch is one statement; otherwise one
-// statement per event.
+// EnqueueBatch inserts events in one transaction. It takes all their
+// sequences with one statement (nextSeqBatch); where the dialect has an
+// InsertBatch query (PostgreSQL) the insert is one statement too, otherwise
+// one statement per event.
 func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
 	if len(evs) == 0 {
 		return nil, nil
 	}
 	batch, multi := r.q["InsertBatch"]
-	var rows []params
-	if multi {
-		rows = make([]params, len(evs))
-		for i, ev := range evs {
-			p, err := r.params(ev)
-			if err != nil {
-				return nil, err
-			}
+	rows := make([]params, len(evs))
+	for i, ev := range evs {
+		p, err := r.params(ev)
+		if err != nil {
+			return nil, err
+		}
+		if multi {
 			p["ord"] = i
 			delete(p, "now")
-			rows[i] = p
 		}
+		rows[i] = p
 	}
 	var out []store.EnqueueResult
 	err := r.s.inTx(ctx, nil, func(tx *sql.Tx) error {
-		out = make([]store.EnqueueResult, 0, len(evs))
+		if err := r.nextSeqBatch(ctx, tx, rows); err != nil {
+			return r.op("enqueue batch", err)
+		}
 		if multi {
-			// Counters are taken record by record in one order for every
-			// batch (a stable sort keeps a record's events in batch order), so
-			// concurrent batches do not lock them in opposite orders.
-			byRecord := slices.Clone(rows)
-			slices.SortStableFunc(byRecord, func(a, b params) int {
-				return cmp.Or(strings.Compare(a["record_key"].(string), b["record_key"].(string)),
-					strings.Compare(a["object_type"].(string), b["object_type"].(string)),
-					strings.Compare(a["record_id"].(string), b["record_id"].(string)))
-			})
-			for _, p := range byRecord {
-				seq, err := r.nextSeq(ctx, SQLConn{tx}, p)
-				if err != nil {
-					return r.op("enqueue batch", err)
-				}
-				p["seq"] = seq
-			}
 			var err error
 			out, err = r.insertBatch(ctx, tx, batch, rows)
 			return err
 		}
-		for _, ev := range evs {
-			res, err := r.EnqueueConn(ctx, SQLConn{tx}, ev)
+		out = make([]store.EnqueueResult, 0, len(evs))
+		for i, p := range rows {
+			res, err := r.insertSeq(ctx, SQLConn{tx}, p, evs[i].IdempotencyKey)
 			if err != nil {
-				return err
+				return r.op("enqueue", err)
 			}
 			out = append(out, res)
 		}

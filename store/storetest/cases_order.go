@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,5 +123,40 @@ func testBatchOrder(t *testing.T, b *bundle) {
 	}
 	if len(c) != 3 || len(contacts) != 2 || contacts[0] != res[0].ID || contacts[1] != res[2].ID {
 		t.Fatalf("claim = %v; want all three, contact B's two events in batch order %s, %s", c, res[0].ID, res[2].ID)
+	}
+}
+
+// testBatchAfterEnqueue checks that EnqueueBatch continues the counters of
+// records that already have events: an event enqueued before the batch comes
+// before the batch's events of its record, which keep batch order, and one
+// enqueued after comes after them, whatever their CreatedDates say.
+func testBatchAfterEnqueue(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	now := b.clock.Now()
+	first := b.q.mustEnqueue(t, spec{Object: "contacts", Record: "C"})
+	other := b.q.mustEnqueue(t, spec{Object: "contacts", Record: "D"})
+	ev := func(key, record string, created time.Time) store.InboundEvent {
+		return store.InboundEvent{Source: keyDefault, ExternalID: record, ObjectType: "contacts", EventType: store.EventUpdate,
+			Payload: []byte(`{}`), IdempotencyKey: key, QueueState: store.QueueState{CreatedDate: created}}
+	}
+	res, err := b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{
+		ev("ba-1", "C", now.Add(-time.Second)), ev("ba-2", "D", now.Add(-2*time.Second)),
+		ev("ba-3", "C", now.Add(-3*time.Second)), ev("ba-4", "C", now.Add(-4*time.Second)),
+	})
+	if err != nil || len(res) != 4 {
+		t.Fatalf("EnqueueBatch = %v, %v", res, err)
+	}
+	last := b.q.mustEnqueue(t, spec{Object: "contacts", Record: "C"})
+	b.clock.Advance(time.Second)
+	byRecord := map[string][]string{}
+	rec := map[string]string{first: "C", other: "D", res[0].ID: "C", res[1].ID: "D", res[2].ID: "C", res[3].ID: "C", last: "C"}
+	c := b.q.mustClaim(t, 10, minute, "w1")
+	for _, it := range c {
+		byRecord[rec[it.ID]] = append(byRecord[rec[it.ID]], it.ID)
+	}
+	wantC := []string{first, res[0].ID, res[2].ID, res[3].ID, last}
+	wantD := []string{other, res[1].ID}
+	if len(c) != 7 || !slices.Equal(byRecord["C"], wantC) || !slices.Equal(byRecord["D"], wantD) {
+		t.Fatalf("claim = %v; want record C in order %v and D in order %v", c, wantC, wantD)
 	}
 }

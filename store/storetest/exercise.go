@@ -55,6 +55,7 @@ var cases = []testCase{
 	{name: "OrderBySequence", run: testOrderBySequence},
 	{name: "RequeueToLaneEnd", run: testRequeueToLaneEnd},
 	{name: "BatchOrder", only: []store.Direction{store.DirectionInbound}, run: testBatchOrder},
+	{name: "BatchAfterEnqueue", only: []store.Direction{store.DirectionInbound}, run: testBatchAfterEnqueue},
 	{name: "InboundLaneObjectType", only: []store.Direction{store.DirectionInbound}, run: testInboundLaneObjectType},
 	{name: "ReleasedHeadHoldsRecord", run: testReleasedHeadHoldsRecord},
 	{name: "ConcurrentMixedClaimers", run: testConcurrentMixedClaimers},

@@ -161,3 +161,8 @@
     Attempt = t.Attempt + 1, LastModifiedDate = @now{{end}}
 
 {{define "leases"}}jsonb_to_recordset(@leases::jsonb) AS l(id text, attempt int){{end}}
+
+{{/* seqrecords selects NextSeqBatch's @records in their ord order. */}}
+{{define "seqrecords"}}SELECT @queue, r.record_key, r.object_type, r.record_id, r.n
+FROM jsonb_to_recordset(@records::jsonb) AS r(ord int, record_key text, object_type text, record_id text, n bigint)
+ORDER BY r.ord{{end}}

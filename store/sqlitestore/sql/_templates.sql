@@ -62,3 +62,10 @@ SET Status = 'processing', LeaseOwner = @owner, LeaseExpiresDate = @lease_expire
     Attempt = t.Attempt + 1, LastModifiedDate = @now
 WHERE t.Id IN (SELECT Id FROM cand{{if .Followers}} UNION ALL SELECT Id FROM fol{{end}})
 RETURNING {{cols . ""}}{{end}}
+
+{{/* seqrecords selects NextSeqBatch's @records in their ord order (WHERE true
+     lets the parser tell the upsert's ON CONFLICT from a join's ON). */}}
+{{define "seqrecords"}}SELECT @queue, json_extract(r.value, '$.record_key'), json_extract(r.value, '$.object_type'),
+    json_extract(r.value, '$.record_id'), json_extract(r.value, '$.n')
+FROM json_each(@records) AS r WHERE true
+ORDER BY json_extract(r.value, '$.ord'){{end}}
