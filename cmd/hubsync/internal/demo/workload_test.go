@@ -107,6 +107,9 @@ func TestExpect(t *testing.T) {
 			t.Errorf("record %d: props %v, want %v", i, e.Props, want[i])
 		}
 	}
+	if len(exp) != 3 {
+		t.Fatalf("%d expected records, want 3: %+v", len(exp), exp)
+	}
 	if !exp[0].Live || !exp[1].Live || exp[2].Live {
 		t.Errorf("live = %v %v %v, want true true false", exp[0].Live, exp[1].Live, exp[2].Live)
 	}
