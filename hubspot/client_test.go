@@ -198,6 +198,9 @@ func TestRequestShapes(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if len(r.Results) != 1 {
+					t.Fatalf("%d results, want the 1 in the response: %+v", len(r.Results), r)
+				}
 				checkObj(t, &r.Results[0])
 			},
 			wantMethod: "POST", wantPath: "/crm/v3/objects/deals/batch/update",
