@@ -164,6 +164,9 @@ func TestRequestShapes(t *testing.T) {
 				if r.Status != "COMPLETE" || r.Multi || len(r.Results) != 1 || len(r.Errors) != 0 {
 					t.Errorf("result: %+v", r)
 				}
+				if len(r.Results) == 0 {
+					t.Fatal("no result to check")
+				}
 				checkObj(t, &r.Results[0])
 			},
 			wantMethod: "POST", wantPath: "/crm/v3/objects/contacts/batch/create",
@@ -288,6 +291,9 @@ func TestRequestShapes(t *testing.T) {
 				}
 				if r.Total != 250 || r.After != "200" || len(r.Results) != 1 {
 					t.Errorf("search result: %+v", r)
+				}
+				if len(r.Results) == 0 {
+					t.Fatal("no result to check")
 				}
 				checkObj(t, &r.Results[0])
 			},
