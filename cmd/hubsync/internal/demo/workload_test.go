@@ -102,13 +102,13 @@ func TestExpect(t *testing.T) {
 		{"email": "p@x.example", "phone": "9"},
 		{"email": "m@x.example", "phone": "9"},
 	}
+	if len(exp) != len(want) {
+		t.Fatalf("%d expected records, want %d: %+v", len(exp), len(want), exp)
+	}
 	for i, e := range exp {
 		if !reflect.DeepEqual(e.Props, want[i]) {
 			t.Errorf("record %d: props %v, want %v", i, e.Props, want[i])
 		}
-	}
-	if len(exp) != 3 {
-		t.Fatalf("%d expected records, want 3: %+v", len(exp), exp)
 	}
 	if !exp[0].Live || !exp[1].Live || exp[2].Live {
 		t.Errorf("live = %v %v %v, want true true false", exp[0].Live, exp[1].Live, exp[2].Live)
