@@ -164,6 +164,9 @@ func TestRequestShapes(t *testing.T) {
 				if r.Status != "COMPLETE" || r.Multi || len(r.Results) != 1 || len(r.Errors) != 0 {
 					t.Errorf("result: %+v", r)
 				}
+				if len(r.Results) == 0 {
+					t.Fatal("no result to check")
+				}
 				checkObj(t, &r.Results[0])
 			},
 			wantMethod: "POST", wantPath: "/crm/v3/objects/contacts/batch/create",
@@ -197,6 +200,9 @@ func TestRequestShapes(t *testing.T) {
 				r, err := c.BatchUpdate(ctx, Deals, []UpdateInput{{ID: "101", Properties: map[string]string{"amount": "5"}}, {ID: "x@y.z", IDProperty: "email", Properties: map[string]string{"a": ""}, ObjectWriteTraceID: "t2"}})
 				if err != nil {
 					t.Fatal(err)
+				}
+				if len(r.Results) != 1 {
+					t.Fatalf("%d results, want the 1 in the response: %+v", len(r.Results), r)
 				}
 				checkObj(t, &r.Results[0])
 			},
@@ -285,6 +291,9 @@ func TestRequestShapes(t *testing.T) {
 				}
 				if r.Total != 250 || r.After != "200" || len(r.Results) != 1 {
 					t.Errorf("search result: %+v", r)
+				}
+				if len(r.Results) == 0 {
+					t.Fatal("no result to check")
 				}
 				checkObj(t, &r.Results[0])
 			},

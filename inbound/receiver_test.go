@@ -53,7 +53,7 @@ func TestReceiverStoresDelivery(t *testing.T) {
 	if ev := byKey[testcheck.Index(t, "the parsed events", parsed, 0).IdempotencyKey]; ev.ObjectType != "contacts" {
 		t.Errorf("contact.creation stored with ObjectType %q", ev.ObjectType)
 	}
-	if ev := byKey[parsed[4].IdempotencyKey]; ev.ObjectType != "ticket" {
+	if ev := byKey[testcheck.Index(t, "the parsed events", parsed, 4).IdempotencyKey]; ev.ObjectType != "ticket" {
 		t.Errorf("unmapped ticket.deletion stored with ObjectType %q", ev.ObjectType)
 	}
 }

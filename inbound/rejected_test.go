@@ -108,6 +108,9 @@ func TestWorkerRefusesEventsFromTheFuture(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(p) != 1 {
+			t.Fatalf("parsed %d events from a delivery of 1: %+v", len(p), p)
+		}
 		row, err := p[0].Resolve(nil, "")
 		if err != nil {
 			t.Fatal(err)

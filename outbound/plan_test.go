@@ -175,6 +175,9 @@ func TestBuildPlanRetriedCreateDeleteResolves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(p.Records) != 1 {
+		t.Fatalf("records = %d, want 1", len(p.Records))
+	}
 	if op := p.Records[0].Op; op != OpResolveArchive {
 		t.Fatalf("op = %v, want resolve_archive", op)
 	}
@@ -261,6 +264,9 @@ func TestBuildPlanKeepsRecordsApart(t *testing.T) {
 	}
 	if len(p.Records) != 2 || p.Coalesced() != 2 || p.EstimateCalls() != 1 {
 		t.Fatalf("records=%d coalesced=%d calls=%d, want 2, 2, 1", len(p.Records), p.Coalesced(), p.EstimateCalls())
+	}
+	if evs := p.Records[1].Events; len(evs) != 2 {
+		t.Fatalf("record 1 carries %d events, want 2: %+v", len(evs), evs)
 	}
 	if got := p.Records[1].Properties["phone"]; got != "2" || p.Records[1].Events[1].ID != "4" {
 		t.Fatalf("record b: phone %q, events %v", got, p.Records[1].Events)

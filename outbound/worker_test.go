@@ -54,7 +54,7 @@ func TestConvergesUnderFaults(t *testing.T) {
 	b.verify(t, "companies")
 	if n := b.counts(t)[store.StatusFailed]; n != 0 {
 		dl, _ := b.st.Outbound().DeadLetters(context.Background(), store.DeadLetterFilter{})
-		t.Fatalf("%d dead letters, want none: %+v", n, dl[0].ErrorMessage)
+		t.Fatalf("%d dead letters, want none: %+v", n, dl)
 	}
 	m := w.Metrics().Snapshot()
 	if m.Retried == 0 || m.RateLimited == 0 {

@@ -231,6 +231,9 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 			t.Fatalf("privacy delete = %+v", res)
 		}
 		evs := b.outbound(t, p.RecordID)
+		if len(evs) == 0 {
+			t.Fatalf("no outbound events for record %s, want its create and its privacy delete", p.RecordID)
+		}
 		last := evs[len(evs)-1]
 		if last.EventType != store.EventDelete || len(last.Payload.Fields) != 0 || len(last.Old.Fields) != 0 {
 			t.Fatalf("privacy delete event carries fields: %+v / %+v", last.Payload, last.Old)

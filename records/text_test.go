@@ -10,6 +10,7 @@ import (
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -24,10 +25,11 @@ func TestSameTextAnswerOnEveryDatabase(t *testing.T) {
 		ctx := context.Background()
 		h := b.svc.Handler()
 		ok := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"ok@example.com","name":"Zoë ☃ 日本"}}`)
-		if ok.status != 201 || ok.body["fields"].(map[string]any)["name"] != "Zoë ☃ 日本" {
+		fields, _ := ok.body["fields"].(map[string]any)
+		if ok.status != 201 || fields["name"] != "Zoë ☃ 日本" {
 			t.Fatalf("valid text = %d %v", ok.status, ok.body)
 		}
-		id := ok.body["id"].(string)
+		id := testcheck.As[string](t, "the created record's id", ok.body["id"])
 		bad := map[string]string{
 			"NUL in a value":        `{"fields":{"name":"a\u0000b"}}`,
 			"NUL in a name":         `{"fields":{"na\u0000me":"x"}}`,

@@ -8,6 +8,7 @@ import (
 
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/storetest"
@@ -107,7 +108,7 @@ func TestMeteredStoreForgetsAbandonedLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	ms := newMeteredStore(db.Store, newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)).(*meteredStore)
+	ms := testcheck.As[*meteredStore](t, "newMeteredStore's store", newMeteredStore(db.Store, newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)))
 	out := ms.Outbound()
 	for _, rec := range []string{"a", "b"} {
 		snap, _ := outbox.Snapshot{ID: rec, Fields: map[string]any{}}.Marshal()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
@@ -81,7 +82,7 @@ func TestSubscriptionRequestReachesHubSpot(t *testing.T) {
 	if code != http.StatusOK || again["id"] != first["id"] {
 		t.Fatalf("retry = %d %v; want 200 with id %v", code, again, first["id"])
 	}
-	id := first["id"].(string)
+	id := testcheck.As[string](t, "the created request's id", first["id"])
 	testwait.For(t, "the request synced", func() bool {
 		req, _ := http.NewRequest("GET", base+"/api/subscription-requests/"+id, nil)
 		req.Header.Set("Authorization", "Bearer "+testAPIToken)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/subscriptions"
@@ -49,7 +50,7 @@ func TestHandler(t *testing.T) {
 	if w.Code != http.StatusCreated || out["sync_status"] != "pending" || out["applied_sequence"] != 1.0 || out["mapping_version"] != 2.0 {
 		t.Fatalf("create = %d %v", w.Code, out)
 	}
-	id := out["id"].(string)
+	id := testcheck.As[string](t, "the created request's id", out["id"])
 
 	w, out = do(t, h, "POST", "/api/subscription-requests", "key-1", body)
 	if w.Code != http.StatusOK || out["id"] != id || w.Header().Get("Idempotent-Replayed") != "true" {
@@ -57,7 +58,7 @@ func TestHandler(t *testing.T) {
 	}
 
 	w, out = do(t, h, "POST", "/api/subscription-requests", "key-1", strings.Replace(body, `"subscribed"`, `"unsubscribed"`, 1))
-	if w.Code != http.StatusConflict || !strings.Contains(out["error"].(string), "key-1") || !strings.Contains(out["error"].(string), id) {
+	if w.Code != http.StatusConflict || !strings.Contains(errorText(out), "key-1") || !strings.Contains(errorText(out), id) {
 		t.Fatalf("conflicting body = %d %v; want 409 naming the key and %s", w.Code, out, id)
 	}
 	if evs := pendingEvents(t, st); len(evs) != 1 {
@@ -65,11 +66,11 @@ func TestHandler(t *testing.T) {
 	}
 
 	w, out = do(t, h, "POST", "/api/subscription-requests", "", body)
-	if w.Code != http.StatusBadRequest || !strings.Contains(out["error"].(string), "Idempotency-Key") {
+	if w.Code != http.StatusBadRequest || !strings.Contains(errorText(out), "Idempotency-Key") {
 		t.Fatalf("no key = %d %v; want 400 naming Idempotency-Key", w.Code, out)
 	}
 	w, out = do(t, h, "POST", "/api/subscription-requests", "key-2", strings.Replace(body, "news", "sports", 1))
-	if w.Code != http.StatusUnprocessableEntity || !strings.Contains(out["error"].(string), "sports") {
+	if w.Code != http.StatusUnprocessableEntity || !strings.Contains(errorText(out), "sports") {
 		t.Fatalf("unmapped = %d %v; want 422", w.Code, out)
 	}
 	w, _ = do(t, h, "POST", "/api/subscription-requests", "key-3", `{"brand_id":"acme"}`)
@@ -118,4 +119,10 @@ func FuzzParseRequest(f *testing.F) {
 
 func mappingSub(brand, product, id string) mapping.Subscription {
 	return mapping.Subscription{BrandID: brand, ProductID: product, SubscriptionID: id}
+}
+
+// errorText is the response's "error" message, or "" when it has none.
+func errorText(out map[string]any) string {
+	msg, _ := out["error"].(string)
+	return msg
 }

@@ -36,6 +36,9 @@ func TestControlAPI(t *testing.T) {
 	}
 	var list []Object
 	json.Unmarshal(ctl("GET", "/objects/companies", nil, http.StatusOK).body, &list)
+	if len(list) != 1 {
+		t.Fatalf("companies = %+v, want the 1 created", list)
+	}
 	ctl("DELETE", "/objects/companies/"+list[0].ID, nil, http.StatusNoContent)
 	if len(b.srv.Objects("companies")) != 0 {
 		t.Fatal("control delete did not archive")

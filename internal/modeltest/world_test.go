@@ -21,6 +21,7 @@ import (
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbound"
@@ -258,8 +259,8 @@ func (w *world) newWorkers(r *replica) {
 // end releases the crashed cycles and waits for them, before the database closes.
 func (w *world) end() {
 	close(w.dead)
-	for _, done := range w.zombie {
-		<-done
+	for i, done := range w.zombie {
+		testwait.Recv(w.t, fmt.Sprintf("crashed cycle %d to end once released", i), done)
 	}
 }
 
@@ -351,6 +352,9 @@ func (w *world) crashRun(r *replica, outboundWorker bool, k int, after bool) boo
 		w.zombie = append(w.zombie, done)
 		w.newWorkers(r)
 		return true
+	case <-time.After(testwait.Deadline):
+		w.t.Fatalf("timed out after %s waiting for the crashing cycle to finish or reach HubSpot request %d", testwait.Deadline, k)
+		return false
 	}
 }
 

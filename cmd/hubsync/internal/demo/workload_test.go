@@ -102,6 +102,9 @@ func TestExpect(t *testing.T) {
 		{"email": "p@x.example", "phone": "9"},
 		{"email": "m@x.example", "phone": "9"},
 	}
+	if len(exp) != len(want) {
+		t.Fatalf("%d expected records, want %d: %+v", len(exp), len(want), exp)
+	}
 	for i, e := range exp {
 		if !reflect.DeepEqual(e.Props, want[i]) {
 			t.Errorf("record %d: props %v, want %v", i, e.Props, want[i])
