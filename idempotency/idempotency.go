@@ -8,7 +8,6 @@ import (
 	"database/sql"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/internal/httpjson"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -133,12 +133,12 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 			return
 		}
 		if len(key) > MaxKeyLength {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d characters", MaxKeyLength))
+			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d characters", MaxKeyLength))
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "read body: "+err.Error())
+			httpjson.Error(w, http.StatusBadRequest, "read body: "+err.Error())
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -154,7 +154,7 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 			claimed, err := cfg.Store.claim(ctx, cfg.Scope, key, hash)
 			if err != nil {
 				cfg.Logger.Error("idempotency", "err", err)
-				writeError(w, http.StatusInternalServerError, "internal error")
+				httpjson.Error(w, http.StatusInternalServerError, "internal error")
 				return
 			}
 			if claimed {
@@ -164,7 +164,7 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 			e, ok, err := cfg.Store.get(ctx, cfg.Scope, key)
 			if err != nil {
 				cfg.Logger.Error("idempotency", "err", err)
-				writeError(w, http.StatusInternalServerError, "internal error")
+				httpjson.Error(w, http.StatusInternalServerError, "internal error")
 				return
 			}
 			expired := ok && e.created.Before(cfg.Store.st.Now().Add(-cfg.Retention))
@@ -178,11 +178,11 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 			}
 			switch {
 			case !ok || expired:
-				writeError(w, http.StatusConflict, "the Idempotency-Key is being reused concurrently; retry")
+				httpjson.Error(w, http.StatusConflict, "the Idempotency-Key is being reused concurrently; retry")
 			case e.hash != hash:
-				writeError(w, http.StatusConflict, fmt.Sprintf("Idempotency-Key %q was already used for a different request (another method, path or body); use a new key for a new request", key))
+				httpjson.Error(w, http.StatusConflict, fmt.Sprintf("Idempotency-Key %q was already used for a different request (another method, path or body); use a new key for a new request", key))
 			case e.status == 0:
-				writeError(w, http.StatusConflict, fmt.Sprintf("a request with Idempotency-Key %q is still in progress; retry later", key))
+				httpjson.Error(w, http.StatusConflict, fmt.Sprintf("a request with Idempotency-Key %q is still in progress; retry later", key))
 			default:
 				if e.contentType != "" {
 					w.Header().Set("Content-Type", e.contentType)
@@ -233,11 +233,4 @@ func (r *recorder) Write(b []byte) (int, error) {
 	r.wrote = true
 	r.body.Write(b)
 	return r.ResponseWriter.Write(b)
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	b, _ := json.Marshal(map[string]string{"error": msg})
-	w.Write(append(b, '\n')) //nolint:errcheck // the client went away
 }

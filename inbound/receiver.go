@@ -3,7 +3,6 @@ package inbound
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/httpjson"
 	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
@@ -331,7 +331,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h := rc.cfg.Hooks.OnAccept; h != nil {
 		h(len(parsed)+len(bad), inserted, time.Since(start))
 	}
-	writeJSON(w, http.StatusOK, receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)})
+	httpjson.Write(w, http.StatusOK, receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)})
 }
 
 // checkOccurredAt refuses an occurredAt (epoch ms) that is not positive or
@@ -459,7 +459,7 @@ func (rc *Receiver) reject(w http.ResponseWriter, status int, reason, msg string
 	if h := rc.cfg.Hooks.OnReject; h != nil {
 		h(reason, status)
 	}
-	writeJSON(w, status, errorResponse{Error: reason, Message: msg})
+	httpjson.Write(w, status, errorResponse{Error: reason, Message: msg})
 }
 
 func isJSON(contentType string) bool {
@@ -468,15 +468,4 @@ func isJSON(contentType string) bool {
 		return false
 	}
 	return mt == "application/json" || (strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json"))
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encode"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
 }

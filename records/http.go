@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
+	"github.com/hubsync/hubsync/internal/httpjson"
 	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/mapping"
 )
@@ -64,7 +65,7 @@ func (s *Service) Handler() http.Handler {
 func methodNotAllowed(allow string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, allow))
+		httpjson.Error(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, allow))
 	}
 }
 
@@ -73,7 +74,7 @@ func (s *Service) serveList(w http.ResponseWriter, r *http.Request) {
 	if v := r.URL.Query().Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > ListLimitMax {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: use a number from 1 to %d", v, ListLimitMax))
+			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("limit %q: use a number from 1 to %d", v, ListLimitMax))
 			return
 		}
 		opts.Limit = n
@@ -93,7 +94,7 @@ func (s *Service) serveList(w http.ResponseWriter, r *http.Request) {
 	if len(recs) > 0 && len(recs) == cmp.Or(opts.Limit, ListLimitDefault) {
 		out.Next = recs[len(recs)-1].ID
 	}
-	writeJSON(w, http.StatusOK, out)
+	httpjson.Write(w, http.StatusOK, out)
 }
 
 func (s *Service) serveCreate(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +112,7 @@ func (s *Service) serveCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/api/records/"+rec.ObjectType+"/"+rec.ID)
-	writeJSON(w, http.StatusCreated, s.toJSON(rec))
+	httpjson.Write(w, http.StatusCreated, s.toJSON(rec))
 }
 
 func (s *Service) serveGet(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +121,7 @@ func (s *Service) serveGet(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.toJSON(rec))
+	httpjson.Write(w, http.StatusOK, s.toJSON(rec))
 }
 
 func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
@@ -137,14 +138,14 @@ func (s *Service) servePatch(w http.ResponseWriter, r *http.Request) {
 		s.writeErr(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.toJSON(rec))
+	httpjson.Write(w, http.StatusOK, s.toJSON(rec))
 }
 
 func (s *Service) serveDelete(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query().Get("version")
 	version, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || version < 1 {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("version %q: DELETE needs ?version=N, the version you read (a positive integer)", v))
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("version %q: DELETE needs ?version=N, the version you read (a positive integer)", v))
 		return
 	}
 	if err := s.Delete(r.Context(), r.PathValue("objectType"), r.PathValue("id"), version); err != nil {
@@ -160,7 +161,7 @@ func tooLarge(w http.ResponseWriter, r *http.Request) bool {
 	if r.ContentLength <= MaxBodyBytes {
 		return false
 	}
-	writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes))
+	httpjson.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", MaxBodyBytes))
 	return true
 }
 
@@ -248,40 +249,23 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 	var conflict *ConflictError
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit))
+		httpjson.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is larger than %d bytes", tooBig.Limit))
 	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalid):
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, ErrTooLarge):
-		writeError(w, http.StatusRequestEntityTooLarge, err.Error())
+		httpjson.Error(w, http.StatusRequestEntityTooLarge, err.Error())
 	case errors.Is(err, ErrNotFound), errors.Is(err, ErrUnknownObjectType):
-		writeError(w, http.StatusNotFound, err.Error())
+		httpjson.Error(w, http.StatusNotFound, err.Error())
 	case errors.As(err, &conflict):
-		writeJSON(w, http.StatusConflict, map[string]any{"error": err.Error(), "current_version": conflict.Current})
+		httpjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error(), "current_version": conflict.Current})
 	case errors.Is(err, ErrConflict):
-		writeError(w, http.StatusConflict, err.Error())
+		httpjson.Error(w, http.StatusConflict, err.Error())
 	default:
 		if r.Context().Err() == nil {
 			s.log.ErrorContext(r.Context(), "records API", slog.String("method", r.Method), slog.String("path", logtext.URI(r.URL.Path)), slog.Any("error", err))
 		}
-		writeError(w, http.StatusInternalServerError, "internal error")
+		httpjson.Error(w, http.StatusInternalServerError, "internal error")
 	}
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":"internal error: encode response"}` + "\n")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
 }
 
 func (s *Service) toJSON(r Record) recordJSON {

@@ -1,15 +1,14 @@
 package subscriptions
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 
+	"github.com/hubsync/hubsync/internal/httpjson"
 	"github.com/hubsync/hubsync/mapping"
 )
 
@@ -72,47 +71,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.Serv
 func (h *Handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get(IdempotencyKeyHeader)
 	if key == "" {
-		writeError(w, http.StatusBadRequest, "the Idempotency-Key header is required: send a unique key per request (e.g. a UUID) and the same key on retries")
+		httpjson.Error(w, http.StatusBadRequest, "the Idempotency-Key header is required: send a unique key per request (e.g. a UUID) and the same key on retries")
 		return
 	}
 	if len(key) > MaxIdempotencyKeyLength {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d characters", MaxIdempotencyKeyLength))
+		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d characters", MaxIdempotencyKeyLength))
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
-		writeError(w, http.StatusBadRequest, "read body: "+err.Error())
+		httpjson.Error(w, http.StatusBadRequest, "read body: "+err.Error())
 		return
 	}
 	if len(body) > MaxBodyBytes {
-		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes))
+		httpjson.Error(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes))
 		return
 	}
 	req, err := ParseRequest(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, err.Error())
+		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if _, ok := h.cfg.Mapping.Subscription(req.BrandID, req.ProductID); !ok {
-		writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("brand_id %q with product_id %q is not mapped to a HubSpot subscription; add it to the subscriptions: list of the mapping file", req.BrandID, req.ProductID))
+		httpjson.Error(w, http.StatusUnprocessableEntity, fmt.Sprintf("brand_id %q with product_id %q is not mapped to a HubSpot subscription; add it to the subscriptions: list of the mapping file", req.BrandID, req.ProductID))
 		return
 	}
 	res, err := h.cfg.Store.Submit(r.Context(), req, key, h.cfg.Mapping.SubscriptionsVersion())
 	switch {
 	case errors.Is(err, ErrConflict):
-		writeError(w, http.StatusConflict, err.Error())
+		httpjson.Error(w, http.StatusConflict, err.Error())
 	case err != nil:
 		h.cfg.Logger.Error("subscriptions: submit", "err", err)
-		writeError(w, http.StatusInternalServerError, "internal error")
+		httpjson.Error(w, http.StatusInternalServerError, "internal error")
 	case res.Replayed:
 		w.Header().Set(ReplayedHeader, "true")
-		writeJSON(w, http.StatusOK, res.Stored)
+		httpjson.Write(w, http.StatusOK, res.Stored)
 	default:
 		if h.cfg.OnAccept != nil {
 			h.cfg.OnAccept()
 		}
 		w.Header().Set("Location", RequestsPath+"/"+res.ID)
-		writeJSON(w, http.StatusCreated, res.Stored)
+		httpjson.Write(w, http.StatusCreated, res.Stored)
 	}
 }
 
@@ -120,34 +119,18 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	got, err := h.cfg.Store.Get(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, ErrNotFound):
-		writeError(w, http.StatusNotFound, "no subscription request "+r.PathValue("id"))
+		httpjson.Error(w, http.StatusNotFound, "no subscription request "+r.PathValue("id"))
 	case err != nil:
 		h.cfg.Logger.Error("subscriptions: get", "err", err)
-		writeError(w, http.StatusInternalServerError, "internal error")
+		httpjson.Error(w, http.StatusInternalServerError, "internal error")
 	default:
-		writeJSON(w, http.StatusOK, got)
+		httpjson.Write(w, http.StatusOK, got)
 	}
 }
 
 func methodNotAllowed(allow string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", allow)
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, allow))
+		httpjson.Error(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed; use %s", r.Method, allow))
 	}
-}
-
-func writeError(w http.ResponseWriter, status int, msg string) {
-	writeJSON(w, status, map[string]string{"error": msg})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":"internal error: encode response"}` + "\n")
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
 }
