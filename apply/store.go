@@ -62,7 +62,8 @@ type RecordTx interface {
 	LookupRecord(ctx context.Context, source, objectType, externalID string) (id string, ok bool, err error)
 	// MatchRecord returns a record of objectType that is linked to nothing on
 	// source and whose field equals value (for contacts: the email); ok is
-	// false when there is none.
+	// false when there is none. field "$id" (mapping.RecordIDField) matches the
+	// record whose id is value: the external object carries the local id.
 	MatchRecord(ctx context.Context, source, objectType, field, value string) (id string, ok bool, err error)
 	// Link links a local record to an external id.
 	Link(ctx context.Context, source, objectType, id, externalID string) error

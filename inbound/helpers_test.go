@@ -21,6 +21,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/storetest"
@@ -212,6 +213,9 @@ type memApplier struct {
 	byExt   map[string]string     // objectType/externalID → local id
 	calls   []apply.Change
 	fail    func(apply.Change) error
+	// guardPartial makes a Partial change of an unlinked external id fail
+	// with apply.ErrUnlinked, as apply.Guarded does.
+	guardPartial bool
 }
 
 func newMemApplier() *memApplier {
@@ -263,7 +267,11 @@ func (a *memApplier) Apply(ctx context.Context, ch apply.Change) (apply.Result, 
 	}
 	if rec == nil && ch.MatchField != "" {
 		for _, r := range a.records {
-			if r.ExternalID == "" && r.Fields[ch.MatchField] == ch.MatchValue {
+			value := r.Fields[ch.MatchField]
+			if ch.MatchField == mapping.RecordIDField {
+				value = r.ID
+			}
+			if r.ExternalID == "" && value == ch.MatchValue {
 				rec = r
 				rec.ExternalID = ch.ExternalID
 				a.byExt[key] = r.ID
@@ -272,6 +280,11 @@ func (a *memApplier) Apply(ctx context.Context, ch apply.Change) (apply.Result, 
 		}
 	}
 	outcome := apply.Updated
+	if rec == nil && ch.Partial && a.guardPartial {
+		// As apply.Guarded: a record made of the changed properties only
+		// could take the link of the record that created the object.
+		return apply.Result{}, fmt.Errorf("%w: %s %s", apply.ErrUnlinked, ch.ObjectType, ch.ExternalID)
+	}
 	if rec == nil {
 		rec = a.newRecord(key, ch.ExternalID)
 		outcome = apply.Created
@@ -353,7 +366,7 @@ type fakeReader struct {
 	maxIDs  int
 }
 
-func (f *fakeReader) BatchRead(_ context.Context, _ hubspot.ObjectType, ids []string, _ []string, _ string) (*hubspot.BatchResult, error) {
+func (f *fakeReader) BatchRead(_ context.Context, _ hubspot.ObjectType, ids []string, properties []string, _ string) (*hubspot.BatchResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
@@ -364,6 +377,9 @@ func (f *fakeReader) BatchRead(_ context.Context, _ hubspot.ObjectType, ids []st
 	res := &hubspot.BatchResult{Status: "COMPLETE"}
 	for _, id := range ids {
 		if o, ok := f.objects[id]; ok {
+			// As HubSpot: only the properties asked for.
+			o.Properties = maps.Clone(o.Properties)
+			maps.DeleteFunc(o.Properties, func(k, _ string) bool { return !slices.Contains(properties, k) })
 			res.Results = append(res.Results, o)
 		}
 	}

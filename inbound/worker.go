@@ -459,7 +459,7 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			return nil
 		}
 	}
-	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, obj.HubSpotProperties(), "")
+	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, obj.ReadProperties(), "")
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -179,6 +180,35 @@ func TestWorkerCreationLinksByEmail(t *testing.T) {
 	}
 	if rec.Fields["first_name"] != "Remote" {
 		t.Errorf("first_name %v", rec.Fields["first_name"])
+	}
+}
+
+// TestWorkerUnlinkedEditFindsCreator: a company hubsync created whose link is
+// not recorded yet (the create's answer was lost) is edited in HubSpot. The
+// worker reads the whole object, id property included (hubsync_record_id is
+// no mapped field), and links it to the record that created it instead of
+// making a second record of the changed property.
+func TestWorkerUnlinkedEditFindsCreator(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.applier.guardPartial = true
+	localID := b.applier.insertLocal(map[string]any{"name": "Acme", "city": "Oslo"})
+	reader := &fakeReader{objects: map[string]hubspot.Object{"1004": {ID: "1004", UpdatedAt: time.UnixMilli(t0 + 5), Properties: map[string]string{
+		"name": "Acme Corp", "city": "Oslo", "domain": "", "industry": "", "numberofemployees": "",
+		mapping.RecordIDProperty: localID,
+	}}}}
+	w := b.newWorker(t, reader, "w1")
+	b.deliverEvents(t, whEvent("company.propertyChange", 1004, t0+5, prop("name", "Acme Corp")))
+	drain(t, w)
+	rec, ok := b.applier.record("companies", "1004")
+	if !ok || rec.ID != localID {
+		t.Fatalf("the edit made %+v, want the local record %s linked", rec, localID)
+	}
+	if n := b.applier.numRecords(); n != 1 {
+		t.Fatalf("%d records, want 1 (no duplicate)", n)
+	}
+	if rec.Fields["name"] != "Acme Corp" {
+		t.Errorf("name %v, want HubSpot's edit", rec.Fields["name"])
 	}
 }
 

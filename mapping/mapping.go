@@ -325,6 +325,18 @@ func (o Object) HubSpotProperties() []string {
 	return out
 }
 
+// ReadProperties lists the properties to read of an object: the mapped ones
+// and IDProperty, so that a read object can be matched to the local record
+// that created it (for companies and deals, hubsync_record_id is no mapped
+// field, yet it names the record).
+func (o Object) ReadProperties() []string {
+	out := o.HubSpotProperties()
+	if o.IDProperty != "" && !slices.Contains(out, o.IDProperty) {
+		out = append(out, o.IDProperty)
+	}
+	return out
+}
+
 // format renders a local JSON value as a HubSpot property value.
 func format(v any) (string, error) {
 	switch x := v.(type) {

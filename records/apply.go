@@ -9,6 +9,7 @@ import (
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -51,7 +52,7 @@ func (s *Service) checkChange(ch apply.Change) error {
 	if err := s.checkType(ch.ObjectType); err != nil {
 		return err
 	}
-	if ch.MatchField != "" && !matchFieldRE.MatchString(ch.MatchField) {
+	if ch.MatchField != "" && ch.MatchField != mapping.RecordIDField && !matchFieldRE.MatchString(ch.MatchField) {
 		return fmt.Errorf("%w: match field %q; use letters, digits and _", ErrInvalid, ch.MatchField)
 	}
 	return s.checkNames(ch.Fields)
@@ -95,7 +96,15 @@ func (t *recordTx) LookupRecord(ctx context.Context, source, objectType, externa
 
 func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, value string) (string, bool, error) {
 	var id string
-	err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked"), objectType, field, value, source).Scan(&id)
+	var err error
+	if field == mapping.RecordIDField {
+		// The external object holds the local record id itself (companies and
+		// deals of the default mapping): the record created it, and its link
+		// is not recorded yet.
+		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked_id"), objectType, value, source).Scan(&id)
+	} else {
+		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked"), objectType, field, value, source).Scan(&id)
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return "", false, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
@@ -155,6 +156,39 @@ func TestApplyMatchByEmail(t *testing.T) {
 		bad.MatchField = `email"]`
 		if _, err := b.svc.Apply(ctx, bad); !errors.Is(err, apply.ErrPermanent) {
 			t.Fatalf("bad match field: %v, want ErrPermanent", err)
+		}
+	})
+}
+
+// TestApplyMatchByRecordID: an object whose id property holds the local
+// record id (companies and deals of the default mapping) is matched to that
+// record when it is not linked yet.
+func TestApplyMatchByRecordID(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		local, err := b.svc.Insert(ctx, "contacts", map[string]any{"name": "Acme"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := change(store.EventUpdate, "88", b.clock.Now().Add(time.Hour), map[string]any{"name": "Acme Corp"})
+		ch.MatchField, ch.MatchValue = mapping.RecordIDField, local.ID
+		res := mustApply(t, b, ch)
+		if res.RecordID != local.ID || res.Outcome != apply.Updated {
+			t.Fatalf("result = %+v; want the local record %s linked and updated", res, local.ID)
+		}
+		if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", local.ID); !ok || ext != "88" {
+			t.Fatalf("link = %q %v", ext, ok)
+		}
+		// Another object naming the same, now linked, record gets its own.
+		ch.ExternalID = "89"
+		if res := mustApply(t, b, ch); res.RecordID == local.ID || res.Outcome != apply.Created {
+			t.Fatalf("second match = %+v", res)
+		}
+		// An id of no record matches nothing.
+		ch.ExternalID, ch.MatchValue = "90", "no-such-record"
+		if res := mustApply(t, b, ch); res.RecordID == local.ID || res.Outcome != apply.Created {
+			t.Fatalf("unknown id match = %+v", res)
 		}
 	})
 }

@@ -364,6 +364,13 @@ func (w *world) gated(k kind, typ, recordID, hubspotID string) bool {
 		if w.gaps[gapUnlinkedEdit] && recordID == "" && w.createdByHubsync(typ, hubspotID) {
 			return true
 		}
+		// The same object edited in HubSpot while its create, which reached
+		// HubSpot, still waits to be recorded: the create is a local change in
+		// flight, and its retry (an upsert of the created values) overwrites
+		// the edit (gapTwoSided).
+		if w.gaps[gapTwoSided] && recordID == "" && w.createdByHubsync(typ, hubspotID) {
+			return true
+		}
 		// A HubSpot edit while a local change waits to be pushed: the push
 		// later overwrites HubSpot's newer value, whose webhook wins locally.
 		return w.gaps[gapTwoSided] && recordID != "" && w.outboundOpen(typ, recordID)
