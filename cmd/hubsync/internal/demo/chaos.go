@@ -457,6 +457,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	}
 	rep.Elapsed = time.Since(start)
 	rep.Converged = converged
+	rep.Subscriptions.Skipped = "hubsync chaos drives records only; hubsync demo checks them"
 	rep.FirstDeadLetters, rep.Requeued = firstDead, requeued
 	for _, dl := range firstDead {
 		if dl.Direction == store.DirectionOutbound && strings.Contains(dl.ErrorMessage, explainedMarker) {
