@@ -12,7 +12,12 @@
 //     its reason in a RejectedLog (hubsync_rejected_webhook), while the rest of
 //     the delivery is stored; only a body that is no JSON array is a 400.
 //     It only stores: no HubSpot call, no record write, so it stays far below
-//     HubSpot's 5 s delivery timeout.
+//     HubSpot's 5 s delivery timeout. Under concurrent deliveries it commits in
+//     groups: while MaxConcurrentStores transactions run, arriving deliveries
+//     wait in order and the next transaction writes them together (up to
+//     GroupCommitEvents events), each answered after that commit; a failed
+//     group is written again one delivery at a time, so one bad delivery fails
+//     alone.
 //   - Worker (the design's SyncWorker), a service that claims inbound events by
 //     Source (exactly, never by prefix), fetches what creation events lack from
 //     HubSpot (batched, counted against the shared API budget) and applies each

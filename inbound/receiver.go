@@ -107,17 +107,40 @@ type ReceiverConfig struct {
 	Logger *slog.Logger
 	// Hooks are optional metrics callbacks.
 	Hooks ReceiverHooks
-	// MaxConcurrentStores bounds the deliveries written at once; the others
-	// wait their turn in arrival order. 0 means no bound. Set 1 on SQLite: it
-	// admits one writer, and its busy-wait lets an unlucky writer starve past
-	// HubSpot's 5 s timeout, while an in-process queue keeps waits fair.
+	// MaxConcurrentStores bounds the store transactions at once; deliveries
+	// arriving while they run wait in arrival order and are written together
+	// by the next one (group commit, GroupCommitEvents). Default
+	// MaxConcurrentStoresDefault. Set 1 on SQLite: it admits one writer, and
+	// its busy-wait lets an unlucky writer starve past HubSpot's 5 s timeout.
 	MaxConcurrentStores int
+	// GroupCommitEvents is the most events one store transaction writes when
+	// waiting deliveries are written together (a single larger delivery is
+	// still written whole); default GroupCommitEventsDefault. Negative writes
+	// each delivery in its own transaction, and MaxConcurrentStores 0 then
+	// means no bound.
+	GroupCommitEvents int
+	// StoreTimeout bounds one store transaction; default StoreTimeoutDefault.
+	// A group's transaction runs to this bound even when the delivery that
+	// leads it is abandoned, since the others wait on it.
+	StoreTimeout time.Duration
 }
+
+// Defaults of ReceiverConfig's store fields.
+const (
+	MaxConcurrentStoresDefault = 2
+	GroupCommitEventsDefault   = 1000
+	StoreTimeoutDefault        = 30 * time.Second
+)
 
 func (c ReceiverConfig) withDefaults() ReceiverConfig {
 	c.MaxBodyBytes = cmp.Or(c.MaxBodyBytes, MaxBodyBytesDefault)
 	c.MaxSkew = cmp.Or(c.MaxSkew, MaxSkewDefault)
 	c.MaxEventSkew = cmp.Or(c.MaxEventSkew, MaxEventSkewDefault)
+	c.GroupCommitEvents = cmp.Or(c.GroupCommitEvents, GroupCommitEventsDefault)
+	c.StoreTimeout = cmp.Or(c.StoreTimeout, StoreTimeoutDefault)
+	if c.GroupCommitEvents > 0 {
+		c.MaxConcurrentStores = cmp.Or(c.MaxConcurrentStores, MaxConcurrentStoresDefault)
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -146,7 +169,10 @@ func (c ReceiverConfig) validate() error {
 		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxBodyBytes is %d; use a positive size or 0 for %d", c.MaxBodyBytes, MaxBodyBytesDefault))
 	}
 	if c.MaxConcurrentStores < 0 {
-		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxConcurrentStores is %d; use a positive bound or 0 for none", c.MaxConcurrentStores))
+		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxConcurrentStores is %d; use a positive bound, or 0 for %d (none without group commit)", c.MaxConcurrentStores, MaxConcurrentStoresDefault))
+	}
+	if c.StoreTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ReceiverConfig.StoreTimeout is %s; use a positive duration or 0 for %s", c.StoreTimeout, StoreTimeoutDefault))
 	}
 	if c.MaxEventSkew < 0 {
 		errs = append(errs, fmt.Errorf("ReceiverConfig.MaxEventSkew is %s; use a positive duration or 0 for %s", c.MaxEventSkew, MaxEventSkewDefault))
@@ -192,8 +218,9 @@ func (c ReceiverConfig) validate() error {
 // with its reason), the others are stored, and the answer is 200 with the
 // count of rejected events.
 type Receiver struct {
-	cfg ReceiverConfig
-	sem chan struct{} // nil when MaxConcurrentStores is 0
+	cfg   ReceiverConfig
+	group *groupCommit  // nil when GroupCommitEvents is negative
+	sem   chan struct{} // without group commit; nil when MaxConcurrentStores is 0
 }
 
 // NewReceiver validates cfg and returns a Receiver.
@@ -203,7 +230,11 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		return nil, fmt.Errorf("inbound: %w", err)
 	}
 	rc := &Receiver{cfg: cfg}
-	if cfg.MaxConcurrentStores > 0 {
+	switch {
+	case cfg.GroupCommitEvents > 0:
+		rc.group = &groupCommit{write: cfg.Store.EnqueueBatch, slots: cfg.MaxConcurrentStores,
+			maxEvents: cfg.GroupCommitEvents, timeout: cfg.StoreTimeout}
+	case cfg.MaxConcurrentStores > 0:
 		rc.sem = make(chan struct{}, cfg.MaxConcurrentStores)
 	}
 	return rc, nil
@@ -362,8 +393,12 @@ func (rc *Receiver) keepRejected(ctx context.Context, rejects []RejectedEvent) e
 	return rc.cfg.Rejected.RecordRejected(ctx, rejects)
 }
 
-// store writes one delivery, waiting for a turn when writes are bounded.
+// store writes one delivery: with others waiting (group commit), or alone,
+// waiting for a turn when writes are bounded.
 func (rc *Receiver) store(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+	if rc.group != nil {
+		return rc.group.enqueue(ctx, evs)
+	}
 	if rc.sem != nil {
 		select {
 		case rc.sem <- struct{}{}:

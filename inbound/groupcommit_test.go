@@ -1,0 +1,329 @@
+package inbound
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testwait"
+	"github.com/hubsync/hubsync/store"
+)
+
+// recordingWrite is a group commit write func: it records each call's events,
+// can hold calls until released, fails calls holding a poisoned key, and
+// answers each event with its key as id.
+type recordingWrite struct {
+	mu      sync.Mutex
+	calls   [][]string
+	hold    chan struct{} // when non-nil, every call waits on it
+	started chan int      // receives the number of events of each call
+	poison  string
+}
+
+func (w *recordingWrite) write(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+	var keys []string
+	for _, ev := range evs {
+		keys = append(keys, ev.IdempotencyKey)
+	}
+	w.mu.Lock()
+	w.calls = append(w.calls, keys)
+	hold := w.hold
+	w.mu.Unlock()
+	if w.started != nil {
+		w.started <- len(evs)
+	}
+	if hold != nil {
+		<-hold
+	}
+	if w.poison != "" && slices.Contains(keys, w.poison) {
+		return nil, errors.New("poisoned")
+	}
+	out := make([]store.EnqueueResult, len(evs))
+	for i, ev := range evs {
+		out[i] = store.EnqueueResult{ID: ev.IdempotencyKey, Inserted: true}
+	}
+	return out, nil
+}
+
+func (w *recordingWrite) numCalls() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.calls)
+}
+
+func delivery(name string, n int) []store.InboundEvent {
+	evs := make([]store.InboundEvent, n)
+	for i := range evs {
+		evs[i].IdempotencyKey = name + "-" + strconv.Itoa(i)
+	}
+	return evs
+}
+
+type writeOutcome struct {
+	name string
+	res  []store.EnqueueResult
+	err  error
+}
+
+// TestGroupCommitWritesWaitingDeliveriesTogether: while one transaction runs,
+// the deliveries that arrive wait and are written by one transaction, each
+// getting back the results of its own events, in order.
+func TestGroupCommitWritesWaitingDeliveriesTogether(t *testing.T) {
+	w := &recordingWrite{hold: make(chan struct{}), started: make(chan int, 10)}
+	g := &groupCommit{write: w.write, slots: 1, maxEvents: 1000, timeout: time.Minute}
+	out := make(chan writeOutcome, 4)
+	run := func(name string, n int) {
+		go func() {
+			res, err := g.enqueue(context.Background(), delivery(name, n))
+			out <- writeOutcome{name, res, err}
+		}()
+	}
+	run("first", 2)
+	testwait.Recv(t, "the first delivery's transaction", w.started)
+	for _, name := range []string{"a", "b", "c"} {
+		run(name, 3)
+	}
+	testwait.For(t, "three deliveries waiting", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 3
+	})
+	close(w.hold)
+	for range 4 {
+		o := testwait.Recv(t, "a delivery's outcome", out)
+		if o.err != nil {
+			t.Fatalf("%s: %v", o.name, o.err)
+		}
+		want := delivery(o.name, len(o.res))
+		if len(o.res) == 0 || len(o.res) != map[bool]int{true: 2, false: 3}[o.name == "first"] {
+			t.Fatalf("%s: %d results", o.name, len(o.res))
+		}
+		for i, r := range o.res {
+			if r.ID != want[i].IdempotencyKey {
+				t.Fatalf("%s: result %d is %s, want %s", o.name, i, r.ID, want[i].IdempotencyKey)
+			}
+		}
+	}
+	if n := w.numCalls(); n != 2 {
+		t.Fatalf("%d transactions for 4 deliveries (1 running, 3 waiting), want 2: %v", n, w.calls)
+	}
+	if got := len(w.calls[1]); got != 9 {
+		t.Fatalf("second transaction wrote %d events, want the 9 of the three waiting deliveries", got)
+	}
+}
+
+// TestGroupCommitBoundsEventsPerTransaction: waiting deliveries are split so
+// that no transaction takes more than maxEvents, except a single larger one.
+func TestGroupCommitBoundsEventsPerTransaction(t *testing.T) {
+	w := &recordingWrite{hold: make(chan struct{}), started: make(chan int, 10)}
+	g := &groupCommit{write: w.write, slots: 1, maxEvents: 5, timeout: time.Minute}
+	var wg sync.WaitGroup
+	enqueue := func(name string, n int) {
+		wg.Go(func() {
+			if _, err := g.enqueue(context.Background(), delivery(name, n)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	enqueue("head", 1)
+	testwait.Recv(t, "the first transaction", w.started)
+	for i, n := range []int{3, 2, 4, 7} {
+		enqueue(fmt.Sprint("d", i), n)
+		testwait.For(t, "the delivery queued", func() bool {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			return len(g.queue) == i+1
+		})
+	}
+	close(w.hold)
+	wg.Wait()
+	var sizes []int
+	for _, c := range w.calls {
+		sizes = append(sizes, len(c))
+	}
+	if !slices.Equal(sizes, []int{1, 5, 4, 7}) {
+		t.Fatalf("transaction sizes %v, want [1 5 4 7]: head alone, 3+2, 4, then 7 alone", sizes)
+	}
+}
+
+// TestGroupCommitFailureFailsOnlyItsDelivery: when a group's transaction
+// fails, each delivery is written alone, so only the bad one fails.
+func TestGroupCommitFailureFailsOnlyItsDelivery(t *testing.T) {
+	w := &recordingWrite{hold: make(chan struct{}), started: make(chan int, 10), poison: "bad-1"}
+	g := &groupCommit{write: w.write, slots: 1, maxEvents: 1000, timeout: time.Minute}
+	out := make(chan writeOutcome, 3)
+	for _, name := range []string{"first", "good", "bad"} {
+		go func() {
+			res, err := g.enqueue(context.Background(), delivery(name, 2))
+			out <- writeOutcome{name, res, err}
+		}()
+		if name == "first" {
+			testwait.Recv(t, "the first transaction", w.started)
+		}
+	}
+	testwait.For(t, "two deliveries waiting", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 2
+	})
+	close(w.hold)
+	for range 3 {
+		o := testwait.Recv(t, "an outcome", out)
+		if (o.err != nil) != (o.name == "bad") {
+			t.Fatalf("%s: err %v", o.name, o.err)
+		}
+		if o.name == "good" && (len(o.res) != 2 || o.res[1].ID != "good-1") {
+			t.Fatalf("good: %+v", o.res)
+		}
+	}
+}
+
+// TestGroupCommitAbandonedWaiterIsNotWritten: a delivery whose request ends
+// while it waits leaves the queue unwritten (HubSpot will send it again),
+// and the others are still written.
+func TestGroupCommitAbandonedWaiterIsNotWritten(t *testing.T) {
+	w := &recordingWrite{hold: make(chan struct{}), started: make(chan int, 10)}
+	g := &groupCommit{write: w.write, slots: 1, maxEvents: 1000, timeout: time.Minute}
+	first := make(chan error, 1)
+	go func() {
+		_, err := g.enqueue(context.Background(), delivery("first", 1))
+		first <- err
+	}()
+	testwait.Recv(t, "the first transaction", w.started)
+	ctx, cancel := context.WithCancel(context.Background())
+	gone := make(chan error, 1)
+	go func() {
+		_, err := g.enqueue(ctx, delivery("gone", 1))
+		gone <- err
+	}()
+	testwait.For(t, "the delivery queued", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 1
+	})
+	cancel()
+	if err := testwait.Recv(t, "the abandoned delivery", gone); !errors.Is(err, context.Canceled) {
+		t.Fatalf("abandoned delivery: %v, want context.Canceled", err)
+	}
+	close(w.hold)
+	if err := testwait.Recv(t, "the first delivery", first); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range w.calls {
+		if slices.Contains(c, "gone-0") {
+			t.Fatalf("the abandoned delivery was written: %v", w.calls)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active != 0 || len(g.queue) != 0 {
+		t.Fatalf("after all: %d active, %d queued; want 0, 0", g.active, len(g.queue))
+	}
+}
+
+// TestReceiverGroupCommitOnEachStore sends many deliveries at once, each
+// twice (HubSpot's retry racing its original), through the receiver on each
+// store: every event is stored once, and the deliveries' inserted counts add
+// up to the events stored.
+func TestReceiverGroupCommitOnEachStore(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setupDialect(t, d, store.RetryPolicy{})
+		now := func() time.Time { return time.UnixMilli(t0 + 1e9) } // after deliveryBody's events
+		rc, err := NewReceiver(ReceiverConfig{Store: b.store.Inbound(), ClientSecret: testSecret, PublicURL: testPublicURL, MaxConcurrentStores: 1, Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const deliveries, perDelivery = 12, 20
+		bodies := make([][]byte, deliveries)
+		for i := range bodies {
+			bodies[i] = deliveryBody(t, perDelivery)
+		}
+		var mu sync.Mutex
+		inserted := 0
+		var wg sync.WaitGroup
+		for _, body := range append(slices.Clone(bodies), bodies...) {
+			wg.Go(func() {
+				rec := httptest.NewRecorder()
+				rc.ServeHTTP(rec, signedRequest(t, body, now()))
+				if rec.Code != http.StatusOK {
+					t.Errorf("status %d: %s", rec.Code, rec.Body)
+					return
+				}
+				var resp receiveResponse
+				if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				inserted += resp.Inserted
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		if n := b.count(t); n != deliveries*perDelivery || inserted != n {
+			t.Fatalf("%d rows stored, deliveries report %d inserted; want %d and %d", n, inserted, deliveries*perDelivery, deliveries*perDelivery)
+		}
+	})
+}
+
+// TestGroupCommitDuplicateAcrossDeliveries: the same event in two deliveries
+// written by one transaction (HubSpot's retry waiting behind its original) is
+// stored once, on each store: one delivery reports it inserted, both get its id.
+func TestGroupCommitDuplicateAcrossDeliveries(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setupDialect(t, d, store.RetryPolicy{})
+		hold, started := make(chan struct{}), make(chan int, 4)
+		first := true
+		write := func(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+			if first {
+				first = false // only the leader's goroutine writes, one call at a time
+				started <- len(evs)
+				<-hold
+			}
+			return b.store.Inbound().EnqueueBatch(ctx, evs)
+		}
+		g := &groupCommit{write: write, slots: 1, maxEvents: 1000, timeout: time.Minute}
+		mk := func(key string) store.InboundEvent {
+			return store.InboundEvent{Source: "hubspot", ObjectType: "contacts", ExternalID: "7", EventType: store.EventUpdate,
+				IdempotencyKey: key, Payload: json.RawMessage(`{}`)}
+		}
+		out := make(chan writeOutcome, 3)
+		send := func(name string, evs ...store.InboundEvent) {
+			go func() {
+				res, err := g.enqueue(context.Background(), evs)
+				out <- writeOutcome{name, res, err}
+			}()
+		}
+		send("head", mk("k-head"))
+		testwait.Recv(t, "the first transaction", started)
+		send("original", mk("k-dup"), mk("k-other"))
+		testwait.For(t, "the original queued", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 1 })
+		send("retry", mk("k-dup"))
+		testwait.For(t, "the retry queued", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.queue) == 2 })
+		close(hold)
+		got := map[string][]store.EnqueueResult{}
+		for range 3 {
+			o := testwait.Recv(t, "an outcome", out)
+			if o.err != nil {
+				t.Fatalf("%s: %v", o.name, o.err)
+			}
+			got[o.name] = o.res
+		}
+		orig, retry := got["original"][0], got["retry"][0]
+		if orig.ID == "" || orig.ID != retry.ID || orig.Inserted == retry.Inserted {
+			t.Fatalf("duplicate key: original %+v, retry %+v; want one id, inserted once", orig, retry)
+		}
+		if n := b.count(t); n != 3 {
+			t.Fatalf("%d rows, want 3", n)
+		}
+	})
+}
