@@ -37,76 +37,75 @@ type pendingWrite struct {
 	done chan struct{} // closed when written (or failed)
 	lead chan struct{} // closed when handed a slot
 	// taken and led are guarded by groupCommit.mu.
-	taken bool // in a batch being written: it can no longer leave
-	led   bool
+	taken bool // in a batch (being) written: it can no longer leave
+	led   bool // holds a slot: it must write batches or pass the slot on
 }
 
-// write stores evs, alone or with other deliveries, and returns their results
-// in order.
+// enqueue stores evs, alone or with other deliveries, and returns their
+// results in order.
 func (g *groupCommit) enqueue(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
 	p := &pendingWrite{evs: evs, done: make(chan struct{}), lead: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
 	if g.active < g.slots {
 		g.active++
-		g.mu.Unlock()
-		g.leadUntil(ctx, p)
-		return p.res, p.err
+		p.led = true
 	}
+	led := p.led
 	g.mu.Unlock()
-	select {
-	case <-p.done:
-		return p.res, p.err
-	case <-p.lead:
-		g.leadUntil(ctx, p)
-		return p.res, p.err
-	case <-ctx.Done():
-		g.mu.Lock()
-		switch {
-		case p.led:
-			// Handed the slot as the request ended: the queue still needs a
-			// leader.
+	if !led {
+		select {
+		case <-p.done:
+		case <-p.lead:
+		case <-ctx.Done():
+			g.mu.Lock()
+			if !p.led && !p.taken {
+				g.queue = removeWrite(g.queue, p)
+				g.mu.Unlock()
+				return nil, ctx.Err()
+			}
 			g.mu.Unlock()
-			g.leadUntil(ctx, p)
-			return p.res, p.err
-		case !p.taken:
-			g.queue = removeWrite(g.queue, p)
-			g.mu.Unlock()
-			return nil, ctx.Err()
 		}
+		g.mu.Lock()
+		led = p.led // a slot handed over must be used or passed on
 		g.mu.Unlock()
-		<-p.done // already being written: its outcome is the answer
-		return p.res, p.err
 	}
+	if led {
+		g.leadUntil(ctx, p)
+	}
+	<-p.done
+	return p.res, p.err
 }
 
 // leadUntil writes batches from the head of the queue until p is written,
-// then passes the slot on.
+// or is being written by another leader, then passes its slot on.
 func (g *groupCommit) leadUntil(ctx context.Context, p *pendingWrite) {
 	wctx := context.WithoutCancel(ctx)
 	for {
 		g.mu.Lock()
-		batch := g.takeLocked()
+		if p.taken {
+			// Written, or in another leader's batch: p.done follows.
+			g.passLocked()
+			g.mu.Unlock()
+			return
+		}
+		batch := g.takeLocked() // p is queued, so the batch is not empty
 		g.mu.Unlock()
-		if len(batch) > 0 {
-			g.flush(wctx, batch)
-		}
-		select {
-		case <-p.done:
-		default:
-			continue
-		}
-		g.mu.Lock()
-		if len(g.queue) > 0 {
-			next := g.queue[0]
-			next.led = true
-			close(next.lead)
-		} else {
-			g.active--
-		}
-		g.mu.Unlock()
-		return
+		g.flush(wctx, batch)
 	}
+}
+
+// passLocked hands the caller's slot to the first waiting delivery that has
+// none, or frees it.
+func (g *groupCommit) passLocked() {
+	for _, w := range g.queue {
+		if !w.led {
+			w.led = true
+			close(w.lead)
+			return
+		}
+	}
+	g.active--
 }
 
 // takeLocked removes from the head of the queue the deliveries the next

@@ -327,3 +327,59 @@ func TestGroupCommitDuplicateAcrossDeliveries(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupCommitManyDeliveriesTwoSlots writes many concurrent deliveries,
+// some abandoned, through two slots: every delivery not abandoned is written
+// exactly once, and all slots are free at the end.
+func TestGroupCommitManyDeliveriesTwoSlots(t *testing.T) {
+	w := &recordingWrite{}
+	g := &groupCommit{write: w.write, slots: 2, maxEvents: 7, timeout: time.Minute}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	written := map[string]int{}
+	for i := range 200 {
+		wg.Go(func() {
+			ctx := context.Background()
+			if i%10 == 3 {
+				c, cancel := context.WithCancel(ctx)
+				cancel()
+				ctx = c
+			}
+			name := fmt.Sprint("d", i)
+			res, err := g.enqueue(ctx, delivery(name, 1+i%4))
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			written[name] += len(res)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for _, c := range w.calls {
+		for _, k := range c {
+			seen[k]++
+		}
+	}
+	for i := range 200 {
+		name := fmt.Sprint("d", i)
+		if n, ok := written[name]; ok && n != 1+i%4 {
+			t.Errorf("%s: %d results, want %d", name, n, 1+i%4)
+		}
+		for j := range 1 + i%4 {
+			k := fmt.Sprintf("%s-%d", name, j)
+			if _, ok := written[name]; ok && seen[k] != 1 {
+				t.Errorf("%s written %d times, want once", k, seen[k])
+			}
+		}
+	}
+	if len(written) < 180 {
+		t.Errorf("only %d of 200 deliveries written (20 abandoned at most)", len(written))
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active != 0 || len(g.queue) != 0 {
+		t.Fatalf("after all: %d slots held, %d queued; want 0, 0", g.active, len(g.queue))
+	}
+}
