@@ -87,7 +87,9 @@ func BenchmarkReceiver(b *testing.B) {
 //
 // On SQLite the receiver runs with MaxConcurrentStores 1, as recommended;
 // HUBSYNC_RECEIVER_LOAD_UNBOUNDED=1 measures it without the bound.
-// HUBSYNC_RECEIVER_LOAD_DELIVERIES sets the deliveries per sender (default 10).
+// HUBSYNC_RECEIVER_LOAD_DELIVERIES sets the deliveries per sender (default 10);
+// HUBSYNC_RECEIVER_LOAD_NO_GROUP=1 writes each delivery in its own transaction
+// (no group commit), for comparison.
 func TestReceiverLoad(t *testing.T) {
 	if os.Getenv("HUBSYNC_RECEIVER_LOAD") == "" {
 		t.Skip("set HUBSYNC_RECEIVER_LOAD=1 to measure")
@@ -108,6 +110,9 @@ func TestReceiverLoad(t *testing.T) {
 			cfg := ReceiverConfig{Store: st.Inbound(), ClientSecret: testSecret, Now: now}
 			if d == store.SQLite && os.Getenv("HUBSYNC_RECEIVER_LOAD_UNBOUNDED") == "" {
 				cfg.MaxConcurrentStores = 1
+			}
+			if os.Getenv("HUBSYNC_RECEIVER_LOAD_NO_GROUP") != "" {
+				cfg.GroupCommitEvents = -1 // each delivery in its own transaction, as before group commit
 			}
 			rc, err := NewReceiver(cfg)
 			if err != nil {
