@@ -194,6 +194,7 @@ func (s *Scanner) Run(ctx context.Context, opts Options) (*Report, error) {
 			return rep, fmt.Errorf("drift: object type %q is not in the mapping; use one of %s", t, strings.Join(s.cfg.Mapping.ObjectTypes(), ", "))
 		}
 		pol := s.policy(obj, opts)
+		rep.Scanned[t], rep.HubSpotScanned[t] = rep.Scanned[t], rep.HubSpotScanned[t] // listed even when 0
 		if err := s.scanRecords(ctx, obj, pol, opts.DryRun, rep); err != nil {
 			return rep, err
 		}

@@ -57,8 +57,8 @@ type DriftConfig struct {
 
 func (c DriftConfig) validate() error {
 	var errs []error
-	if c.Interval < 0 || (c.Interval > 0 && c.Interval < time.Minute) {
-		errs = append(errs, fmt.Errorf("Drift.Interval is %s; use at least 1m, or 0 to turn the scheduled drift scan off", c.Interval))
+	if c.Interval < 0 || (c.Interval > 0 && c.Interval < time.Second) {
+		errs = append(errs, fmt.Errorf("Drift.Interval is %s; use at least 1s (hours suit most portals), or 0 to turn the scheduled drift scan off", c.Interval))
 	}
 	if c.BudgetShare != 0 {
 		if _, err := budget.ShareLimit(budget.LimitDefault, c.BudgetShare); err != nil {

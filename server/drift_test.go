@@ -154,7 +154,7 @@ func TestDriftConfigErrors(t *testing.T) {
 		cfg  DriftConfig
 		want string
 	}{
-		{DriftConfig{Interval: time.Second}, "Drift.Interval"},
+		{DriftConfig{Interval: time.Millisecond}, "Drift.Interval"},
 		{DriftConfig{BudgetShare: 1.5}, "Drift.BudgetShare"},
 		{DriftConfig{PageSize: 500}, "Drift.PageSize"},
 		{DriftConfig{Policy: "always"}, "Drift.Policy"},
@@ -163,5 +163,38 @@ func TestDriftConfigErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v; want an error naming %s", c.cfg, err, c.want)
 		}
+	}
+}
+
+// With Drift.Interval the server scans on its own and repairs what it finds.
+func TestScheduledDrift(t *testing.T) {
+	db := dbtest.Migrated(t, store.SQLite)
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{AppID: 1000})
+	id, err := sim.UserCreate("contacts", map[string]string{"email": "scheduled@example.com", "firstname": "Sched"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{
+		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), HubSpotAppID: "1000",
+		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
+		Drift: DriftConfig{Interval: time.Second}, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(t.Context()) })
+	// The contact was made in HubSpot with no webhook: only the scheduled
+	// scan can find it (an orphan) and have the SyncWorker create it here.
+	testwait.For(t, "the scheduled scan to bring the HubSpot contact here", func() bool {
+		var n int
+		err := db.DB.QueryRow("SELECT COUNT(*) FROM hubsync_link WHERE ObjectType = 'contacts' AND ExternalID = ?", id).Scan(&n)
+		return err == nil && n == 1
+	})
+	_, metrics := get(t, "http://"+srv.Addr()+"/metrics")
+	if !strings.Contains(metrics, MetricDriftOrphans+`{object="contacts"} 1`) {
+		t.Errorf("metrics lack the orphan:\n%s", grepLines(metrics, "hubsync_drift"))
 	}
 }
