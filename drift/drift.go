@@ -301,7 +301,7 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 			Kind: KindMissingLink, ObjectType: obj.ObjectType, RecordID: r.ID, Verdict: LocalNewer,
 			Reason: "no HubSpot link and nothing queued for HubSpot: HubSpot never accepted the record", Repair: ToHubSpot,
 		}
-		if err := s.repair(ctx, obj, pol, dry, &d, r, nil, nil); err != nil {
+		if err := s.resendWhole(ctx, obj, pol, dry, &d, r); err != nil {
 			return err
 		}
 		rep.add(d)
@@ -537,13 +537,13 @@ func (s *Scanner) repairFields(ctx context.Context, obj mapping.Object, pol Poli
 	return nil
 }
 
-// repair repairs a record-level difference (a missing link: resend whole).
-func (s *Scanner) repair(ctx context.Context, obj mapping.Object, pol Policy, dry bool, d *Difference, r records.Record, _ *hubspot.Object, theirs map[string]any) error {
+// resendWhole repairs a missing link: the whole record goes to HubSpot.
+func (s *Scanner) resendWhole(ctx context.Context, obj mapping.Object, pol Policy, dry bool, d *Difference, r records.Record) error {
 	d.Repair = decide(d, pol)
 	if d.Repair != ToHubSpot || dry {
 		return nil
 	}
-	if _, err := s.cfg.Records.Resend(ctx, obj.ObjectType, r.ID, theirs); err != nil {
+	if _, err := s.cfg.Records.Resend(ctx, obj.ObjectType, r.ID, nil); err != nil {
 		if errors.Is(err, records.ErrNotFound) {
 			return nil
 		}
@@ -688,13 +688,14 @@ func (s *Scanner) scanHubSpot(ctx context.Context, obj mapping.Object, pol Polic
 				continue
 			}
 			d.Repair = decide(d, pol)
+			if d.Repair == ToHubSpot {
+				d.Repair = "" // archiving in HubSpot is left to people
+			}
 			if d.Repair == ToLocal && !dry {
 				if err := s.enqueueCreation(ctx, obj, o); err != nil {
 					return err
 				}
 				d.Repaired = true
-			} else if d.Repair == ToHubSpot {
-				d.Repair = "" // archiving in HubSpot is left to people
 			}
 			rep.add(*d)
 		}
@@ -713,12 +714,32 @@ func (s *Scanner) scanHubSpot(ctx context.Context, obj mapping.Object, pol Polic
 	}
 }
 
-// orphan checks one HubSpot object; nil when a local record is linked to it
-// or its id property names a local record (an unlinked record is the
+// orphan checks one HubSpot object; nil when a live local record is linked
+// to it or its id property names a local record (an unlinked record is the
 // records phase's missing link).
 func (s *Scanner) orphan(ctx context.Context, obj mapping.Object, o hubspot.Object) (*Difference, error) {
-	if _, ok, err := s.cfg.Links.LookupRecord(ctx, s.cfg.Destination, obj.ObjectType, o.ID); err != nil || ok {
-		return nil, err
+	owner, ok, err := s.cfg.Links.LookupRecord(ctx, s.cfg.Destination, obj.ObjectType, o.ID)
+	if err != nil {
+		return nil, fmt.Errorf("drift: %w", err)
+	}
+	if ok {
+		// A link outlives its record: a record deleted here keeps it until
+		// the archive reaches HubSpot.
+		var n int
+		if err := s.db.QueryRowContext(ctx, s.q.Get("record_exists"), obj.ObjectType, owner).Scan(&n); err != nil {
+			return nil, fmt.Errorf("drift: find %s/%s: %w", obj.ObjectType, owner, err)
+		}
+		if n > 0 {
+			return nil, nil
+		}
+		busy, err := s.openSet(ctx, "open_outbound", s.cfg.Destination, obj.ObjectType, []string{owner})
+		if err != nil || busy[owner] {
+			return nil, err // its delete is on its way
+		}
+		return &Difference{
+			Kind: KindOrphan, ObjectType: obj.ObjectType, RecordID: owner, HubSpotID: o.ID, Verdict: LocalNewer,
+			Reason: "deleted here, and the archive never reached HubSpot; archive the object in HubSpot or restore the record",
+		}, nil
 	}
 	idv := ""
 	if obj.IDProperty != "" {

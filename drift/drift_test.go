@@ -12,6 +12,7 @@ import (
 	"github.com/hubsync/hubsync/drift"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -388,5 +389,70 @@ func testDryRunChangesNothing(t *testing.T, d store.Dialect) {
 	}
 	if got := b.field(t, rec.ID, "last_name"); got != "Lovelace" {
 		t.Fatalf("local last_name = %v", got)
+	}
+}
+
+// A linked object deleted in HubSpot without a webhook is reported (no
+// timestamp says which side to keep); a record deleted here whose archive
+// never reached HubSpot is an orphan reported for people to settle.
+func TestGoneAndDeletedHere(t *testing.T) { dbtest.Each(t, testGoneAndDeletedHere) }
+
+func testGoneAndDeletedHere(t *testing.T, d store.Dialect) {
+	b := setup(t, d, drift.Config{})
+	_, gone := b.contact(t, "gone@example.com", "Gone")
+	kept, keptHID := b.contact(t, "kept@example.com", "Kept")
+	if err := b.sim.UserDelete("contacts", gone); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.recs.Delete(context.Background(), "contacts", kept.ID, kept.Version); err != nil {
+		t.Fatal(err)
+	}
+	b.deadLetter(t, kept.ID) // the archive never reaches HubSpot
+	rep := b.run(t, drift.Options{})
+	if len(rep.Differences) != 2 || rep.Remaining != 2 || len(rep.Repaired) != 0 {
+		t.Fatalf("report = %+v", rep.Differences)
+	}
+	for _, df := range rep.Differences {
+		switch df.Kind {
+		case drift.KindGone:
+			if df.HubSpotID != gone || df.Verdict != drift.Ambiguous {
+				t.Errorf("gone = %+v", df)
+			}
+		case drift.KindOrphan:
+			if df.HubSpotID != keptHID || df.RecordID != kept.ID || df.Verdict != drift.LocalNewer || df.Repair != "" {
+				t.Errorf("deleted here = %+v", df)
+			}
+		default:
+			t.Errorf("unexpected %+v", df)
+		}
+	}
+}
+
+// An object's drift_policy in the mapping file decides its ambiguous
+// differences; a run's policy wins over it.
+func TestMappingFilePolicy(t *testing.T) {
+	m, err := mapping.Parse([]byte(`objects:
+  contacts:
+    webhook_name: contact
+    id_property: email
+    id_field: email
+    drift_policy: hubspot_wins
+    fields:
+      email: email
+      first_name: firstname
+      last_name: lastname
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, store.SQLite, drift.Config{Mapping: m})
+	ambiguous(t, b, false)
+	rep := b.run(t, drift.Options{DryRun: true, Policies: map[string]drift.Policy{"contacts": drift.PolicyReport}})
+	if df := only(t, rep); df.Repair != "" {
+		t.Fatalf("the run's policy did not win: %+v", df)
+	}
+	rep = b.run(t, drift.Options{DryRun: true})
+	if df := only(t, rep); df.Verdict != drift.Ambiguous || df.Repair != drift.ToLocal {
+		t.Fatalf("drift_policy hubspot_wins gave %+v", df)
 	}
 }
