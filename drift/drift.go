@@ -402,7 +402,10 @@ func (s *Scanner) compare(obj mapping.Object, r records.Record, o *hubspot.Objec
 //     ambiguous);
 //   - hubsync's last write is older than HubSpot's current value and the
 //     local value is another: both changed since hubsync's write: ambiguous;
-//   - no history, no local clock, or values that never agreed: ambiguous.
+//   - a field the local record never had (no value, no clock) that HubSpot
+//     set: HubSpot newer;
+//   - no history, a value without a clock, or values that never agreed:
+//     ambiguous.
 func (s *Scanner) verdict(f mapping.Field, lv string, tl time.Time, hist []hubspot.PropertyVersion) (Verdict, string) {
 	switch f.Direction {
 	case mapping.ToHubSpotOnly:
@@ -417,6 +420,9 @@ func (s *Scanner) verdict(f mapping.Field, lv string, tl time.Time, hist []hubsp
 	th := cur.Timestamp
 	if cur.WrittenBy(s.cfg.AppID) {
 		return LocalNewer, fmt.Sprintf("HubSpot still holds hubsync's own write of %s; the local value changed since", ts(th))
+	}
+	if tl.IsZero() && lv == "" {
+		return HubSpotNewer, fmt.Sprintf("the local record never had the field; HubSpot set it at %s (%s)", ts(th), cur.SourceType)
 	}
 	if tl.IsZero() {
 		return Ambiguous, fmt.Sprintf("the local field has no clock to compare with HubSpot's change at %s (%s)", ts(th), cur.SourceType)

@@ -40,16 +40,28 @@ func TestHubSpotEditWithoutWebhook(t *testing.T) { dbtest.Each(t, testHubSpotEdi
 func testHubSpotEditWithoutWebhook(t *testing.T, d store.Dialect) {
 	b := setup(t, d, drift.Config{})
 	rec, hid := b.contact(t, "ada@example.com", "Ada")
-	if err := b.sim.UserUpdate("contacts", hid, map[string]string{"firstname": "Grace"}); err != nil {
+	// firstname changes; phone, which the record never had, is set.
+	if err := b.sim.UserUpdate("contacts", hid, map[string]string{"firstname": "Grace", "phone": "+1 555 0100"}); err != nil {
 		t.Fatal(err)
 	}
 	rep := b.run(t, drift.Options{})
-	df := only(t, rep)
+	if len(rep.Differences) != 2 {
+		t.Fatalf("differences = %+v; want firstname and phone", rep.Differences)
+	}
+	df := rep.Differences[0]
+	if df.Property == "phone" {
+		df = rep.Differences[1]
+	}
 	if df.Kind != drift.KindField || df.Property != "firstname" || df.Local != "Ada" || df.HubSpot != "Grace" ||
 		df.Verdict != drift.HubSpotNewer || df.Repair != drift.ToLocal || !df.Repaired {
 		t.Fatalf("difference = %+v; want firstname Ada/Grace, hubspot_newer, repaired to_local", df)
 	}
-	if rep.Repaired[drift.ToLocal] != 1 || rep.Remaining != 0 || rep.Scanned["contacts"] != 1 {
+	for _, df := range rep.Differences {
+		if df.Property == "phone" && (df.Verdict != drift.HubSpotNewer || !df.Repaired || df.Local != "") {
+			t.Fatalf("phone = %+v; want hubspot_newer (the record never had it), repaired", df)
+		}
+	}
+	if rep.Repaired[drift.ToLocal] != 2 || rep.Remaining != 0 || rep.Scanned["contacts"] != 1 || rep.ByObject["contacts"]["firstname"] != 1 {
 		t.Fatalf("report = %+v", rep)
 	}
 	// Nothing is written outside the queues: the record changes only when
@@ -58,8 +70,8 @@ func testHubSpotEditWithoutWebhook(t *testing.T, d store.Dialect) {
 		t.Fatalf("the scan wrote the record itself: first_name = %v", got)
 	}
 	b.drain(t)
-	if got := b.field(t, rec.ID, "first_name"); got != "Grace" {
-		t.Fatalf("after the SyncWorker first_name = %v; want Grace", got)
+	if got, phone := b.field(t, rec.ID, "first_name"), b.field(t, rec.ID, "phone"); got != "Grace" || phone != "+1 555 0100" {
+		t.Fatalf("after the SyncWorker first_name = %v, phone = %v; want Grace, +1 555 0100", got, phone)
 	}
 	// Applied inbound with the sync-source marker: nothing goes back out.
 	if n := b.count(t, "SELECT COUNT(*) FROM _System_IntegrationOutbound WHERE Status <> 'processed'"); n != 0 {
