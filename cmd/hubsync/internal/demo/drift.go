@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/hubsync/hubsync/drift"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
@@ -32,6 +33,9 @@ type DriftPhase struct {
 	Found, Repair, After *drift.Report
 	// Problem says what went wrong ("" when all held).
 	Problem string
+	// Elapsed is the phase's wall time; Calls the HubSpot calls its scans made.
+	Elapsed time.Duration
+	Calls   int
 }
 
 // OK reports whether the scan found exactly what was made and the repairs
@@ -40,7 +44,7 @@ func (p *DriftPhase) OK() bool { return p != nil && p.Problem == "" }
 
 func (p *DriftPhase) write(pf func(string, ...any)) {
 	pf("")
-	pf("drift detection and repair (made on purpose after the run):")
+	pf("drift detection and repair (made on purpose after the run; %s, %d HubSpot calls by the scans):", p.Elapsed.Round(100*time.Millisecond), p.Calls)
 	for _, m := range p.Made {
 		pf("  made:  %s", m)
 	}
@@ -83,6 +87,15 @@ type driftDemo struct {
 // run makes the drift and checks what hubsync does with it.
 func (dd *driftDemo) run(ctx context.Context) (*DriftPhase, error) {
 	p := &DriftPhase{}
+	start := time.Now()
+	defer func() {
+		p.Elapsed = time.Since(start)
+		for _, r := range []*drift.Report{p.Found, p.Repair, p.After} {
+			if r != nil {
+				p.Calls += r.HubSpotCalls
+			}
+		}
+	}()
 	recs, err := records.New(dd.st, nil, records.Config{})
 	if err != nil {
 		return nil, err

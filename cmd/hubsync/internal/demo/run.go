@@ -182,6 +182,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	srv, err := server.New(server.Config{
 		APITokens:           []string{apiToken},
 		AdminToken:          adminToken,
+		// The drift part runs once the sync is idle, so its scans may take most
+		// of the budget window; a production scan keeps the default 0.2.
+		Drift: server.DriftConfig{BudgetShare: 0.8},
 		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
 		Addr:                "127.0.0.1:0",
