@@ -180,11 +180,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	adminToken := hex.EncodeToString(tokenBytes)
 	srv, err := server.New(server.Config{
-		APITokens:           []string{apiToken},
-		AdminToken:          adminToken,
+		APITokens:  []string{apiToken},
+		AdminToken: adminToken,
 		// The drift part runs once the sync is idle, so its scans may take most
 		// of the budget window; a production scan keeps the default 0.2.
-		Drift: server.DriftConfig{BudgetShare: 0.8},
+		Drift:               server.DriftConfig{BudgetShare: 0.8},
 		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
 		Addr:                "127.0.0.1:0",
