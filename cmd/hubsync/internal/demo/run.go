@@ -180,11 +180,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	adminToken := hex.EncodeToString(tokenBytes)
 	srv, err := server.New(server.Config{
-		APITokens:  []string{apiToken},
-		AdminToken: adminToken,
-		// The drift part runs once the sync is idle, so its scans may take most
-		// of the budget window; a production scan keeps the default 0.2.
-		Drift:               server.DriftConfig{BudgetShare: 0.8},
+		APITokens:           []string{apiToken},
+		AdminToken:          adminToken,
 		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
 		Addr:                "127.0.0.1:0",
@@ -199,6 +196,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			MaxAttempts: 10, BackoffBase: 200 * time.Millisecond, BackoffMax: 3 * time.Second,
 		}},
 		Logger: logger.With("part", "hubsync"),
+		// The drift part runs once the sync is idle, so its scans may take most
+		// of the budget window; a production scan keeps the default 0.2.
+		Drift: server.DriftConfig{BudgetShare: 0.8},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("demo: service: %w", err)
