@@ -42,6 +42,7 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dryRun := fs.Bool("dry-run", false, "report what would be repaired; enqueue nothing")
 	objects := fs.String("object", "", "comma-separated object types to scan; empty: every mapped type")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	orphans := fs.Bool("orphans", true, "also list HubSpot's objects for orphans (one call per 100 objects); -orphans=false compares linked records only")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, `usage: hubsync drift [flags]
 
@@ -123,7 +124,7 @@ orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
 	}
 	sc, err := drift.New(drift.Config{
 		Store: db.Store, Records: recs, HubSpot: client, Budget: share, BudgetKey: key, Mapping: m,
-		AppID: appID, PageSize: dc.PageSize, Policy: dc.Policy, Policies: dc.Policies, Logger: log,
+		AppID: appID, PageSize: dc.PageSize, Policy: dc.Policy, Policies: dc.Policies, Logger: log, SkipOrphans: !*orphans,
 	})
 	if err != nil {
 		return err
