@@ -33,7 +33,7 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var rateLimit, dailyLimit int
 	e.string(&apiBase, "hubspot-api-base", "HUBSPOT_API_BASE", hubspot.BaseURLDefault, "HubSpot API base URL")
 	e.secret(&token, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "private app access token")
-	e.string(&appID, "hubspot-app-id", "HUBSPOT_APP_ID", "", "app id: a HubSpot value written by this app is hubsync's own write")
+	e.string(&appID, "hubspot-app-id", "HUBSPOT_APP_ID", "", "app id: a HubSpot value written by this app is hubsync's own write; without it local changes cannot be judged newer and read as ambiguous")
 	e.string(&mappingPath, "mapping", "HUBSYNC_MAPPING", "", "YAML mapping file; empty: the default mapping")
 	e.int(&rateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas")
 	e.int(&dailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
