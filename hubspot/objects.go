@@ -54,6 +54,9 @@ type Object struct {
 	// ObjectWriteTraceID is set when HubSpot echoes an input's trace id in a
 	// result (not guaranteed by HubSpot; map results by ID or property otherwise).
 	ObjectWriteTraceID string
+	// History holds, for a read that asked for propertiesWithHistory, each
+	// such property's versions, newest first (see BatchReadWithHistory).
+	History map[string][]PropertyVersion
 }
 
 // wireObject is Object as JSON, parsed leniently.
@@ -65,6 +68,7 @@ type wireObject struct {
 	Archived           bool                       `json:"archived"`
 	New                bool                       `json:"new"`
 	ObjectWriteTraceID string                     `json:"objectWriteTraceId"`
+	History            map[string][]wireVersion   `json:"propertiesWithHistory"`
 }
 
 // UnmarshalJSON parses HubSpot's object shape: null property values become
@@ -87,6 +91,9 @@ func (o *Object) UnmarshalJSON(data []byte) error {
 		for k, v := range w.Properties {
 			o.Properties[k] = flexText(v)
 		}
+	}
+	if w.History != nil {
+		o.History = historyOf(w.History)
 	}
 	return nil
 }

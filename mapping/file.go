@@ -157,7 +157,10 @@ var (
 	hubspotType = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 )
 
-var objectKeys = []string{"hubspot_type", "webhook_name", "version", "id_property", "id_field", "fields"}
+var objectKeys = []string{"hubspot_type", "webhook_name", "version", "id_property", "id_field", "fields", "drift_policy"}
+
+// DriftPolicies are the values of an object's drift_policy (see package drift).
+var DriftPolicies = []string{"report", "report_only", "hubspot_wins", "local_wins", "newest_wins"}
 
 func (p *fileParser) document(doc *yaml.Node) []Object {
 	if doc.Kind == 0 || len(doc.Content) == 0 {
@@ -249,6 +252,13 @@ func (p *fileParser) object(key, n *yaml.Node) (Object, bool) {
 			}
 		case "fields":
 			fields = v
+		case "drift_policy":
+			if s, ok := p.scalar(v, what+": drift_policy"); ok {
+				if !slices.Contains(DriftPolicies, s) {
+					p.errorf(v, "%s: drift_policy %q is unknown; use one of %s", what, s, strings.Join(DriftPolicies, ", "))
+				}
+				o.DriftPolicy = s
+			}
 		default:
 			p.errorf(k, "%s: unknown key %q; use one of %s", what, k.Value, strings.Join(objectKeys, ", "))
 		}

@@ -203,3 +203,17 @@ func FuzzParseMapping(f *testing.F) {
 		}
 	})
 }
+
+func TestParseDriftPolicy(t *testing.T) {
+	s, err := mapping.Parse([]byte("objects:\n  contacts:\n    drift_policy: hubspot_wins\n    fields:\n      email: email\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := s.Lookup("contacts"); o.DriftPolicy != "hubspot_wins" {
+		t.Fatalf("DriftPolicy = %q; want hubspot_wins", o.DriftPolicy)
+	}
+	_, err = mapping.Parse([]byte("objects:\n  contacts:\n    drift_policy: always\n    fields:\n      email: email\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 3") || !strings.Contains(err.Error(), "drift_policy") {
+		t.Fatalf("an unknown drift_policy gave %v; want an error naming line 3 and drift_policy", err)
+	}
+}

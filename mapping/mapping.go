@@ -82,6 +82,10 @@ type Object struct {
 	IDProperty string
 	IDField    string
 	Fields     []Field
+	// DriftPolicy is what a drift scan does with this object's ambiguous
+	// differences (package drift): "" or "report", "report_only",
+	// "hubspot_wins", "local_wins" or "newest_wins".
+	DriftPolicy string
 }
 
 // RecordIDField as an Object's IDField says that the IDProperty value is the

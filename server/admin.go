@@ -14,6 +14,7 @@ import (
 
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/logtext"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
 )
@@ -33,6 +34,9 @@ type adminAPI struct {
 	rejected       *inbound.RejectedLog
 	reconcileAfter time.Duration
 	log            *slog.Logger
+	// driftRunner runs POST /admin/drift; nil without a HubSpot client.
+	driftRunner *driftRunner
+	mapping     *mapping.Set
 }
 
 // register mounts the admin routes. Without a token they are not mounted at all,
@@ -50,6 +54,7 @@ func (a *adminAPI) register(mux *http.ServeMux) {
 	handle("GET /admin/rejected", a.rejectedEvents)
 	handle("POST /admin/deadletters/retry", a.retry)
 	handle("POST /admin/reconcile", a.reconcile)
+	handle("POST /admin/drift", a.drift)
 }
 
 func (a *adminAPI) serve(auth *bearerAuth, h func(w http.ResponseWriter, r *http.Request) error) http.Handler {

@@ -140,6 +140,9 @@ type Config struct {
 	// AuthFailureLogInterval bounds how often failed token attempts are
 	// logged; default AuthFailureLogIntervalDefault.
 	AuthFailureLogInterval time.Duration
+	// Drift configures drift detection and repair: POST /admin/drift and the
+	// scheduled scan (off by default).
+	Drift DriftConfig
 	// Store configures the store (retry policy, clock).
 	Store store.Config
 	// Logger receives the service's logs; default slog.Default().
@@ -235,6 +238,9 @@ func (c Config) Validate() error {
 		if n, err := strconv.ParseInt(c.HubSpotAppID, 10, 64); err != nil || n <= 0 {
 			add("HubSpotAppID %q is not a positive number; set it to your app's numeric id (app settings, \"App ID\")", c.HubSpotAppID)
 		}
+	}
+	if err := c.Drift.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < TokenMinLength {
 		add("AdminToken is %d characters long; use a random token of at least %d characters (e.g. openssl rand -hex 32)", len(c.AdminToken), TokenMinLength)

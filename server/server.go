@@ -266,7 +266,7 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	(&adminAPI{token: []byte(cfg.AdminToken), failures: s.failures, st: st, rejected: rejected, reconcileAfter: cfg.ReconcileAfter, log: s.log}).register(mux)
+	admin := &adminAPI{token: []byte(cfg.AdminToken), failures: s.failures, st: st, rejected: rejected, reconcileAfter: cfg.ReconcileAfter, log: s.log, mapping: cfg.Mapping}
 	// Every /api/… route is registered on api, never on mux: mountAPI puts the
 	// whole of it behind apiGuard (bearer token, JSON writes, no foreign
 	// Origin), so a new route cannot be mounted without authentication.
@@ -292,6 +292,13 @@ func (s *Server) build(ctx context.Context) error {
 			return err
 		}
 	}
+
+	if client != nil {
+		if admin.driftRunner, err = s.driftPart(db, st, lk, recs, client, bud); err != nil {
+			return err
+		}
+	}
+	admin.register(mux)
 
 	var syncWorker *inbound.Worker
 	if !cfg.DisableSyncWorker {

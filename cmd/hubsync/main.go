@@ -9,6 +9,7 @@
 //	hubsync dlq list|retry        inspect and re-queue dead letters
 //	hubsync cleanup               delete old processed events
 //	hubsync mapping check         check the mapping against the portal's properties
+//	hubsync drift                 find and repair drift between the database and HubSpot
 //
 // Configuration comes from flags and the environment; `hubsync <command> -h`
 // lists both.

@@ -72,6 +72,18 @@ func (s *Server) controlRoutes() {
 		s.mu.Unlock()
 		writeJSON(w, http.StatusOK, out)
 	})
+	m.HandleFunc("PUT /_sim/webhooks", func(w http.ResponseWriter, r *http.Request) {
+		var in WebhookSwitch
+		if !decodeCtl(w, r, &in) {
+			return
+		}
+		if in.DropNext < 0 {
+			ctlError(w, http.StatusBadRequest, errors.New("dropNext must not be negative"))
+			return
+		}
+		s.SetWebhooks(in)
+		writeJSON(w, http.StatusOK, in)
+	})
 	m.HandleFunc("GET /_sim/counters", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.Counters())
 	})

@@ -51,6 +51,8 @@ type objectJSON struct {
 	Archived   bool               `json:"archived"`
 	ArchivedAt string             `json:"archivedAt,omitempty"`
 	New        *bool              `json:"new,omitempty"`
+	// History is propertiesWithHistory, set only when a read asks for it.
+	History map[string][]versionJSON `json:"propertiesWithHistory,omitempty"`
 }
 
 var defaultProps = map[string][]string{
@@ -330,6 +332,8 @@ func (s *Server) handleBatch(r *http.Request, body []byte) apiResp {
 		Inputs     []batchInput `json:"inputs"`
 		Properties []string     `json:"properties"`
 		IDProperty string       `json:"idProperty"`
+		// History names the properties whose versions a read returns.
+		History []string `json:"propertiesWithHistory"`
 	}
 	if err := json.Unmarshal(body, &in); err != nil {
 		return jsonErr(err)
@@ -354,6 +358,7 @@ func (s *Server) handleBatch(r *http.Request, body []byte) apiResp {
 		res, status, bad = s.batchCreateLocked(ts, in.Inputs)
 	case "read":
 		res, status, bad = s.batchReadLocked(ts, in.Inputs, in.IDProperty, in.Properties, r.URL.Query().Get("archived") == "true")
+		withHistory(ts, res.Results, in.History)
 	case "update":
 		res, status, bad = s.batchUpdateLocked(ts, in.Inputs)
 	case "upsert":

@@ -80,6 +80,9 @@ type Server struct {
 	whSem      chan struct{}
 	whClient   *http.Client
 	whTranport *http.Transport
+	// whPaused and whDropNext make webhooks go missing on purpose (history.go).
+	whPaused   bool
+	whDropNext int
 }
 
 // New returns a Server for cfg and starts its webhook dispatcher.
@@ -252,6 +255,9 @@ type Counters struct {
 	WebhookFailures int64 `json:"webhookFailures"`
 	// WebhooksDropped counts events given up after WebhookMaxAttempts.
 	WebhooksDropped int64 `json:"webhooksDropped"`
+	// WebhooksSuppressed counts events never queued: made while webhooks
+	// were paused, or dropped on purpose (SetWebhooks).
+	WebhooksSuppressed int64 `json:"webhooksSuppressed"`
 	// WebhooksPending is a gauge: events queued, in flight or awaiting retry.
 	WebhooksPending int64 `json:"webhooksPending"`
 	// ObjectsCreated counts objects created through the API or User* calls.

@@ -35,6 +35,8 @@ type object struct {
 	archived   bool
 	archivedAt time.Time
 	mergedInto int64
+	// history holds each property's versions, oldest first (history.go).
+	history map[string][]version
 }
 
 func (o *object) export() Object {
@@ -252,6 +254,7 @@ func (s *Server) createLocked(ts *typeStore, props map[string]string, src source
 	for k, v := range props {
 		if v != "" {
 			o.props[k] = v
+			o.record(k, v, now, src)
 		}
 	}
 	o.props["hs_object_id"] = strconv.FormatInt(o.id, 10)
@@ -294,6 +297,7 @@ func (s *Server) updateLocked(ts *typeStore, o *object, props map[string]string,
 		} else {
 			o.props[k] = v
 		}
+		o.record(k, v, now, src)
 		changed = true
 		s.emitLocked(ts.name, src, hubspot.WebhookEvent{SubscriptionType: ".propertyChange", ObjectID: o.id, PropertyName: k, PropertyValue: v})
 	}
@@ -326,6 +330,7 @@ func (s *Server) mergeLocked(ts *typeStore, primary, merged *object, src source)
 			continue
 		}
 		primary.props[k] = merged.props[k]
+		primary.record(k, merged.props[k], now, src)
 		moved++
 	}
 	ids := []string{}

@@ -16,7 +16,7 @@ import (
 // emitLocked queues a webhook event; ev.SubscriptionType holds only the
 // suffix (".creation", ...). Nothing is queued without a webhook URL.
 func (s *Server) emitLocked(objectType string, src source, ev hubspot.WebhookEvent) {
-	if s.whURL == "" {
+	if s.whURL == "" || s.suppressLocked() {
 		return
 	}
 	ev.SubscriptionType = singular(objectType) + ev.SubscriptionType

@@ -71,6 +71,9 @@ type Report struct {
 	// Subscriptions is the subscription-requests part: retries, conflicts,
 	// superseded requests, and every contact's newest request against HubSpot.
 	Subscriptions SubscriptionReport
+
+	// Drift is the drift part, run once the sides agree (nil before).
+	Drift *DriftPhase
 }
 
 // Limit429 sums the 429s caused by the rate limit itself (not injected).
@@ -85,7 +88,10 @@ func (r *Report) Limit429() int64 {
 // OK reports whether both sides agree: converged after the dead letters were
 // re-queued, every live record equal on both sides with no exception (no
 // difference explained away), no loop, and no dead letter left.
-func (r *Report) OK() bool {
+func (r *Report) OK() bool { return r.syncOK() && (r.Drift == nil || r.Drift.OK()) }
+
+// syncOK is OK without the drift part.
+func (r *Report) syncOK() bool {
 	return r.Problem == "" && r.Converged && r.Comparison.Consistent() && len(r.Comparison.Explained) == 0 &&
 		r.LoopsOutbound == 0 && r.EchoWrites == 0 && len(r.DeadLetters) == 0 && r.Subscriptions.OK()
 }
@@ -247,6 +253,9 @@ func (r *Report) Write(w io.Writer) {
 		p("version conflicts met by the local writer: %d", r.Conflicts)
 	}
 	r.Subscriptions.write(p)
+	if r.Drift != nil {
+		r.Drift.write(p)
+	}
 	p("")
 	if r.Problem != "" {
 		p("PROBLEM: %s", r.Problem)
@@ -265,7 +274,7 @@ func (r *Report) Write(w io.Writer) {
 		p("kept: %s (database hubsync.db, service log hubsync.log)", r.Dir)
 	}
 	if r.OK() {
-		p("RESULT: CONSISTENT — every live record is equal on both sides, every contact's subscriptions equal its newest request, no exceptions, no dead letters left, loops 0")
+		p("RESULT: CONSISTENT — every live record is equal on both sides, every contact's subscriptions equal its newest request, no exceptions, no dead letters left, loops 0, the drift made on purpose found and repaired")
 	} else {
 		var why []string
 		if !r.Converged {
@@ -286,6 +295,9 @@ func (r *Report) Write(w io.Writer) {
 		if !r.Subscriptions.OK() {
 			why = append(why, fmt.Sprintf("subscriptions: %d mismatches, %d retries not answered with their original, %d requests pending",
 				len(r.Subscriptions.Mismatches), r.Subscriptions.ReplayMismatches, r.Subscriptions.ByStatus[subscriptions.StatusPending]))
+		}
+		if r.Drift != nil && !r.Drift.OK() {
+			why = append(why, "drift: "+r.Drift.Problem)
 		}
 		p("RESULT: THE SIDES DIFFER — %s", strings.Join(why, ", "))
 	}

@@ -61,6 +61,8 @@ type Config struct {
 	Out io.Writer
 	// Faults, when set, replaces the default injected faults (unless NoFaults).
 	Faults *hubspotsim.Faults
+	// NoDrift skips the drift part (made after the run on purpose).
+	NoDrift bool
 	// BeforeReport, when set, runs after both sides converged and before the
 	// comparison; tests use it to break the sync on purpose.
 	BeforeReport func(ctx context.Context, h *Harness) error
@@ -172,8 +174,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: API token: %w", err)
 	}
 	apiToken := hex.EncodeToString(tokenBytes)
+	// The admin API (POST /admin/drift) gets a token of its own.
+	if _, err := rand.Read(tokenBytes); err != nil {
+		return nil, fmt.Errorf("demo: admin token: %w", err)
+	}
+	adminToken := hex.EncodeToString(tokenBytes)
 	srv, err := server.New(server.Config{
 		APITokens:           []string{apiToken},
+		AdminToken:          adminToken,
 		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
 		Addr:                "127.0.0.1:0",
@@ -188,6 +196,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			MaxAttempts: 10, BackoffBase: 200 * time.Millisecond, BackoffMax: 3 * time.Second,
 		}},
 		Logger: logger.With("part", "hubsync"),
+		// The drift part runs once the sync is idle, so its scans may take most
+		// of the budget window; a production scan keeps the default 0.2.
+		Drift: server.DriftConfig{BudgetShare: 0.8},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("demo: service: %w", err)
@@ -304,8 +315,19 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if rep.Subscriptions, err = collectSubscriptions(rctx, subs, st, sim); err != nil {
 		return nil, err
 	}
-	rep.Elapsed = time.Since(start)
 	rep.Converged = converged
+	rep.FirstDeadLetters, rep.Requeued = firstDead, requeued
+	if rep.syncOK() && !cfg.NoDrift {
+		fmt.Fprintln(out, "making drift on purpose: webhooks dropped and paused in the simulator, a local row changed behind the API; then POST /admin/drift")
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		dd := &driftDemo{sim: sim, st: st, q: q, api: api, token: adminToken, http: d.http}
+		rep.Drift, err = dd.run(dctx)
+		dcancel()
+		if err != nil {
+			return nil, err
+		}
+	}
+	rep.Elapsed = time.Since(start)
 	rep.FirstDeadLetters, rep.Requeued = firstDead, requeued
 	for _, dl := range firstDead {
 		if dl.Direction == store.DirectionOutbound && strings.Contains(dl.ErrorMessage, explainedMarker) {

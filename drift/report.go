@@ -1,0 +1,195 @@
+package drift
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Kind names what kind of drift a Difference is.
+type Kind string
+
+// Kinds of drift.
+const (
+	// KindField: a mapped field differs between a linked record and its object.
+	KindField Kind = "field"
+	// KindMissingLink: a local record has no HubSpot link although nothing
+	// is on its way to HubSpot for it.
+	KindMissingLink Kind = "missing_link"
+	// KindGone: a linked record's HubSpot object is gone (deleted or merged).
+	KindGone Kind = "gone_in_hubspot"
+	// KindOrphan: a HubSpot object no local record is linked to, whose
+	// hubsync_record_id (or mapped id property) points at no local record.
+	KindOrphan Kind = "orphan"
+)
+
+// Verdict says which side holds the value to keep.
+type Verdict string
+
+// Verdicts.
+const (
+	// LocalNewer: the local value is newer; HubSpot is repaired.
+	LocalNewer Verdict = "local_newer"
+	// HubSpotNewer: HubSpot's value is newer; the local record is repaired.
+	HubSpotNewer Verdict = "hubspot_newer"
+	// Ambiguous: both sides changed since they last agreed (or no timestamp
+	// decides); reported, repaired only when the object's policy says which
+	// side wins.
+	Ambiguous Verdict = "ambiguous"
+)
+
+// Repair directions (Difference.Repair and Report.Repaired keys).
+const (
+	// ToHubSpot: repaired by an outbound event (the outbound worker writes HubSpot).
+	ToHubSpot = "to_hubspot"
+	// ToLocal: repaired by an inbound change (the SyncWorker applies it).
+	ToLocal = "to_local"
+)
+
+// Difference is one drift found.
+type Difference struct {
+	Kind       Kind   `json:"kind"`
+	ObjectType string `json:"object_type"`
+	RecordID   string `json:"record_id,omitempty"`
+	HubSpotID  string `json:"hubspot_id,omitempty"`
+	// Field and Property name the local field and HubSpot property (KindField).
+	Field    string `json:"field,omitempty"`
+	Property string `json:"property,omitempty"`
+	// Local and HubSpot are the two values as HubSpot property text.
+	Local   string `json:"local,omitempty"`
+	HubSpot string `json:"hubspot,omitempty"`
+	// LocalAt is the local field clock; HubSpotAt the timestamp of
+	// HubSpot's current value, HubSpotSource who wrote it.
+	LocalAt       *time.Time `json:"local_at,omitempty"`
+	HubSpotAt     *time.Time `json:"hubspot_at,omitempty"`
+	HubSpotSource string     `json:"hubspot_source,omitempty"`
+	Verdict       Verdict    `json:"verdict"`
+	// Reason says why, in words.
+	Reason string `json:"reason"`
+	// Repair is ToHubSpot, ToLocal or "" (reported only).
+	Repair string `json:"repair,omitempty"`
+	// Repaired is true when the repair was enqueued (never in a dry run).
+	Repaired bool `json:"repaired"`
+}
+
+// Key names the difference in the report's counts: the HubSpot property of a
+// field, else the kind in brackets.
+func (d Difference) Key() string {
+	if d.Kind == KindField {
+		return d.Property
+	}
+	return "[" + string(d.Kind) + "]"
+}
+
+// String renders the difference on one line.
+func (d Difference) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s local=%s hubspot=%s", d.ObjectType, d.Key(), cmp.Or(d.RecordID, "-"), cmp.Or(d.HubSpotID, "-"))
+	if d.Kind == KindField {
+		fmt.Fprintf(&b, " (%q here, %q in HubSpot)", d.Local, d.HubSpot)
+	}
+	fmt.Fprintf(&b, ": %s, %s", d.Verdict, d.Reason)
+	switch {
+	case d.Repaired:
+		fmt.Fprintf(&b, "; repaired %s", d.Repair)
+	case d.Repair != "":
+		fmt.Fprintf(&b, "; would repair %s", d.Repair)
+	default:
+		b.WriteString("; reported")
+	}
+	return b.String()
+}
+
+// Report is what a scan found and did.
+type Report struct {
+	// DryRun is true when nothing was repaired on purpose.
+	DryRun bool `json:"dry_run"`
+	// Complete is true when every phase of every object type reached its
+	// end; false when the scan stopped early (it resumes from its cursor).
+	Complete bool `json:"complete"`
+	// Scanned counts local records compared, HubSpotScanned HubSpot objects
+	// checked for orphans, by object type.
+	Scanned        map[string]int `json:"scanned"`
+	HubSpotScanned map[string]int `json:"hubspot_scanned"`
+	// Skipped counts records left alone because a change of theirs is in
+	// flight (queued outbound or inbound): not drift, the queues carry it.
+	Skipped map[string]int `json:"skipped_in_flight"`
+	// Differences lists every difference found, in scan order.
+	Differences []Difference `json:"differences"`
+	// ByObject counts differences by object type and Difference.Key.
+	ByObject map[string]map[string]int `json:"by_object"`
+	// Repaired counts repairs enqueued by direction (ToHubSpot, ToLocal).
+	Repaired map[string]int `json:"repaired"`
+	// Ambiguous, Orphans and MissingLinks count those differences.
+	Ambiguous    int `json:"ambiguous"`
+	Orphans      int `json:"orphans"`
+	MissingLinks int `json:"missing_links"`
+	// Remaining counts differences not repaired.
+	Remaining int `json:"remaining"`
+	// HubSpotCalls counts the calls made (each reserved from the budget).
+	HubSpotCalls int `json:"hubspot_calls"`
+}
+
+func newReport(dry bool) *Report {
+	return &Report{
+		DryRun: dry, Scanned: map[string]int{}, HubSpotScanned: map[string]int{}, Skipped: map[string]int{},
+		Differences: []Difference{}, ByObject: map[string]map[string]int{}, Repaired: map[string]int{},
+	}
+}
+
+func (r *Report) add(d Difference) {
+	r.Differences = append(r.Differences, d)
+	if r.ByObject[d.ObjectType] == nil {
+		r.ByObject[d.ObjectType] = map[string]int{}
+	}
+	r.ByObject[d.ObjectType][d.Key()]++
+	switch {
+	case d.Kind == KindOrphan:
+		r.Orphans++
+	case d.Kind == KindMissingLink:
+		r.MissingLinks++
+	}
+	if d.Verdict == Ambiguous {
+		r.Ambiguous++
+	}
+	if d.Repaired {
+		r.Repaired[d.Repair]++
+	} else {
+		r.Remaining++
+	}
+}
+
+// WriteText writes the report for people.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	mode := ""
+	if r.DryRun {
+		mode = " (dry run: nothing repaired)"
+	}
+	fmt.Fprintf(&b, "drift report%s\n", mode)
+	for _, t := range slices.Sorted(maps.Keys(r.Scanned)) {
+		fmt.Fprintf(&b, "  %-12s %d records scanned, %d HubSpot objects checked, %d in flight skipped\n", t, r.Scanned[t], r.HubSpotScanned[t], r.Skipped[t])
+	}
+	for _, t := range slices.Sorted(maps.Keys(r.ByObject)) {
+		by := r.ByObject[t]
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(by)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, by[k]))
+		}
+		fmt.Fprintf(&b, "  differences %s: %s\n", t, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(&b, "  repaired: %d to HubSpot, %d to local; ambiguous %d, orphans %d, missing links %d; %d remain\n",
+		r.Repaired[ToHubSpot], r.Repaired[ToLocal], r.Ambiguous, r.Orphans, r.MissingLinks, r.Remaining)
+	if !r.Complete {
+		b.WriteString("  the scan stopped early; the next run resumes where it stopped\n")
+	}
+	for _, d := range r.Differences {
+		fmt.Fprintf(&b, "  - %s\n", d)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

@@ -1,0 +1,12 @@
+-- Where a drift scan stopped: one row per scan phase ("records": local
+-- records in id order; "hubspot": HubSpot objects in id order) and object
+-- type. LastID is the last id whose page was compared; a scan that is killed
+-- resumes after it, and a phase that reaches its end deletes its row, so the
+-- next scan starts from the beginning.
+CREATE TABLE hubsync_drift_cursor (
+    Phase            TEXT    NOT NULL,
+    ObjectType       TEXT    NOT NULL,
+    LastID           TEXT    NOT NULL,
+    LastModifiedDate INTEGER NOT NULL,
+    PRIMARY KEY (Phase, ObjectType)
+) STRICT;

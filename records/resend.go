@@ -1,0 +1,62 @@
+package records
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"maps"
+
+	"github.com/hubsync/hubsync/outbox"
+	"github.com/hubsync/hubsync/store"
+)
+
+// Resend enqueues, for every destination, an outbound update event that
+// carries the record's current state (as a records write would), without
+// changing the record: the repair of a destination that drifted from it.
+// theirs holds, by local field name, what the destination has now (nil for a
+// field it lacks); it is the event's "before" state, so the outbound worker
+// sends exactly the fields that differ from it. A nil theirs sends the whole
+// record (a record the destination never accepted). The record's row is
+// locked while the event is written, so the event is ordered after every
+// write that committed before it. It returns the record as resent.
+func (s *Service) Resend(ctx context.Context, objectType, id string, theirs map[string]any) (Record, error) {
+	if err := s.checkType(objectType); err != nil {
+		return Record{}, err
+	}
+	var rec Record
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		rec, err = s.get(ctx, tx, "record_get_for_update", objectType, id)
+		if err != nil {
+			return err
+		}
+		payload, err := outbox.Snapshot{ID: rec.ID, Version: rec.Version, Fields: rec.Fields}.Marshal()
+		if err != nil {
+			return err
+		}
+		var old []byte
+		if theirs != nil {
+			before := maps.Clone(rec.Fields)
+			for k, v := range theirs {
+				if v == nil {
+					delete(before, k)
+				} else {
+					before[k] = v
+				}
+			}
+			if old, err = (outbox.Snapshot{ID: rec.ID, Version: rec.Version, Fields: before}).Marshal(); err != nil {
+				return err
+			}
+		}
+		for _, dest := range s.cfg.Destinations {
+			if _, err := outbox.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
+				ID: newID(), Destination: dest, ObjectType: objectType, RecordID: rec.ID,
+				EventType: store.EventUpdate, Payload: payload, OldPayload: old,
+			}); err != nil {
+				return fmt.Errorf("records: resend %s/%s: %w", objectType, id, err)
+			}
+		}
+		return nil
+	})
+	return rec, err
+}
