@@ -32,7 +32,9 @@ type adminAPI struct {
 	st             store.Store
 	rejected       *inbound.RejectedLog
 	reconcileAfter time.Duration
-	log            *slog.Logger
+	// sched repairs what the reconciliation sweep finds (the dispatch mode's).
+	sched ops.Scheduler
+	log   *slog.Logger
 }
 
 // register mounts the admin routes. Without a token they are not mounted at all,
@@ -168,7 +170,7 @@ func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
 	if req.OlderThan == "" {
 		req.OlderThan = a.reconcileAfter.String()
 	}
-	res, err := ops.Reconcile(r.Context(), a.st, req)
+	res, err := ops.Repair(r.Context(), a.st, req, a.sched)
 	if err != nil {
 		return err
 	}

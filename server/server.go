@@ -12,6 +12,7 @@ import (
 
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/dispatch"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/startstop"
@@ -266,7 +267,7 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	(&adminAPI{token: []byte(cfg.AdminToken), failures: s.failures, st: st, rejected: rejected, reconcileAfter: cfg.ReconcileAfter, log: s.log}).register(mux)
+	admin := &adminAPI{token: []byte(cfg.AdminToken), failures: s.failures, st: st, rejected: rejected, reconcileAfter: cfg.ReconcileAfter, log: s.log}
 	// Every /api/… route is registered on api, never on mux: mountAPI puts the
 	// whole of it behind apiGuard (bearer token, JSON writes, no foreign
 	// Origin), so a new route cannot be mounted without authentication.
@@ -306,6 +307,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 
 	var wake []notifier
+	var pub *dispatch.PublishService
 	if !cfg.DisableOutboundWorker {
 		w, err := outbound.NewWorker(outbound.Config{
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
@@ -316,9 +318,21 @@ func (s *Server) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.parts = append(s.parts, part{"outbound-worker", w.Start, w.Stop})
-		wake = append(wake, w)
+		if cfg.qstashMode() {
+			// QStash dispatches: the worker's loops never run, the worker
+			// endpoint pushes the delivered events through it.
+			if pub, err = s.qstashParts(mux, st, w); err != nil {
+				return err
+			}
+			wake = append(wake, pub)
+		} else {
+			s.parts = append(s.parts, part{"outbound-worker", w.Start, w.Stop})
+			wake = append(wake, w)
+		}
 	}
+	admin.sched = s.scheduler(pub)
+	admin.register(mux)
+	mux.Handle("GET "+CronReconcilePath, s.cronReconcile(admin.sched))
 
 	if !cfg.DisableRelay {
 		p, r, err := s.relayPart(st)
