@@ -123,7 +123,7 @@ func (c Config) validate() error {
 	if c.CurrentSigningKey != "" && c.CurrentSigningKey == c.NextSigningKey {
 		errs = append(errs, errors.New("CurrentSigningKey and NextSigningKey must differ, or key rotation cannot be tested"))
 	}
-	if err := c.Faults.validate(); err != nil {
+	if err := c.Faults.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Faults: %w", err))
 	}
 	return errors.Join(errs...)
@@ -145,7 +145,8 @@ type Faults struct {
 	Duplicate float64
 }
 
-func (f Faults) validate() error {
+// Validate reports a fault setting out of range, naming it.
+func (f Faults) Validate() error {
 	var errs []error
 	for _, p := range []struct {
 		name string

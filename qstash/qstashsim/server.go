@@ -207,7 +207,7 @@ func (s *Server) SetSignWithNext(next bool) {
 
 // SetFaults replaces the injected faults.
 func (s *Server) SetFaults(f Faults) error {
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return fmt.Errorf("qstashsim: faults: %w", err)
 	}
 	s.mu.Lock()
