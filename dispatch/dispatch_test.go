@@ -387,7 +387,9 @@ func testReconcileRepublishes(t *testing.T, d store.Dialect) {
 }
 
 // An expired lease is released by the sweep in both modes.
-func TestReconcileReleasesExpiredLeases(t *testing.T) { dbtest.Each(t, testReconcileReleasesExpiredLeases) }
+func TestReconcileReleasesExpiredLeases(t *testing.T) {
+	dbtest.Each(t, testReconcileReleasesExpiredLeases)
+}
 
 func testReconcileReleasesExpiredLeases(t *testing.T, d store.Dialect) {
 	for _, mode := range []string{"poll", "qstash"} {

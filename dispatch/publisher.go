@@ -48,6 +48,9 @@ type PublisherConfig struct {
 	FlowControl qstash.FlowControl
 	// Retries is Upstash-Retries; default qstash.RetriesDefault.
 	Retries int
+	// RetryDelay is Upstash-Retry-Delay (milliseconds expression); empty
+	// keeps QStash's default backoff.
+	RetryDelay string
 	// BatchSize is how many events one cycle claims; default BatchSizeDefault.
 	BatchSize int
 	// Concurrency is how many publishes run at once; default ConcurrencyDefault.
@@ -236,7 +239,7 @@ func (p *PublishService) publish(ctx context.Context, c claimed) (bool, error) {
 	body, _ := json.Marshal(Body{EventID: c.id})
 	res, err := p.cfg.QStash.Publish(ctx, qstash.Message{
 		Destination: p.cfg.WorkerURL, Body: body, DeduplicationID: DedupID(c.id, c.generation),
-		Retries: p.cfg.Retries, FlowControl: p.cfg.FlowControl,
+		Retries: p.cfg.Retries, RetryDelay: p.cfg.RetryDelay, FlowControl: p.cfg.FlowControl,
 	})
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()

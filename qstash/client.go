@@ -102,6 +102,10 @@ type Message struct {
 	DeduplicationID string
 	// Retries is Upstash-Retries; 0 means RetriesDefault, negative 0 retries.
 	Retries int
+	// RetryDelay is Upstash-Retry-Delay, QStash's expression of the wait
+	// before a retry in milliseconds, e.g. "pow(2, retried) * 1000"; empty
+	// leaves QStash's default backoff.
+	RetryDelay string
 	// FlowControl is sent when its Key is set.
 	FlowControl FlowControl
 }
@@ -154,6 +158,9 @@ func (c *Client) Publish(ctx context.Context, m Message) (PublishResult, error) 
 		retries = RetriesDefault
 	}
 	h.Set("Upstash-Retries", strconv.Itoa(max(retries, 0)))
+	if m.RetryDelay != "" {
+		h.Set("Upstash-Retry-Delay", m.RetryDelay)
+	}
 	if m.DeduplicationID != "" {
 		h.Set("Upstash-Deduplication-Id", m.DeduplicationID)
 	}

@@ -167,6 +167,11 @@ type Config struct {
 	FlowControlRate        int
 	FlowControlPeriod      time.Duration
 	FlowControlParallelism int
+	// QStashRetries is Upstash-Retries of each message; default
+	// qstash.RetriesDefault. QStashRetryDelay is Upstash-Retry-Delay, e.g.
+	// "pow(2, retried) * 1000" (milliseconds); empty keeps QStash's backoff.
+	QStashRetries    int
+	QStashRetryDelay string
 	// CronSecret is the bearer token of GET /api/cron/reconcile; empty turns
 	// the route off (404).
 	CronSecret string

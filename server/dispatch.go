@@ -66,6 +66,12 @@ func (c Config) validateDispatch() []error {
 	if c.FlowControlPeriod < 0 || (c.FlowControlPeriod > 0 && c.FlowControlPeriod%time.Second != 0) {
 		add("FlowControlPeriod is %s; use a positive whole number of seconds such as 10s (0 means %s)", c.FlowControlPeriod, FlowControlPeriodDefault)
 	}
+	if c.QStashRetries < 0 {
+		add("QStashRetries is %d; use a positive number of retries (0 means %d)", c.QStashRetries, qstash.RetriesDefault)
+	}
+	if len(c.QStashRetryDelay) > 200 || strings.ContainsAny(c.QStashRetryDelay, "\r\n") {
+		add("QStashRetryDelay is not a one-line expression; use e.g. \"pow(2, retried) * 1000\" or leave it empty")
+	}
 	if !c.qstashMode() {
 		return errs
 	}
@@ -96,7 +102,7 @@ func (s *Server) qstashParts(mux *http.ServeMux, st store.Store, w *outbound.Wor
 		return nil, err
 	}
 	pub, err := dispatch.NewPublisher(dispatch.PublisherConfig{
-		Store: st, QStash: client, WorkerURL: cfg.WorkerURL, Retry: cfg.Store.Retry,
+		Store: st, QStash: client, WorkerURL: cfg.WorkerURL, Retry: cfg.Store.Retry, Retries: cfg.QStashRetries, RetryDelay: cfg.QStashRetryDelay,
 		FlowControl: qstash.FlowControl{Key: cfg.FlowControlKey, Rate: cfg.FlowControlRate, Period: cfg.FlowControlPeriod, Parallelism: cfg.FlowControlParallelism},
 		Metrics:     s.in.dispatch, Logger: s.log, Now: st.Now,
 	})

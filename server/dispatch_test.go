@@ -46,7 +46,7 @@ func TestDispatchConfigErrors(t *testing.T) {
 			c.DisableOutboundWorker = true
 		}, []string{"DisableOutboundWorker"}},
 		{"flow control", func(c *Config) {
-			c.FlowControlRate, c.FlowControlParallelism, c.FlowControlPeriod = -1, -1, 1500 * time.Millisecond
+			c.FlowControlRate, c.FlowControlParallelism, c.FlowControlPeriod = -1, -1, 1500*time.Millisecond
 		}, []string{"FlowControlRate", "FlowControlParallelism", "FlowControlPeriod"}},
 		{"short cron secret", func(c *Config) { c.CronSecret = "short" }, []string{"CronSecret"}},
 	}
@@ -187,10 +187,13 @@ func TestQStashModeEndToEnd(t *testing.T) {
 		}
 		return false
 	})
-	q.mu.Lock()
-	codes := fmt.Sprint(q.codes)
-	q.mu.Unlock()
-	if codes != "[200]" {
+	codes := func() string {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return fmt.Sprint(q.codes)
+	}
+	testwait.For(t, "QStash to get the delivery's answer", func() bool { return codes() != "[]" })
+	if codes := codes(); codes != "[200]" {
 		t.Fatalf("delivery answers %s, want [200]", codes)
 	}
 	_, metrics := get(t, "http://"+srv.Addr()+"/metrics")

@@ -45,6 +45,8 @@ var configNames = map[string]string{
 	"FlowControlPeriod":       "HUBSYNC_FLOW_CONTROL_PERIOD",
 	"FlowControlParallelism":  "HUBSYNC_FLOW_CONTROL_PARALLELISM",
 	"CronSecret":              "CRON_SECRET",
+	"QStashRetries":           "HUBSYNC_QSTASH_RETRIES",
+	"QStashRetryDelay":        "HUBSYNC_QSTASH_RETRY_DELAY",
 }
 
 var configNameRE = func() *regexp.Regexp {

@@ -17,5 +17,7 @@ func dispatchFlags(e *envFlags, cfg *server.Config) {
 	e.int(&cfg.FlowControlRate, "flow-control-rate", "HUBSYNC_FLOW_CONTROL_RATE", server.FlowControlRateDefault, "QStash deliveries per flow-control period")
 	e.duration(&cfg.FlowControlPeriod, "flow-control-period", "HUBSYNC_FLOW_CONTROL_PERIOD", server.FlowControlPeriodDefault, "QStash flow-control period (whole seconds)")
 	e.int(&cfg.FlowControlParallelism, "flow-control-parallelism", "HUBSYNC_FLOW_CONTROL_PARALLELISM", server.FlowControlParallelismDefault, "QStash deliveries at once")
+	e.int(&cfg.QStashRetries, "qstash-retries", "HUBSYNC_QSTASH_RETRIES", 5, "Upstash-Retries of each message: QStash delivers at most 1 + this many times")
+	e.string(&cfg.QStashRetryDelay, "qstash-retry-delay", "HUBSYNC_QSTASH_RETRY_DELAY", "", "Upstash-Retry-Delay, milliseconds before a retry as an expression, e.g. \"pow(2, retried) * 1000\"; empty: QStash's default backoff")
 	e.secret(&cfg.CronSecret, "cron-secret", "CRON_SECRET", "bearer secret of GET /api/cron/reconcile, at least 16 characters; empty turns it off")
 }

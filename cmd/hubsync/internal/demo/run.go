@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hubsync/hubsync/dispatch"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
@@ -61,12 +62,23 @@ type Config struct {
 	Out io.Writer
 	// Faults, when set, replaces the default injected faults (unless NoFaults).
 	Faults *hubspotsim.Faults
+	// Dispatch is how outbound events reach the worker: DispatchPoll (the
+	// default) or DispatchQStash, through the QStash emulator (with its
+	// delivery faults unless NoFaults) and the signed worker endpoint, with
+	// the reconciliation cron running. Changes and Duration then default to
+	// QStashChangesDefault and QStashDurationDefault.
+	Dispatch string
 	// BeforeReport, when set, runs after both sides converged and before the
 	// comparison; tests use it to break the sync on purpose.
 	BeforeReport func(ctx context.Context, h *Harness) error
 }
 
 func (c Config) withDefaults() Config {
+	c.Dispatch = cmp.Or(c.Dispatch, DispatchPoll)
+	if c.Dispatch == DispatchQStash {
+		c.Changes = cmp.Or(c.Changes, QStashChangesDefault)
+		c.Duration = cmp.Or(c.Duration, QStashDurationDefault)
+	}
 	c.Changes = cmp.Or(c.Changes, ChangesDefault)
 	c.Duration = cmp.Or(c.Duration, DurationDefault)
 	c.Seed = cmp.Or(c.Seed, SeedDefault)
@@ -83,6 +95,9 @@ func (c Config) validate() error {
 	}
 	if c.Duration < 0 {
 		errs = append(errs, fmt.Errorf("Duration (-duration) is %s; use a positive duration (0 means %s)", c.Duration, DurationDefault))
+	}
+	if c.Dispatch != "" && c.Dispatch != DispatchPoll && c.Dispatch != DispatchQStash {
+		errs = append(errs, fmt.Errorf("Dispatch (-dispatch) is %q; use %s or %s", c.Dispatch, DispatchPoll, DispatchQStash))
 	}
 	return errors.Join(errs...)
 }
@@ -172,7 +187,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: API token: %w", err)
 	}
 	apiToken := hex.EncodeToString(tokenBytes)
-	srv, err := server.New(server.Config{
+	var qs *qstashRun
+	if cfg.Dispatch == DispatchQStash {
+		if qs, err = startQStash(cfg); err != nil {
+			return nil, err
+		}
+		defer qs.sim.Close()
+	}
+	scfg := server.Config{
 		APITokens:           []string{apiToken},
 		Mapping:             m,
 		DatabaseURL:         "sqlite:" + filepath.Join(dir, "hubsync.db"),
@@ -188,7 +210,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			MaxAttempts: 10, BackoffBase: 200 * time.Millisecond, BackoffMax: 3 * time.Second,
 		}},
 		Logger: logger.With("part", "hubsync"),
-	})
+	}
+	if qs != nil {
+		qs.configure(&scfg)
+	}
+	srv, err := server.New(scfg)
 	if err != nil {
 		return nil, fmt.Errorf("demo: service: %w", err)
 	}
@@ -221,6 +247,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	counts := w.Counts()
 	fmt.Fprintf(out, "hubsync demo: HubSpot simulator at %s, hubsync on SQLite at %s\n", sim.URL(), api)
+	if qs != nil {
+		fmt.Fprintf(out, "dispatch: qstash, through the QStash emulator at %s (delivery faults %s) to %s%s; reconciliation cron every %s\n",
+			qs.sim.URL(), onOff(!cfg.NoFaults), api, dispatch.WorkerPath, cronInterval)
+	}
 	fmt.Fprintf(out, "workload (seed %d): %d local changes (%d creates, %d updates, %d deletes) and %d HubSpot user edits; faults %s; rate limit %d calls/10 s\n",
 		cfg.Seed, len(w.Local), counts[LocalCreate], counts[LocalUpdate], counts[LocalDelete], len(w.HubSpot), onOff(!cfg.NoFaults), RateLimit)
 	fmt.Fprintln(out, "records are edited on one side only: same-field edits on both sides within the sync latency may legitimately end differently")
@@ -234,6 +264,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	prog.Start(runCtx)
 
 	subs := &subsDriver{api: api, token: apiToken, http: d.http, seed: cfg.Seed}
+	if qs != nil {
+		go qs.cron(runCtx, d.http)
+	}
 	errc := make(chan error, 3)
 	go func() { errc <- d.runLocal(runCtx) }()
 	go func() { errc <- d.runHubSpot(runCtx) }()
@@ -272,6 +305,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if requeued, err = requeueDeadLetters(runCtx, st, firstDead); err != nil {
 				return nil, err
 			}
+			if qs != nil {
+				// In qstash mode a re-queued event was published before: the
+				// operator's sweep (POST /admin/reconcile {"older_than":"0s"})
+				// publishes it again at once instead of after the cron's age.
+				if _, err := ops.Repair(runCtx, st, ops.ReconcileRequest{OlderThan: "0s"}, dispatch.Rescheduler{Destination: "hubspot"}); err != nil {
+					return nil, fmt.Errorf("demo: reconcile after the re-queue: %w", err)
+				}
+			}
 			mon.setPhase("waiting for both sides to settle after the re-queue")
 			if convergeErr = waitConverged(runCtx, sim, q); convergeErr != nil {
 				convergeErr = fmt.Errorf("after re-queueing the dead letters: %w (-duration %s)", convergeErr, cfg.Duration)
@@ -303,6 +344,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if rep.Subscriptions, err = collectSubscriptions(rctx, subs, st, sim); err != nil {
 		return nil, err
+	}
+	if qs != nil {
+		rep.QStash = qs.report(rctx, d.http)
 	}
 	rep.Elapsed = time.Since(start)
 	rep.Converged = converged
