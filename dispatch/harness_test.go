@@ -59,7 +59,7 @@ type fakeQStash struct {
 	fail int // the next fail publishes answer 500
 }
 
-func newFakeQStash(t *testing.T) *fakeQStash {
+func newFakeQStash(t testing.TB) *fakeQStash {
 	f := &fakeQStash{ids: map[string]string{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -115,7 +115,7 @@ type options struct {
 	budgetLimit int
 }
 
-func setup(t *testing.T, d store.Dialect, o options) *bundle {
+func setup(t testing.TB, d store.Dialect, o options) *bundle {
 	t.Helper()
 	b := &bundle{clock: storetest.NewClock(time.Time{})}
 	db := dbtest.Migrated(t, d)
@@ -164,7 +164,7 @@ func setup(t *testing.T, d store.Dialect, o options) *bundle {
 }
 
 // insert creates a contact and returns the id of its outbound event.
-func (b *bundle) insert(t *testing.T, email string) (recordID string) {
+func (b *bundle) insert(t testing.TB, email string) (recordID string) {
 	t.Helper()
 	r, err := b.recs.Insert(context.Background(), "contacts", map[string]any{"email": email, "first_name": "Ann"})
 	if err != nil {
@@ -174,7 +174,7 @@ func (b *bundle) insert(t *testing.T, email string) (recordID string) {
 }
 
 // events returns the record's outbound events in order.
-func (b *bundle) events(t *testing.T, recordID string) []store.OutboundEvent {
+func (b *bundle) events(t testing.TB, recordID string) []store.OutboundEvent {
 	t.Helper()
 	rows, err := b.st.DB().QueryContext(context.Background(), dialectsql.Rebind(b.st.Dialect(), "SELECT Id FROM _System_IntegrationOutbound WHERE RecordID = ? ORDER BY Lane"), recordID)
 	if err != nil {
@@ -196,7 +196,7 @@ func (b *bundle) events(t *testing.T, recordID string) []store.OutboundEvent {
 	return out
 }
 
-func (b *bundle) event(t *testing.T, id string) store.OutboundEvent {
+func (b *bundle) event(t testing.TB, id string) store.OutboundEvent {
 	t.Helper()
 	ev, err := b.st.Outbound().Get(context.Background(), id)
 	if err != nil {
