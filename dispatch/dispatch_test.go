@@ -422,3 +422,32 @@ func testReconcileReleasesExpiredLeases(t *testing.T, d store.Dialect) {
 		}
 	}
 }
+
+// Only a record's head is published: its next event goes out once the head
+// is done, so a record's deliveries never race each other.
+func TestPublishRecordHeadsOnly(t *testing.T) { dbtest.Each(t, testPublishRecordHeadsOnly) }
+
+func testPublishRecordHeadsOnly(t *testing.T, d store.Dialect) {
+	b := setup(t, d, options{})
+	ctx := context.Background()
+	r, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "h@example.com", "first_name": "One"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.recs.Update(ctx, "contacts", r.ID, r.Version, map[string]any{"first_name": "Two"}); err != nil {
+		t.Fatal(err)
+	}
+	evs := b.events(t, r.ID)
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 1 {
+		t.Fatalf("RunOnce = %+v, %v; want the head only", s, err)
+	}
+	if got := b.qs.published()[0].Body.EventID; got != evs[0].ID {
+		t.Fatalf("published %s, want the head %s", got, evs[0].ID)
+	}
+	if w := b.deliver(t, evs[0].ID); w.Code != http.StatusOK {
+		t.Fatalf("head: %d %s", w.Code, w.Body)
+	}
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 1 || b.qs.published()[1].Body.EventID != evs[1].ID {
+		t.Fatalf("after the head: %+v, %v; want the second event published", s, err)
+	}
+}

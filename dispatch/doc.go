@@ -6,7 +6,8 @@
 //
 // # Publish
 //
-// The Publisher claims due, unpublished outbound events in batches
+// The Publisher claims due, unpublished outbound events that are their
+// record's head (no earlier unfinished event of the record) in batches
 // (PublishStatus 'publishing' with a publish lease; FOR UPDATE SKIP LOCKED
 // on PostgreSQL and MySQL) and publishes {"eventId": id} with the
 // deduplication id DedupID(id, generation): the event id for the first
@@ -33,8 +34,11 @@
 // a permanent failure dead-letters the event and answers 489 with
 // Upstash-NonRetryable-Error: true.
 //
-// Per-record order: an event whose record has an earlier unfinished event is
-// never applied first. The Handler pushes the record's earlier events first,
+// Per-record order: only record heads are published, so a record's next
+// event goes out once the one before it finished. Should an event still be
+// delivered while its record has an earlier unfinished event (a re-publish,
+// an event published before an earlier one was re-queued), it is never
+// applied first: the Handler pushes the record's earlier events first,
 // one by one, in their order, and then the delivered one; when an earlier
 // event is held by another delivery or waits for its retry, it answers 503
 // with Retry-After so that QStash delivers again later. (Unlike poll mode,

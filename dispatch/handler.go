@@ -52,7 +52,10 @@ type HandlerConfig struct {
 	// BusyRetryAfter is answered (503) while another delivery holds the event
 	// or an earlier event of its record; default BusyRetryAfterDefault.
 	BusyRetryAfter time.Duration
-	Metrics        *Metrics
+	// Wake is called after a delivery pushed events (the local publisher's
+	// Notify): the next event of the record is publishable now. Optional.
+	Wake    func()
+	Metrics *Metrics
 	Logger         *slog.Logger
 }
 
@@ -151,6 +154,9 @@ func (h *Handler) deliver(ctx context.Context, id string) answer {
 			return answer{code: http.StatusInternalServerError, msg: err.Error()}
 		}
 		if sum.Claimed > 0 {
+			if h.cfg.Wake != nil && sum.Completed+sum.Failed > 0 {
+				h.cfg.Wake()
+			}
 			return h.settled(ctx, id, sum, err)
 		}
 		ev, err := h.cfg.Store.Outbound().Get(ctx, id)

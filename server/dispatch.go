@@ -113,7 +113,7 @@ func (s *Server) qstashParts(mux *http.ServeMux, st store.Store, w *outbound.Wor
 	if err != nil {
 		return nil, err
 	}
-	h, err := dispatch.NewHandler(dispatch.HandlerConfig{Store: st, Worker: w, Verifier: v, Metrics: s.in.dispatch, Logger: s.log})
+	h, err := dispatch.NewHandler(dispatch.HandlerConfig{Store: st, Worker: w, Verifier: v, Metrics: s.in.dispatch, Logger: s.log, Wake: pub.Notify})
 	if err != nil {
 		return nil, err
 	}

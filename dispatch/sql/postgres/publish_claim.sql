@@ -1,8 +1,12 @@
 WITH cand AS (
-    SELECT Id FROM _System_IntegrationOutbound
-    WHERE Destination = ? AND Status = 'pending' AND NextAttemptDate <= ?
-      AND (PublishStatus IS NULL OR (PublishStatus IN ('publishing', 'publish_retry') AND PublishNextDate <= ?))
-    ORDER BY CreatedDate, Id LIMIT ?
+    SELECT e.Id FROM _System_IntegrationOutbound e
+    WHERE e.Destination = ? AND e.Status = 'pending' AND e.NextAttemptDate <= ?
+      AND (e.PublishStatus IS NULL OR (e.PublishStatus IN ('publishing', 'publish_retry') AND e.PublishNextDate <= ?))
+      AND NOT EXISTS (
+        SELECT 1 FROM _System_IntegrationOutbound x
+        WHERE x.Destination = e.Destination AND x.ObjectType = e.ObjectType AND x.RecordID = e.RecordID
+          AND x.Status IN ('pending', 'processing') AND x.Lane < e.Lane)
+    ORDER BY e.CreatedDate, e.Id LIMIT ?
     FOR UPDATE SKIP LOCKED
 )
 UPDATE _System_IntegrationOutbound AS t
