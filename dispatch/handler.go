@@ -56,7 +56,7 @@ type HandlerConfig struct {
 	// Notify): the next event of the record is publishable now. Optional.
 	Wake    func()
 	Metrics *Metrics
-	Logger         *slog.Logger
+	Logger  *slog.Logger
 }
 
 // Handler is the signed worker endpoint, POST /qstash/hubspot.
