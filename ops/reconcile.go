@@ -84,16 +84,14 @@ type ReconcileResult struct {
 	olderThan time.Duration
 }
 
-const reconcileNote = "hubsync workers poll the database and leases expire by themselves, so no event " +
-	"needs re-publishing (scheduled is always 0): every candidate listed is claimable now and is " +
-	"taken by the next claim of its key. Expired leases mean a worker died or stalled; overdue " +
-	"events mean no worker serves the key, or the workers are behind or out of API budget."
+const reconcileNote = "report only (scheduled is 0): every candidate listed is claimable by the next claim of its key. " +
+	"Expired leases mean a worker died or stalled; overdue events mean no worker serves the key, the workers are " +
+	"behind or out of API budget, or (push dispatch) the event's message was lost. Repair schedules them again."
 
-// Reconcile is seed 002's reconciliation sweep adapted to polling workers. In
-// seed 002 a push queue (QStash) could lose a publish, so the sweep re-scheduled
-// events; here the claim query itself picks up every due event and every
-// expired lease, so the sweep only finds and reports them: expired leases, and
-// due events unclaimed for longer than OlderThan. It changes nothing.
+// Reconcile is the finding half of seed 002's reconciliation sweep: expired
+// leases, and due events unclaimed for longer than OlderThan. It changes
+// nothing; Repair runs it and then schedules the candidates again (the
+// admin API's and the cron's sweep).
 //
 // Inbound and outbound events are examined per key with GetPending (oldest
 // first, at most Limit each); the internal queue is reported from the queue
