@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hubsync/hubsync/outbound"
@@ -59,10 +60,14 @@ type HandlerConfig struct {
 	Logger  *slog.Logger
 }
 
+// refusalLogEvery bounds how often refused signatures are logged.
+const refusalLogEvery = 10 * time.Second
+
 // Handler is the signed worker endpoint, POST /qstash/hubspot.
 type Handler struct {
-	cfg HandlerConfig
-	ps  *pubStore
+	cfg            HandlerConfig
+	ps             *pubStore
+	lastRefusalLog atomic.Int64
 }
 
 // NewHandler validates cfg and returns the Handler.
@@ -135,7 +140,12 @@ func (h *Handler) serve(r *http.Request) answer {
 		return answer{code: http.StatusRequestEntityTooLarge, msg: "body too large"}
 	}
 	if _, err := h.cfg.Verifier.VerifyRequest(r, body); err != nil {
-		h.cfg.Logger.Warn("qstash delivery refused", "err", err)
+		// At most one line per refusalLogEvery: a flood of forged requests
+		// must not flood the log (the metric counts every one).
+		if now := time.Now().UnixNano(); now-h.lastRefusalLog.Load() >= int64(refusalLogEvery) {
+			h.lastRefusalLog.Store(now)
+			h.cfg.Logger.Warn("qstash delivery refused: bad signature (check QSTASH_CURRENT_SIGNING_KEY/QSTASH_NEXT_SIGNING_KEY and HUBSYNC_WORKER_URL)", "err", err)
+		}
 		return answer{code: http.StatusUnauthorized, msg: "invalid signature"}
 	}
 	var b Body

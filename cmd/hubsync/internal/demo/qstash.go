@@ -104,7 +104,7 @@ func (q *qstashRun) configure(c *server.Config) {
 	c.QStashCurrentSigningKey, c.QStashNextSigningKey = cur, next
 	c.WorkerURL = "http://" + q.addr + dispatch.WorkerPath
 	// Deliveries paced to the HubSpot budget, so few are refused.
-	c.FlowControlRate, c.FlowControlPeriod = RateLimit, 10*time.Second
+	c.FlowControlRate, c.FlowControlPeriod = RateLimit*8/10, 10*time.Second
 	// Retries a second apart, doubling: a lost delivery comes back within
 	// seconds (QStash's default waits 12 s, then 2.5 min); a refusal's
 	// Retry-After still wins.
