@@ -1,5 +1,5 @@
 // Package dispatch is hubsync's second way of dispatching outbound events
-// (HUBSYNC_DISPATCH=qstash): instead of outbound workers polling the queue,
+// (server.Config.Dispatch "qstash"): instead of outbound workers polling the queue,
 // a Publisher hands each due event to Upstash QStash, which delivers it, at
 // least once and under flow control, to the signed worker endpoint
 // (Handler, POST /qstash/hubspot) of any replica.

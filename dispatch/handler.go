@@ -144,7 +144,7 @@ func (h *Handler) serve(r *http.Request) answer {
 		// must not flood the log (the metric counts every one).
 		if now := time.Now().UnixNano(); now-h.lastRefusalLog.Load() >= int64(refusalLogEvery) {
 			h.lastRefusalLog.Store(now)
-			h.cfg.Logger.Warn("qstash delivery refused: bad signature (check QSTASH_CURRENT_SIGNING_KEY/QSTASH_NEXT_SIGNING_KEY and HUBSYNC_WORKER_URL)", "err", err)
+			h.cfg.Logger.Warn("qstash delivery refused: bad signature (check the signing keys and the worker URL)", "err", err)
 		}
 		return answer{code: http.StatusUnauthorized, msg: "invalid signature"}
 	}

@@ -40,7 +40,7 @@ type PublisherConfig struct {
 	Store store.Store
 	// QStash publishes; usually a *qstash.Client.
 	QStash Publisher
-	// WorkerURL is the public URL of the worker endpoint (HUBSYNC_WORKER_URL).
+	// WorkerURL is the public URL of the worker endpoint.
 	WorkerURL string
 	// Destination is the outbound queue key; default "hubspot".
 	Destination string

@@ -32,9 +32,9 @@ const (
 
 // Config configures a Client.
 type Config struct {
-	// URL is QStash's base URL (QSTASH_URL), e.g. the emulator's address.
+	// URL is QStash's base URL, e.g. the emulator's address.
 	URL string
-	// Token is the bearer token (QSTASH_TOKEN).
+	// Token is the bearer token of the publish API.
 	Token string
 	// HTTPClient makes the requests; default a client with Timeout.
 	HTTPClient *http.Client

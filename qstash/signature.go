@@ -32,8 +32,8 @@ var ErrSignature = errors.New("qstash: invalid signature")
 
 // VerifierConfig configures a Verifier.
 type VerifierConfig struct {
-	// CurrentSigningKey and NextSigningKey are QSTASH_CURRENT_SIGNING_KEY and
-	// QSTASH_NEXT_SIGNING_KEY; the current one is required. The key is the
+	// CurrentSigningKey and NextSigningKey are QStash's current and next
+	// signing keys; the current one is required. The key is the
 	// string's bytes, not decoded.
 	CurrentSigningKey string
 	NextSigningKey    string

@@ -79,7 +79,7 @@ func (c Config) validateDispatch() []error {
 		add("QStashURL %q is not an absolute http(s) URL; set it to QStash's base URL (or the emulator's, hubsync sim -qstash)", c.QStashURL)
 	}
 	if c.QStashToken == "" {
-		add("QStashToken is empty; set it to the QStash token (console, \"QSTASH_TOKEN\")")
+		add("QStashToken is empty; set it to the QStash token (from the QStash console)")
 	}
 	if c.QStashCurrentSigningKey == "" {
 		add("QStashCurrentSigningKey is empty; set it to QStash's current signing key, which verifies deliveries")
