@@ -103,7 +103,9 @@ func (q *qstashRun) configure(c *server.Config) {
 	c.QStashURL, c.QStashToken = q.sim.URL(), q.sim.Token()
 	c.QStashCurrentSigningKey, c.QStashNextSigningKey = cur, next
 	c.WorkerURL = "http://" + q.addr + dispatch.WorkerPath
-	// Deliveries paced to the HubSpot budget, so few are refused.
+	// Deliveries paced below the HubSpot budget, leaving room for the
+	// SyncWorker's reads; refusals remain (after an injected 429 the budget
+	// pauses a whole window) and are answered 503 with Retry-After.
 	c.FlowControlRate, c.FlowControlPeriod = RateLimit*8/10, 10*time.Second
 	// Retries a second apart, doubling: a lost delivery comes back within
 	// seconds (QStash's default waits 12 s, then 2.5 min); a refusal's
