@@ -451,3 +451,42 @@ func testPublishRecordHeadsOnly(t *testing.T, d store.Dialect) {
 		t.Fatalf("after the head: %+v, %v; want the second event published", s, err)
 	}
 }
+
+// A dead letter re-queued (hubsync dlq retry) is published again at once,
+// under the next generation's deduplication id: the first message's id is
+// still in QStash's window.
+func TestRequeuedDeadLetterIsPublishedAgain(t *testing.T) {
+	dbtest.Each(t, testRequeuedDeadLetterIsPublishedAgain)
+}
+
+func testRequeuedDeadLetterIsPublishedAgain(t *testing.T, d store.Dialect) {
+	b := setup(t, d, options{})
+	ctx := context.Background()
+	res, err := b.st.Outbound().Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "widgets", RecordID: "w1",
+		EventType: store.EventCreate, Payload: json.RawMessage(`{"id":"w1","fields":{}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 1 {
+		t.Fatalf("publish: %+v, %v", s, err)
+	}
+	if w := b.deliver(t, res.ID); w.Code != StatusNonRetryable {
+		t.Fatalf("delivery: %d, want 489", w.Code)
+	}
+	if s, _ := b.pub.RunOnce(ctx); s.Claimed != 0 {
+		t.Fatalf("a dead letter was published: %+v", s)
+	}
+	if n, err := b.st.Outbound().Requeue(ctx, res.ID); err != nil || n != 1 {
+		t.Fatalf("requeue: %d, %v", n, err)
+	}
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 1 {
+		t.Fatalf("after the requeue: %+v, %v; want it published again", s, err)
+	}
+	pubs := b.qs.published()
+	if len(pubs) != 2 || pubs[1].Dedup != DedupID(res.ID, 1) {
+		t.Fatalf("publishes %+v; want the second under %q", pubs, DedupID(res.ID, 1))
+	}
+	if s, _ := b.pub.RunOnce(ctx); s.Claimed != 0 {
+		t.Fatalf("published a third time: %+v", s)
+	}
+}

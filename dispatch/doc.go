@@ -17,8 +17,9 @@
 // publish backs off ('publish_retry', RetryPolicy). A crash between the
 // publish and the mark leaves the publish lease to expire, and the next
 // claim publishes again with the same deduplication id, which QStash drops
-// within its window. The queue's own lease columns are never touched by the
-// Publisher.
+// within its window. A dead letter re-queued since its publish (its Lane
+// changed) is published again under the next generation. The queue's own
+// lease columns are never touched by the Publisher.
 //
 // # Deliver
 //

@@ -6,4 +6,5 @@ ALTER TABLE _System_IntegrationOutbound
     ADD COLUMN PublishNextDate   DATETIME(6),
     ADD COLUMN PublishedDate     DATETIME(6),
     ADD COLUMN QStashMessageID   VARCHAR(255),
-    ADD COLUMN PublishError      TEXT;
+    ADD COLUMN PublishError      TEXT,
+    ADD COLUMN PublishedLane     BIGINT;

@@ -8,6 +8,9 @@
 --   PublishAttempts   publishes tried; fences a publisher's mark
 --   PublishGeneration 0 for the first publish; the reconciliation sweep bumps
 --                     it to publish again under a new deduplication id
+--   PublishedLane     the event's Lane when it was published: a re-queued dead
+--                     letter gets a new Lane, and is published again (under
+--                     the next generation) without waiting for the sweep
 ALTER TABLE _System_IntegrationOutbound ADD COLUMN PublishStatus TEXT;
 ALTER TABLE _System_IntegrationOutbound ADD COLUMN PublishAttempts INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE _System_IntegrationOutbound ADD COLUMN PublishGeneration INTEGER NOT NULL DEFAULT 0;
@@ -15,3 +18,4 @@ ALTER TABLE _System_IntegrationOutbound ADD COLUMN PublishNextDate INTEGER;
 ALTER TABLE _System_IntegrationOutbound ADD COLUMN PublishedDate INTEGER;
 ALTER TABLE _System_IntegrationOutbound ADD COLUMN QStashMessageID TEXT;
 ALTER TABLE _System_IntegrationOutbound ADD COLUMN PublishError TEXT;
+ALTER TABLE _System_IntegrationOutbound ADD COLUMN PublishedLane INTEGER;

@@ -305,14 +305,6 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			if requeued, err = requeueDeadLetters(runCtx, st, firstDead); err != nil {
 				return nil, err
 			}
-			if qs != nil {
-				// In qstash mode a re-queued event was published before: the
-				// operator's sweep (POST /admin/reconcile {"older_than":"0s"})
-				// publishes it again at once instead of after the cron's age.
-				if _, err := ops.Repair(runCtx, st, ops.ReconcileRequest{OlderThan: "0s"}, dispatch.Rescheduler{Destination: "hubspot"}); err != nil {
-					return nil, fmt.Errorf("demo: reconcile after the re-queue: %w", err)
-				}
-			}
 			mon.setPhase("waiting for both sides to settle after the re-queue")
 			if convergeErr = waitConverged(runCtx, sim, q); convergeErr != nil {
 				convergeErr = fmt.Errorf("after re-queueing the dead letters: %w (-duration %s)", convergeErr, cfg.Duration)
