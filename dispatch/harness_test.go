@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -125,11 +126,9 @@ func setup(t testing.TB, d store.Dialect, o options) *bundle {
 	}
 	b.st = st
 	b.sim = hubspotsim.NewTest(t, hubspotsim.Config{Now: b.clock.Now, Seed: 7})
-	if b.budget, err = budget.NewMemory(budget.Config{Limit: max(o.budgetLimit, 1), Now: b.clock.Now}); err != nil {
+	// A budget out of the way unless the test sets one.
+	if b.budget, err = budget.NewMemory(budget.Config{Limit: cmp.Or(o.budgetLimit, 10000), Now: b.clock.Now}); err != nil {
 		t.Fatal(err)
-	}
-	if o.budgetLimit == 0 {
-		b.budget, _ = budget.NewMemory(budget.Config{Limit: 10000, Now: b.clock.Now})
 	}
 	client, err := hubspot.NewClient(hubspot.Config{BaseURL: b.sim.URL(), AccessToken: hubspotsim.AccessTokenDefault, Timeout: 2 * time.Second})
 	if err != nil {
