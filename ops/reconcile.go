@@ -3,6 +3,7 @@ package ops
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,6 +52,12 @@ type ReconcileCandidate struct {
 	LeaseOwner       string          `json:"lease_owner,omitempty"`
 	LeaseExpiresDate *time.Time      `json:"lease_expires_date,omitempty"`
 	RetryCount       int             `json:"retry_count"`
+	// Attempt is the fencing value of the candidate's last claim: a repair
+	// releases an expired lease under it, so a lease re-claimed meanwhile is
+	// left alone.
+	Attempt int `json:"attempt"`
+	// Scheduled is set by Repair when the candidate was scheduled again.
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // ReconcileQueue summarises the sweep of one queue key.
@@ -72,18 +79,19 @@ type ReconcileResult struct {
 	Queues     []ReconcileQueue     `json:"queues"`
 	Candidates []ReconcileCandidate `json:"candidates"`
 	Note       string               `json:"note"`
+
+	now       time.Time
+	olderThan time.Duration
 }
 
-const reconcileNote = "hubsync workers poll the database and leases expire by themselves, so no event " +
-	"needs re-publishing (scheduled is always 0): every candidate listed is claimable now and is " +
-	"taken by the next claim of its key. Expired leases mean a worker died or stalled; overdue " +
-	"events mean no worker serves the key, or the workers are behind or out of API budget."
+const reconcileNote = "report only (scheduled is 0): every candidate listed is claimable by the next claim of its key. " +
+	"Expired leases mean a worker died or stalled; overdue events mean no worker serves the key, the workers are " +
+	"behind or out of API budget, or (push dispatch) the event's message was lost. Repair schedules them again."
 
-// Reconcile is seed 002's reconciliation sweep adapted to polling workers. In
-// seed 002 a push queue (QStash) could lose a publish, so the sweep re-scheduled
-// events; here the claim query itself picks up every due event and every
-// expired lease, so the sweep only finds and reports them: expired leases, and
-// due events unclaimed for longer than OlderThan. It changes nothing.
+// Reconcile is the finding half of seed 002's reconciliation sweep: expired
+// leases, and due events unclaimed for longer than OlderThan. It changes
+// nothing; Repair runs it and then schedules the candidates again (the
+// admin API's and the cron's sweep).
 //
 // Inbound and outbound events are examined per key with GetPending (oldest
 // first, at most Limit each); the internal queue is reported from the queue
@@ -107,7 +115,7 @@ func Reconcile(ctx context.Context, st store.Store, req ReconcileRequest) (Recon
 		return ReconcileResult{}, err
 	}
 	now := m.Now
-	res := ReconcileResult{Candidates: []ReconcileCandidate{}, Queues: []ReconcileQueue{}, Note: reconcileNote}
+	res := ReconcileResult{Candidates: []ReconcileCandidate{}, Queues: []ReconcileQueue{}, Note: reconcileNote, now: now, olderThan: olderThan}
 	for _, q := range m.Queues {
 		rq := ReconcileQueue{Direction: q.Direction, Key: q.Key, OldestPendingAgeSeconds: q.OldestPendingAgeSeconds}
 		if q.Counts[store.StatusPending]+q.Counts[store.StatusProcessing] == 0 {
@@ -129,6 +137,7 @@ func Reconcile(ctx context.Context, st store.Store, req ReconcileRequest) (Recon
 				Direction: q.Direction, Key: q.Key, ID: s.ID, Status: s.Status,
 				CreatedDate: s.CreatedDate, NextAttemptDate: s.NextAttemptDate,
 				LeaseOwner: s.LeaseOwner, LeaseExpiresDate: s.LeaseExpiresDate, RetryCount: s.RetryCount,
+				Attempt: s.Attempt,
 			}
 			switch {
 			case s.Status == store.StatusProcessing && s.LeaseExpiresDate != nil && !s.LeaseExpiresDate.After(now):
@@ -146,4 +155,81 @@ func Reconcile(ctx context.Context, st store.Store, req ReconcileRequest) (Recon
 		res.Queues = append(res.Queues, rq)
 	}
 	return res, nil
+}
+
+// Scheduler schedules reconciliation candidates again: in poll mode
+// (PollScheduler) it releases expired leases for the next claim; in push
+// mode (dispatch.Rescheduler) it also publishes again what was published
+// long ago and never finished. Schedule sets Scheduled on each candidate it
+// scheduled and must be idempotent: a candidate already scheduled, or
+// finished meanwhile, is left alone.
+type Scheduler interface {
+	Schedule(ctx context.Context, st store.Store, now time.Time, olderThan time.Duration, cands []ReconcileCandidate) error
+}
+
+const repairNote = "each candidate marked scheduled was scheduled again: an expired lease was released for the next claim " +
+	"(its events are fenced, so a late worker changes nothing), and in push mode an event published at least older_than ago " +
+	"and still unfinished was published again under a new deduplication id (a late delivery of the old message is a no-op)."
+
+// Repair is Reconcile followed by the repair (seed 002's
+// scheduleCandidatesIdempotently): sched schedules the candidates again, and
+// Scheduled counts those it did. A nil sched is PollScheduler.
+func Repair(ctx context.Context, st store.Store, req ReconcileRequest, sched Scheduler) (ReconcileResult, error) {
+	res, err := Reconcile(ctx, st, req)
+	if err != nil {
+		return res, err
+	}
+	if sched == nil {
+		sched = PollScheduler{}
+	}
+	if err := sched.Schedule(ctx, st, res.now, res.olderThan, res.Candidates); err != nil {
+		return res, fmt.Errorf("reconcile: schedule: %w", err)
+	}
+	for _, c := range res.Candidates {
+		if c.Scheduled {
+			res.Scheduled++
+		}
+	}
+	res.Note = repairNote
+	return res, nil
+}
+
+// PollScheduler is the repair of poll mode: it releases each expired lease,
+// fenced by its attempt, so the event is pending and claimable at once.
+// Overdue pending events are claimable already and need nothing.
+type PollScheduler struct{}
+
+// Schedule implements Scheduler.
+func (PollScheduler) Schedule(ctx context.Context, st store.Store, _ time.Time, _ time.Duration, cands []ReconcileCandidate) error {
+	return ReleaseExpired(ctx, st, cands)
+}
+
+// ReleaseExpired releases the expired leases among cands, each under its own
+// attempt, and marks those released Scheduled. A lease lost meanwhile (the
+// event was claimed again) is skipped.
+func ReleaseExpired(ctx context.Context, st store.Store, cands []ReconcileCandidate) error {
+	for i := range cands {
+		c := &cands[i]
+		if c.Reason != ReasonExpiredLease {
+			continue
+		}
+		var err error
+		lease := store.Lease{ID: c.ID, Attempt: c.Attempt}
+		switch c.Direction {
+		case store.DirectionInbound:
+			err = st.Inbound().Release(ctx, 0, lease)
+		case store.DirectionOutbound:
+			err = st.Outbound().Release(ctx, 0, lease)
+		case store.DirectionInternal:
+			err = st.Internal().Release(ctx, 0, lease)
+		}
+		switch {
+		case errors.Is(err, store.ErrLeaseLost):
+		case err != nil:
+			return fmt.Errorf("release %s %s: %w", c.Direction, c.ID, err)
+		default:
+			c.Scheduled = true
+		}
+	}
+	return nil
 }

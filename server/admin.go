@@ -37,6 +37,8 @@ type adminAPI struct {
 	// driftRunner runs POST /admin/drift; nil without a HubSpot client.
 	driftRunner *driftRunner
 	mapping     *mapping.Set
+	// sched repairs what the reconciliation sweep finds (the dispatch mode's).
+	sched ops.Scheduler
 }
 
 // register mounts the admin routes. Without a token they are not mounted at all,
@@ -173,7 +175,7 @@ func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
 	if req.OlderThan == "" {
 		req.OlderThan = a.reconcileAfter.String()
 	}
-	res, err := ops.Reconcile(r.Context(), a.st, req)
+	res, err := ops.Repair(r.Context(), a.st, req, a.sched)
 	if err != nil {
 		return err
 	}

@@ -29,6 +29,7 @@ const (
 const (
 	authAreaAPI   = "api"
 	authAreaAdmin = "admin"
+	authAreaCron  = "cron"
 )
 
 // bearerAuth checks `Authorization: Bearer <token>` against a set of tokens

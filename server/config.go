@@ -145,6 +145,39 @@ type Config struct {
 	Drift DriftConfig
 	// Store configures the store (retry policy, clock).
 	Store store.Config
+
+	// Dispatch is how outbound events reach the outbound worker:
+	// DispatchPoll (default; workers poll the queue) or DispatchQStash (a
+	// publisher hands them to QStash, which delivers them to the signed
+	// worker endpoint, POST /qstash/hubspot). See dispatch.go.
+	Dispatch string
+	// QStashURL and QStashToken reach QStash's publish API; required in
+	// qstash mode.
+	QStashURL   string
+	QStashToken string
+	// QStashCurrentSigningKey (required in qstash mode) and
+	// QStashNextSigningKey verify the deliveries' Upstash-Signature.
+	QStashCurrentSigningKey string
+	QStashNextSigningKey    string
+	// WorkerURL is the public URL QStash delivers to (…/qstash/hubspot),
+	// exactly as the signatures' sub claim names it; required in qstash mode.
+	WorkerURL string
+	// FlowControlKey, FlowControlRate, FlowControlPeriod and
+	// FlowControlParallelism are QStash's flow control of the deliveries;
+	// defaults: the budget key with ':' as '-', FlowControlRateDefault per
+	// FlowControlPeriodDefault, FlowControlParallelismDefault at once.
+	FlowControlKey         string
+	FlowControlRate        int
+	FlowControlPeriod      time.Duration
+	FlowControlParallelism int
+	// QStashRetries is Upstash-Retries of each message; default
+	// qstash.RetriesDefault. QStashRetryDelay is Upstash-Retry-Delay, e.g.
+	// "pow(2, retried) * 1000" (milliseconds); empty keeps QStash's backoff.
+	QStashRetries    int
+	QStashRetryDelay string
+	// CronSecret is the bearer token of GET /api/cron/reconcile; empty turns
+	// the route off (404).
+	CronSecret string
 	// Logger receives the service's logs; default slog.Default().
 	Logger *slog.Logger
 }
@@ -195,6 +228,7 @@ func (c Config) WithDefaults() Config {
 	c.HTTP = c.HTTP.WithDefaults()
 	c.StatsTTL = cmp.Or(c.StatsTTL, StatsTTLDefault)
 	c.AuthFailureLogInterval = cmp.Or(c.AuthFailureLogInterval, AuthFailureLogIntervalDefault)
+	c = c.dispatchDefaults()
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -276,6 +310,7 @@ func (c Config) Validate() error {
 	if err := c.Store.Retry.Validate(); err != nil {
 		add("%v", err)
 	}
+	errs = append(errs, c.validateDispatch()...)
 	if len(errs) == 0 {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/dispatch"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbound"
@@ -84,6 +85,8 @@ type instruments struct {
 	// outbound is shared by the outbound worker (Config.Metrics) and read by
 	// outboundCollector at each scrape.
 	outbound *outbound.Metrics
+	// dispatch is shared by the QStash publisher and worker endpoint.
+	dispatch *dispatch.Metrics
 }
 
 func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *instruments {
@@ -111,6 +114,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 		webhookRejected:     counter(MetricWebhookRejected, "Events of accepted webhook deliveries refused on their own (listed by GET /admin/rejected), by reason.", "reason"),
 		authFailures:        counter(MetricAuthFailures, "Requests refused for a missing or wrong bearer token, by area (api, admin).", "area"),
 		outbound:            outbound.NewMetrics(),
+		dispatch:            dispatch.NewMetrics(),
 		stats:               &statsCollector{st: st, log: log, ttl: statsTTL, now: time.Now},
 	}
 	// The default queues' series exist from the start, so dashboards and alerts
@@ -127,7 +131,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 	reg.MustRegister(in.enqueued, in.claimed, in.processed, in.failed, in.retried, in.released,
 		in.hubspotCalls, in.hubspotRateLimited, in.hubspotRemaining, in.hubspotDailyRemain,
 		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.webhookRejected, in.authFailures,
-		in.stats, outboundCollector{m: in.outbound},
+		in.stats, outboundCollector{m: in.outbound}, dispatchCollector{m: in.dispatch},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return in
 }

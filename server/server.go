@@ -12,6 +12,7 @@ import (
 
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/dispatch"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/startstop"
@@ -313,6 +314,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 
 	var wake []notifier
+	var pub *dispatch.PublishService
 	if !cfg.DisableOutboundWorker {
 		w, err := outbound.NewWorker(outbound.Config{
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
@@ -323,9 +325,21 @@ func (s *Server) build(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.parts = append(s.parts, part{"outbound-worker", w.Start, w.Stop})
-		wake = append(wake, w)
+		if cfg.qstashMode() {
+			// QStash dispatches: the worker's loops never run, the worker
+			// endpoint pushes the delivered events through it.
+			if pub, err = s.qstashParts(mux, st, w); err != nil {
+				return err
+			}
+			wake = append(wake, pub)
+		} else {
+			s.parts = append(s.parts, part{"outbound-worker", w.Start, w.Stop})
+			wake = append(wake, w)
+		}
 	}
+	admin.sched = s.scheduler(pub)
+	admin.register(mux)
+	mux.Handle("GET "+CronReconcilePath, s.cronReconcile(admin.sched))
 
 	if !cfg.DisableRelay {
 		p, r, err := s.relayPart(st)

@@ -37,6 +37,20 @@ var configNames = map[string]string{
 	"DisableRelay":          "-relay=false",
 	"DisableCleanup":        "-cleanup=false",
 	"DisableAPI":            "-api=false",
+
+	"Dispatch":                "HUBSYNC_DISPATCH",
+	"QStashURL":               "QSTASH_URL",
+	"QStashToken":             "QSTASH_TOKEN",
+	"QStashCurrentSigningKey": "QSTASH_CURRENT_SIGNING_KEY",
+	"QStashNextSigningKey":    "QSTASH_NEXT_SIGNING_KEY",
+	"WorkerURL":               "HUBSYNC_WORKER_URL",
+	"FlowControlKey":          "HUBSYNC_FLOW_CONTROL_KEY",
+	"FlowControlRate":         "HUBSYNC_FLOW_CONTROL_RATE",
+	"FlowControlPeriod":       "HUBSYNC_FLOW_CONTROL_PERIOD",
+	"FlowControlParallelism":  "HUBSYNC_FLOW_CONTROL_PARALLELISM",
+	"CronSecret":              "CRON_SECRET",
+	"QStashRetries":           "HUBSYNC_QSTASH_RETRIES",
+	"QStashRetryDelay":        "HUBSYNC_QSTASH_RETRY_DELAY",
 }
 
 var configNameRE = func() *regexp.Regexp {

@@ -28,3 +28,19 @@ func TestNamingSettingsRetellsConfigErrors(t *testing.T) {
 		t.Error("namingSettings(nil) != nil")
 	}
 }
+
+func TestNamingSettingsNamesQStashSettings(t *testing.T) {
+	_, err := server.New(server.Config{DisableWebhooks: true, HubSpotAccessToken: "x", Dispatch: server.DispatchQStash,
+		FlowControlRate: -1, FlowControlParallelism: -1, CronSecret: "short"})
+	got := namingSettings(err)
+	for _, want := range []string{"QSTASH_URL", "QSTASH_TOKEN", "QSTASH_CURRENT_SIGNING_KEY", "HUBSYNC_WORKER_URL",
+		"HUBSYNC_FLOW_CONTROL_RATE", "HUBSYNC_FLOW_CONTROL_PARALLELISM", "CRON_SECRET"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("%q does not name %s", got, want)
+		}
+	}
+	_, err = server.New(server.Config{DisableWebhooks: true, HubSpotAccessToken: "x", Dispatch: "push"})
+	if got := namingSettings(err); !strings.Contains(got.Error(), "HUBSYNC_DISPATCH") {
+		t.Errorf("%q does not name HUBSYNC_DISPATCH", got)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,8 +21,9 @@ var errDiffer = errors.New("the two sides do not agree (see the report above)")
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("demo", stderr)
-	records := fs.Int("records", demo.ChangesDefault, "number of local record changes (creates, updates, deletes); HubSpot-side edits scale with it")
-	duration := fs.Duration("duration", demo.DurationDefault, "give up (and fail) if both sides have not converged within this time")
+	records := fs.Int("records", 0, fmt.Sprintf("number of local record changes (creates, updates, deletes); HubSpot-side edits scale with it (default %d; %d with -dispatch qstash)", demo.ChangesDefault, demo.QStashChangesDefault))
+	duration := fs.Duration("duration", 0, fmt.Sprintf("give up (and fail) if both sides have not converged within this time (default %s; %s with -dispatch qstash)", demo.DurationDefault, demo.QStashDurationDefault))
+	dispatchMode := fs.String("dispatch", demo.DispatchPoll, "how outbound events reach the worker: poll, or qstash (through the QStash emulator, with its delivery faults when -faults, to the signed worker endpoint)")
 	seed := fs.Int64("seed", demo.SeedDefault, "seed of the workload and of the simulator's faults")
 	faults := fs.Bool("faults", true, "inject HubSpot faults (5xx, 423, 429, latency, failed and duplicate webhooks, rare validation errors)")
 	keep := fs.Bool("keep", false, "keep the temporary directory (SQLite database, service log) and print its path")
@@ -41,11 +43,14 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fs.Usage()
 		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
-	if *records < 1 {
+	if *records < 0 || (*records == 0 && isSet(fs, "records")) {
 		return fmt.Errorf("-records is %d; use a positive number of changes, e.g. -records 300", *records)
 	}
-	if *duration <= 0 {
+	if *duration < 0 || (*duration == 0 && isSet(fs, "duration")) {
 		return fmt.Errorf("-duration is %s; use a positive duration, e.g. -duration 2m", *duration)
+	}
+	if *dispatchMode != demo.DispatchPoll && *dispatchMode != demo.DispatchQStash {
+		return fmt.Errorf("-dispatch is %q; use %s or %s", *dispatchMode, demo.DispatchPoll, demo.DispatchQStash)
 	}
 	out := stdout
 	if f, ok := stdout.(*os.File); ok {
@@ -53,7 +58,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	rep, err := demo.Run(ctx, demo.Config{
 		Changes: *records, Duration: *duration, Seed: *seed, NoFaults: !*faults,
-		Keep: *keep, Quiet: *quiet, Out: out,
+		Keep: *keep, Quiet: *quiet, Out: out, Dispatch: *dispatchMode,
 	})
 	if err != nil {
 		return err
@@ -63,4 +68,11 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errDiffer
 	}
 	return nil
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -136,6 +136,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.duration(&cfg.DrainTimeout, "drain-timeout", "HUBSYNC_DRAIN_TIMEOUT", server.DrainTimeoutDefault, "how long a graceful stop may take")
 	e.duration(&cfg.MaxEventSkew, "max-event-skew", "HUBSYNC_MAX_EVENT_SKEW", inbound.MaxEventSkewDefault, "refuse webhook events whose occurredAt is further ahead of this clock")
 	finishDrift := driftSettings(e, &cfg.Drift, true)
+	dispatchFlags(e, &cfg)
 	webhooks := fs.Bool("webhooks", true, "serve POST /webhooks/hubspot")
 	syncWorker := fs.Bool("sync-worker", true, "run the SyncWorker (inbound events → records)")
 	outboundWorker := fs.Bool("outbound-worker", true, "run the outbound worker (records → HubSpot)")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/qstash/qstashsim"
 )
 
 func init() {
@@ -28,6 +30,12 @@ type simSettings struct {
 	// when they are the simulator's fakes, the variable's name otherwise, so
 	// a real token from the environment is never echoed.
 	tokenShown, secretShown string
+	// qstash serves the QStash emulator on the same address, with qcfg.
+	qstash bool
+	qcfg   qstashsim.Config
+	// qShown are the QStash credentials to print, hidden as above:
+	// token, current and next signing key.
+	qShown [3]string
 }
 
 // parseSim reads the flags and the environment serve reads too
@@ -48,8 +56,16 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 	seed := fs.Int64("seed", 1, "seed of fault randomness")
 	faultsJSON := fs.String("faults", "", `injected faults as JSON, e.g. {"error500":0.05,"error429":0.02,"latency":"20ms","webhookDuplicate":0.1}`)
 	fs.BoolVar(&st.verbose, "v", false, "log every request")
+	fs.BoolVar(&st.qstash, "qstash", false, "also serve the QStash emulator (/v2/publish, /v2/dlq, /_sim/qstash/) on this address: QSTASH_URL is the simulator's URL")
+	var qToken, qCurrent, qNext string
+	e.secret(&qToken, "qstash-token", "QSTASH_TOKEN", "with -qstash, the only QStash token accepted; default the official dev server's")
+	e.secret(&qCurrent, "qstash-current-signing-key", "QSTASH_CURRENT_SIGNING_KEY", "with -qstash, the key that signs deliveries; default "+qstashsim.CurrentSigningKeyDefault)
+	e.secret(&qNext, "qstash-next-signing-key", "QSTASH_NEXT_SIGNING_KEY", "with -qstash, the next signing key; default "+qstashsim.NextSigningKeyDefault)
+	qSignNext := fs.Bool("qstash-sign-with-next", false, "with -qstash, sign deliveries with the next key, as after a key roll")
+	qScale := fs.Float64("qstash-delay-scale", 1, "with -qstash, multiply retry backoff, Retry-After and Upstash-Delay waits by this (e.g. 0.01)")
+	qFaults := fs.String("qstash-faults", "", `with -qstash, injected delivery faults as JSON, e.g. {"drop":0.05,"delay":0.1,"delayDuration":"200ms","duplicate":0.05}`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hubsync sim [flags]\n\nRuns the HubSpot simulator (CRM objects, properties, batch, search, rate limits,\nsigned webhooks, faults) until SIGINT/SIGTERM. Control API under /_sim/.\nIt reads HUBSPOT_ACCESS_TOKEN, HUBSPOT_CLIENT_SECRET and HUBSPOT_APP_ID as\nserve does, so one .env configures both; a flag given on the command line wins.")
+		fmt.Fprintln(stderr, "usage: hubsync sim [flags]\n\nRuns the HubSpot simulator (CRM objects, properties, batch, search, rate limits,\nsigned webhooks, faults) until SIGINT/SIGTERM. Control API under /_sim/.\nIt reads HUBSPOT_ACCESS_TOKEN, HUBSPOT_CLIENT_SECRET and HUBSPOT_APP_ID as\nserve does, so one .env configures both; a flag given on the command line wins.\nWith -qstash it also emulates QStash on the same address, reading QSTASH_TOKEN,\nQSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY (default: the official\nlocal development values).")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -84,7 +100,47 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 			return st, fmt.Errorf("-faults: %w", err)
 		}
 	}
+	if err := qstashSimSettings(&st, qToken, qCurrent, qNext, *qSignNext, *qScale, *qFaults); err != nil {
+		return st, err
+	}
 	return st, nil
+}
+
+// qstashSimSettings fills the QStash emulator's settings, defaulting to the
+// official local development values and naming the variable or flag of any
+// bad value.
+func qstashSimSettings(st *simSettings, token, current, next string, signNext bool, scale float64, faults string) error {
+	shown := func(v, def, env string) (string, string) {
+		switch v {
+		case "":
+			return def, def
+		case def:
+			return v, v
+		}
+		return v, "(your " + env + ")"
+	}
+	token, st.qShown[0] = shown(token, qstashsim.TokenDefault, "QSTASH_TOKEN")
+	current, st.qShown[1] = shown(current, qstashsim.CurrentSigningKeyDefault, "QSTASH_CURRENT_SIGNING_KEY")
+	next, st.qShown[2] = shown(next, qstashsim.NextSigningKeyDefault, "QSTASH_NEXT_SIGNING_KEY")
+	if current == next {
+		return errors.New("QSTASH_CURRENT_SIGNING_KEY and QSTASH_NEXT_SIGNING_KEY (-qstash-current-signing-key, -qstash-next-signing-key) are equal; give the next key another value")
+	}
+	if !(scale > 0 && scale <= 1000) {
+		return fmt.Errorf("-qstash-delay-scale %v must be above 0 and at most 1000 (1: QStash's real waits, 0.01: a hundred times faster)", scale)
+	}
+	st.qcfg = qstashsim.Config{
+		Token: token, CurrentSigningKey: current, NextSigningKey: next,
+		SignWithNext: signNext, DelayScale: scale, Seed: st.cfg.Seed,
+	}
+	if faults != "" {
+		if err := json.Unmarshal([]byte(faults), &st.qcfg.Faults); err != nil {
+			return fmt.Errorf("-qstash-faults: %w", err)
+		}
+		if err := st.qcfg.Faults.Validate(); err != nil {
+			return fmt.Errorf("-qstash-faults: %w", err)
+		}
+	}
+	return nil
 }
 
 func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -101,13 +157,38 @@ func runSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer sim.Close()
-	if err := sim.Start(st.addr); err != nil {
-		return err
+	base := ""
+	if st.qstash {
+		qcfg := st.qcfg
+		qcfg.Logger = cfg.Logger
+		q, err := qstashsim.New(qcfg)
+		if err != nil {
+			return err
+		}
+		defer q.Close()
+		// One address for both: QStash's paths go to the emulator, the rest
+		// to the HubSpot simulator.
+		if err := q.StartWith(st.addr, sim.Handler()); err != nil {
+			return err
+		}
+		base = q.URL()
+	} else {
+		if err := sim.Start(st.addr); err != nil {
+			return err
+		}
+		base = sim.URL()
 	}
-	fmt.Fprintf(stdout, "hubspot simulator listening on %s\n", sim.URL())
-	fmt.Fprintf(stdout, "  HUBSPOT_API_BASE=%s HUBSPOT_ACCESS_TOKEN=%s HUBSPOT_CLIENT_SECRET=%s HUBSPOT_APP_ID=%d\n", sim.URL(), st.tokenShown, st.secretShown, cfg.AppID)
+	fmt.Fprintf(stdout, "hubspot simulator listening on %s\n", base)
+	fmt.Fprintf(stdout, "  HUBSPOT_API_BASE=%s HUBSPOT_ACCESS_TOKEN=%s HUBSPOT_CLIENT_SECRET=%s HUBSPOT_APP_ID=%d\n", base, st.tokenShown, st.secretShown, cfg.AppID)
 	if cfg.WebhookURL != "" {
 		fmt.Fprintf(stdout, "  webhooks to %s\n", cfg.WebhookURL)
+	}
+	if st.qstash {
+		fmt.Fprintf(stdout, "qstash emulator on the same address (stats at %s/_sim/qstash/stats)\n", base)
+		fmt.Fprintf(stdout, "  QSTASH_URL=%s\n  QSTASH_TOKEN=%s\n  QSTASH_CURRENT_SIGNING_KEY=%s\n  QSTASH_NEXT_SIGNING_KEY=%s\n", base, st.qShown[0], st.qShown[1], st.qShown[2])
+		if st.qcfg.SignWithNext {
+			fmt.Fprintln(stdout, "  signing deliveries with the next key")
+		}
 	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "hubspot simulator stopped")

@@ -59,6 +59,8 @@ type Report struct {
 	// HubSpot is what the simulator counted: API calls, 429s by policy
 	// (the limit itself) and injected faults by kind, webhooks.
 	HubSpot hubspotsim.Counters
+	// QStash is set in qstash dispatch mode.
+	QStash *QStashReport
 	// EchoesReceived counts inbound events caused by hubsync's own writes.
 	EchoesReceived int64
 	// LoopsOutbound counts outbound events produced by a sync from their own
@@ -234,6 +236,9 @@ func (r *Report) Write(w io.Writer) {
 	}
 	p("  webhooks: %d events delivered in %d requests (%d failed attempts retried, %d dropped); %d echoes of our own writes received and ignored",
 		c.WebhooksSent, c.WebhookDeliveries, c.WebhookFailures, c.WebhooksDropped, r.EchoesReceived)
+	if r.QStash != nil {
+		r.QStash.write(p)
+	}
 	p("")
 	p("loops: %d outbound events from HubSpot's own sync, %d echoes applied to records only edited locally (both must be 0)", r.LoopsOutbound, r.EchoWrites)
 	p("")

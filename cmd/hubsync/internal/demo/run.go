@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hubsync/hubsync/dispatch"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
@@ -63,12 +64,23 @@ type Config struct {
 	Faults *hubspotsim.Faults
 	// NoDrift skips the drift part (made after the run on purpose).
 	NoDrift bool
+	// Dispatch is how outbound events reach the worker: DispatchPoll (the
+	// default) or DispatchQStash, through the QStash emulator (with its
+	// delivery faults unless NoFaults) and the signed worker endpoint, with
+	// the reconciliation cron running. Changes and Duration then default to
+	// QStashChangesDefault and QStashDurationDefault.
+	Dispatch string
 	// BeforeReport, when set, runs after both sides converged and before the
 	// comparison; tests use it to break the sync on purpose.
 	BeforeReport func(ctx context.Context, h *Harness) error
 }
 
 func (c Config) withDefaults() Config {
+	c.Dispatch = cmp.Or(c.Dispatch, DispatchPoll)
+	if c.Dispatch == DispatchQStash {
+		c.Changes = cmp.Or(c.Changes, QStashChangesDefault)
+		c.Duration = cmp.Or(c.Duration, QStashDurationDefault)
+	}
 	c.Changes = cmp.Or(c.Changes, ChangesDefault)
 	c.Duration = cmp.Or(c.Duration, DurationDefault)
 	c.Seed = cmp.Or(c.Seed, SeedDefault)
@@ -85,6 +97,9 @@ func (c Config) validate() error {
 	}
 	if c.Duration < 0 {
 		errs = append(errs, fmt.Errorf("Duration (-duration) is %s; use a positive duration (0 means %s)", c.Duration, DurationDefault))
+	}
+	if c.Dispatch != "" && c.Dispatch != DispatchPoll && c.Dispatch != DispatchQStash {
+		errs = append(errs, fmt.Errorf("Dispatch (-dispatch) is %q; use %s or %s", c.Dispatch, DispatchPoll, DispatchQStash))
 	}
 	return errors.Join(errs...)
 }
@@ -179,7 +194,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, fmt.Errorf("demo: admin token: %w", err)
 	}
 	adminToken := hex.EncodeToString(tokenBytes)
-	srv, err := server.New(server.Config{
+	var qs *qstashRun
+	if cfg.Dispatch == DispatchQStash {
+		if qs, err = startQStash(cfg); err != nil {
+			return nil, err
+		}
+		defer qs.sim.Close()
+	}
+	scfg := server.Config{
 		APITokens:           []string{apiToken},
 		AdminToken:          adminToken,
 		Mapping:             m,
@@ -199,7 +221,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		// The drift part runs once the sync is idle, so its scans may take most
 		// of the budget window; a production scan keeps the default 0.2.
 		Drift: server.DriftConfig{BudgetShare: 0.8},
-	})
+	}
+	if qs != nil {
+		qs.configure(&scfg)
+	}
+	srv, err := server.New(scfg)
 	if err != nil {
 		return nil, fmt.Errorf("demo: service: %w", err)
 	}
@@ -232,6 +258,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	counts := w.Counts()
 	fmt.Fprintf(out, "hubsync demo: HubSpot simulator at %s, hubsync on SQLite at %s\n", sim.URL(), api)
+	if qs != nil {
+		fmt.Fprintf(out, "dispatch: qstash, through the QStash emulator at %s (delivery faults %s) to %s%s; reconciliation cron every %s\n",
+			qs.sim.URL(), onOff(!cfg.NoFaults), api, dispatch.WorkerPath, cronInterval)
+	}
 	fmt.Fprintf(out, "workload (seed %d): %d local changes (%d creates, %d updates, %d deletes) and %d HubSpot user edits; faults %s; rate limit %d calls/10 s\n",
 		cfg.Seed, len(w.Local), counts[LocalCreate], counts[LocalUpdate], counts[LocalDelete], len(w.HubSpot), onOff(!cfg.NoFaults), RateLimit)
 	fmt.Fprintln(out, "records are edited on one side only: same-field edits on both sides within the sync latency may legitimately end differently")
@@ -245,6 +275,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	prog.Start(runCtx)
 
 	subs := &subsDriver{api: api, token: apiToken, http: d.http, seed: cfg.Seed}
+	if qs != nil {
+		go qs.cron(runCtx, d.http)
+	}
 	errc := make(chan error, 3)
 	go func() { errc <- d.runLocal(runCtx) }()
 	go func() { errc <- d.runHubSpot(runCtx) }()
@@ -314,6 +347,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if rep.Subscriptions, err = collectSubscriptions(rctx, subs, st, sim); err != nil {
 		return nil, err
+	}
+	if qs != nil {
+		rep.QStash = qs.report(rctx, d.http)
 	}
 	rep.Converged = converged
 	rep.FirstDeadLetters, rep.Requeued = firstDead, requeued

@@ -127,3 +127,35 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("err = %v, want one naming Changes (-records)", err)
 	}
 }
+
+// TestRunQStashIsConsistent runs the demo with outbound events dispatched
+// through the QStash emulator (its delivery faults on: drops, delays,
+// duplicates) to the signed worker endpoint, and the reconciliation cron.
+func TestRunQStashIsConsistent(t *testing.T) {
+	var out bytes.Buffer
+	rep, err := Run(t.Context(), Config{Changes: 80, Seed: 3, Faults: testFaults(), Dispatch: DispatchQStash, Quiet: true, Out: &out, Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Write(&out)
+	if !rep.OK() {
+		t.Fatalf("qstash demo not consistent:\n%s", out.String())
+	}
+	q := rep.QStash
+	if q == nil {
+		t.Fatal("no QStash report")
+	}
+	if q.Published == 0 || q.Deliveries[200] == 0 || q.Emulator.Delivered == 0 {
+		t.Errorf("nothing went through QStash: %+v", q)
+	}
+	if q.Deliveries[401] != 0 || q.Deliveries[500] != 0 {
+		t.Errorf("deliveries refused or failed: %v", q.Deliveries)
+	}
+	if q.Emulator.Dropped+q.Emulator.Duplicated+q.Emulator.Delayed == 0 {
+		t.Error("no QStash fault injected")
+	}
+	if rep.Limit429() != 0 {
+		t.Errorf("%d 429s from the rate limit", rep.Limit429())
+	}
+	t.Logf("report:\n%s", out.String())
+}

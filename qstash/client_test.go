@@ -1,0 +1,95 @@
+package qstash
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+)
+
+func TestPublishSendsTheDocumentedHeaders(t *testing.T) {
+	type seen struct {
+		path string
+		h    http.Header
+		body string
+	}
+	got := make(chan seen, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.URL.Path, r.Header.Clone(), string(b)}
+		w.Write([]byte(`{"messageId":"msg_1","deduplicated":false}`))
+	}))
+	defer srv.Close()
+	c, err := NewClient(Config{URL: srv.URL, Token: "tok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Publish(context.Background(), Message{
+		Destination: "https://w.example.com/qstash/hubspot", Body: []byte(`{"eventId":"e1"}`), DeduplicationID: "e1",
+		FlowControl: FlowControl{Key: "k", Rate: 150, Period: 10 * time.Second, Parallelism: 12},
+	})
+	if err != nil || res.MessageID != "msg_1" {
+		t.Fatalf("Publish = %+v, %v", res, err)
+	}
+	s := <-got
+	if s.path != "/v2/publish/https://w.example.com/qstash/hubspot" {
+		t.Errorf("path %q", s.path)
+	}
+	want := map[string]string{
+		"Authorization": "Bearer tok", "Upstash-Method": "POST", "Upstash-Retries": "5",
+		"Upstash-Deduplication-Id": "e1", "Upstash-Flow-Control-Key": "k",
+		"Upstash-Flow-Control-Value": "parallelism=12, rate=150, period=10s", "Content-Type": "application/json",
+	}
+	for k, v := range want {
+		if s.h.Get(k) != v {
+			t.Errorf("%s = %q, want %q", k, s.h.Get(k), v)
+		}
+	}
+	if s.body != `{"eventId":"e1"}` {
+		t.Errorf("body %q", s.body)
+	}
+}
+
+func TestPublishErrors(t *testing.T) {
+	status := http.StatusUnauthorized
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if status == http.StatusOK {
+			w.Write([]byte(`not json`))
+			return
+		}
+		w.Header().Set("Retry-After", "7")
+		w.WriteHeader(status)
+		w.Write([]byte(`{"error":"nope"}`))
+	}))
+	defer srv.Close()
+	c, _ := NewClient(Config{URL: srv.URL, Token: "tok"})
+	m := Message{Destination: "https://w/x", Body: []byte(`{}`)}
+	var qe *Error
+	if _, err := c.Publish(context.Background(), m); !errors.As(err, &qe) || qe.StatusCode != 401 || !qe.Permanent() || qe.Message != "nope" {
+		t.Fatalf("401: %v", err)
+	}
+	status = http.StatusTooManyRequests
+	if _, err := c.Publish(context.Background(), m); !errors.As(err, &qe) || qe.Permanent() || qe.RetryAfter != 7*time.Second {
+		t.Fatalf("429: %v", err)
+	}
+	status = http.StatusOK
+	if _, err := c.Publish(context.Background(), m); !errors.As(err, &qe) {
+		t.Fatalf("bad answer: %v", err)
+	}
+	srv.Close()
+	if _, err := c.Publish(context.Background(), m); !errors.As(err, &qe) || qe.StatusCode != 0 || qe.Permanent() {
+		t.Fatalf("unreachable: %v", err)
+	}
+}
+
+func TestNewClientValidates(t *testing.T) {
+	if _, err := NewClient(Config{URL: "nope", Token: "t"}); err == nil {
+		t.Fatal("bad URL accepted")
+	}
+	if _, err := NewClient(Config{URL: "http://x"}); err == nil {
+		t.Fatal("empty token accepted")
+	}
+}
