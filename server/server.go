@@ -299,7 +299,6 @@ func (s *Server) build(ctx context.Context) error {
 			return err
 		}
 	}
-	admin.register(mux)
 
 	var syncWorker *inbound.Worker
 	if !cfg.DisableSyncWorker {
