@@ -120,15 +120,24 @@ func ambiguous(t *testing.T, b *bundle, hubspotFirst bool) (recID, hid string) {
 	if hubspotFirst {
 		edit()
 	}
-	time.Sleep(2 * time.Millisecond) // distinct clocks, not a wait for anything
+	nextMilli() // distinct clocks
 	if _, err := b.recs.Update(context.Background(), "contacts", rec.ID, rec.Version, map[string]any{"first_name": "Augusta"}); err != nil {
 		t.Fatal(err)
 	}
 	b.deadLetter(t, rec.ID)
 	if !hubspotFirst {
+		nextMilli()
 		edit()
 	}
 	return rec.ID, hid
+}
+
+// nextMilli returns once the wall clock has moved past the current
+// millisecond, so that the next edit's timestamp is later than the last.
+func nextMilli() {
+	for ms := time.Now().UnixMilli(); time.Now().UnixMilli() <= ms; {
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 func TestAmbiguousIsReportedNotOverwritten(t *testing.T) {

@@ -354,7 +354,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Converged = converged
 	rep.FirstDeadLetters, rep.Requeued = firstDead, requeued
 	if rep.syncOK() && !cfg.NoDrift {
-		fmt.Fprintln(out, "making drift on purpose: webhooks dropped and paused in the simulator, a local row changed behind the API; then POST /admin/drift")
+		fmt.Fprintln(out, "making drift on purpose: webhooks dropped and paused in the simulator, a local row changed behind the API; then POST /admin/drift (faults off: a HubSpot error stops a scan)")
+		if err := sim.SetFaults(hubspotsim.Faults{}); err != nil {
+			return nil, fmt.Errorf("demo: clear faults before the drift part: %w", err)
+		}
 		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		dd := &driftDemo{sim: sim, st: st, q: q, api: api, token: adminToken, http: d.http}
 		rep.Drift, err = dd.run(dctx)
