@@ -293,6 +293,10 @@ func (s *Server) build(ctx context.Context) error {
 		}
 	}
 
+	if err := s.mountUI(mux, db, st, recs, lk, client, bud); err != nil {
+		return err
+	}
+
 	var syncWorker *inbound.Worker
 	if !cfg.DisableSyncWorker {
 		syncWorker, err = inbound.NewWorker(inbound.WorkerConfig{

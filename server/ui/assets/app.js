@@ -11,6 +11,7 @@
     for (const [k, v] of Object.entries(attrs || {})) {
       if (v === undefined || v === null || v === false) continue;
       if (k === "class") e.className = v;
+      else if (k === "style") e.style.cssText = v; // CSSOM, which the CSP allows
       else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
       else e.setAttribute(k, v === true ? "" : v);
     }
