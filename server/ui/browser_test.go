@@ -351,7 +351,7 @@ func TestScreenshots(t *testing.T) {
 	shot := func(name, url, ready string, after ...chromedp.Action[chromedp.Void]) {
 		actions := []chromedp.Action[chromedp.Void]{chromedp.Navigate(b.base + url), until(ready)}
 		run(t, ctx, name, append(actions, after...)...)
-		buf := value(t, ctx, name, chromedp.FullScreenshot(90))
+		buf := value(t, ctx, name, chromedp.FullScreenshot(100))
 		if err := os.WriteFile(filepath.Join(dir, name+".png"), buf, 0o644); err != nil {
 			t.Fatal(err)
 		}
