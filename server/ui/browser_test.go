@@ -362,3 +362,29 @@ func TestScreenshots(t *testing.T) {
 	shot("record", "/admin/ui/record?type=contacts&id="+contact, `!!document.querySelector('#r-hubspot-id')`,
 		chromedp.Click(chromedp.CSS(`#r-read`)), until(`(document.querySelector('tr[data-field="first_name"] td.remote')||{}).textContent === "Grace"`))
 }
+
+// TestBrowserPhoneWidth opens the three pages at a phone's width: nothing
+// runs off the side of the page (wide tables scroll inside their box) and the
+// controls stay usable.
+func TestBrowserPhoneWidth(t *testing.T) {
+	ctx := newBrowser(t, 1366, 900)
+	// A headless window is at least 500 px wide; the viewport emulates the phone.
+	run(t, ctx, "phone viewport", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	b := startService(t)
+	contact := b.createContact(t, map[string]any{"email": "grace@example.com", "first_name": "Grace", "last_name": "Hopper"})
+	dead := b.deadLetters(t, 1, "dead", "HubSpot said 400: Property values were not valid")
+	signIn(t, ctx, b.base)
+	fits := until(`window.innerWidth <= 400 && document.documentElement.scrollWidth <= window.innerWidth`)
+	run(t, ctx, "overview", until(`!!document.querySelector('tr[data-queue="outbound/`+otherKey+`"]')`))
+	run(t, ctx, "overview fits", fits)
+	run(t, ctx, "dead letters",
+		chromedp.Navigate(b.base+"/admin/ui/deadletters?direction=outbound&key="+otherKey),
+		until(`!!document.querySelector('tr[data-id="`+dead[0]+`"]')`), fits,
+		chromedp.Click(chromedp.CSS(`tr[data-id="`+dead[0]+`"] button.retry-one`)),
+		until(`!!document.querySelector('#dls tr.empty')`),
+	)
+	run(t, ctx, "record",
+		chromedp.Navigate(b.base+"/admin/ui/record?type=contacts&id="+contact),
+		chromedp.WaitVisible(chromedp.CSS(`#r-hubspot-id`)), fits,
+	)
+}
