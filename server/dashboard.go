@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/server/ui"
 	"github.com/hubsync/hubsync/store"
@@ -36,6 +38,7 @@ func (s *Server) mountUI(mux *http.ServeMux, db *hubsync.DB, st store.Store, rec
 	}
 	d, err := ui.New(ui.Config{
 		Token: cfg.AdminToken, Store: st, Records: recs, Links: lk, Mapping: cfg.Mapping,
+		Metrics: func(context.Context) (ops.Metrics, error) { return s.in.stats.load() },
 		HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey, BudgetUse: reader.WindowUse,
 		Activity: s.in.activity, TrustedProxies: cfg.TrustedProxies, PublicOrigin: origin,
 		OnAuthFailure: func(r *http.Request) { s.failures.record(authAreaAdmin, r) },

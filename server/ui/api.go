@@ -125,7 +125,7 @@ type overviewResponse struct {
 var overviewSeries = []string{SeriesProcessedInbound, SeriesProcessedOutbound, SeriesHubSpotCalls, SeriesHubSpot429, SeriesWebhookSigFailed, SeriesBudgetDenied}
 
 func (u *UI) overview(w http.ResponseWriter, r *http.Request) error {
-	m, err := ops.LoadMetrics(r.Context(), u.cfg.Store)
+	m, err := u.cfg.Metrics(r.Context())
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
 )
@@ -58,6 +59,10 @@ type Config struct {
 	HubSpot   *hubspot.Client
 	Budget    budget.Budget
 	BudgetKey string
+	// Metrics reads the queue figures of the overview; default
+	// ops.LoadMetrics on Store. The server passes its cached reading (the one
+	// behind /metrics), so open dashboards add no load on the database.
+	Metrics func(ctx context.Context) (ops.Metrics, error)
 	// BudgetUse reads the shared budget's window for the overview; nil shows none.
 	BudgetUse func(ctx context.Context, key string) (budget.WindowUse, error)
 	// Activity is this process's last hour, for the charts.
@@ -98,6 +103,10 @@ func New(cfg Config) (*UI, error) {
 	}
 	if cfg.Mapping == nil {
 		cfg.Mapping = mapping.Default()
+	}
+	if cfg.Metrics == nil {
+		st := cfg.Store
+		cfg.Metrics = func(ctx context.Context) (ops.Metrics, error) { return ops.LoadMetrics(ctx, st) }
 	}
 	if cfg.Activity == nil {
 		cfg.Activity = NewActivity(cfg.Now)
@@ -293,9 +302,9 @@ func (u *UI) logout(w http.ResponseWriter, r *http.Request) {
 }
 
 type pageData struct {
-	Page       string
-	CSRF       string
-	Base       string
+	Page string
+	CSRF string
+	Base string
 	// ObjectTypes are the mapped object types, for the record page.
 	ObjectTypes []string
 }

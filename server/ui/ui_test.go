@@ -307,14 +307,18 @@ func TestBadInput(t *testing.T) {
 		{"oversized record id", 400, func() (int, string) { return get("/admin/ui/api/record?type=contacts&id=" + strings.Repeat("1", 256)) }},
 		{"record id with a newline", 400, func() (int, string) { return get("/admin/ui/api/record?type=contacts&id=a%0Ab") }},
 		{"unlinked HubSpot id", 404, func() (int, string) { return get("/admin/ui/api/record?type=contacts&hubspot_id=999") }},
-		{"retry: malformed JSON", 400, func() (int, string) { return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":`) }},
+		{"retry: malformed JSON", 400, func() (int, string) {
+			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":`)
+		}},
 		{"retry: unknown field", 400, func() (int, string) {
 			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound","ids":["x"],"drop":true}`)
 		}},
 		{"retry: trailing data", 400, func() (int, string) {
 			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound","ids":["x"]} {}`)
 		}},
-		{"retry: not JSON", 415, func() (int, string) { return post("/admin/ui/api/deadletters/retry", "text/plain", `direction=outbound`) }},
+		{"retry: not JSON", 415, func() (int, string) {
+			return post("/admin/ui/api/deadletters/retry", "text/plain", `direction=outbound`)
+		}},
 		{"retry: oversized", 413, func() (int, string) {
 			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound","ids":["`+strings.Repeat("a", JSONBodyMax)+`"]}`)
 		}},
@@ -324,7 +328,9 @@ func TestBadInput(t *testing.T) {
 		{"retry: malformed id", 400, func() (int, string) {
 			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound","ids":["a\u0000b"]}`)
 		}},
-		{"retry: nothing selected", 400, func() (int, string) { return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound"}`) }},
+		{"retry: nothing selected", 400, func() (int, string) {
+			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound"}`)
+		}},
 		{"discard: no reason", 400, func() (int, string) {
 			return post("/admin/ui/api/deadletters/discard", "application/json", `{"direction":"outbound","ids":["`+ids[0]+`"],"reason":" "}`)
 		}},
