@@ -18,6 +18,7 @@ import (
 
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/ops"
@@ -326,6 +327,11 @@ func TestScreenshots(t *testing.T) {
 	}
 	ctx := newBrowser(t, 1366, 900)
 	b := startService(t)
+	// HubSpot's webhooks of hubsync's own writes come back (as echoes, kept
+	// but not applied), so the inbound side has work too.
+	if err := b.sim.SetWebhookURL(b.base + inbound.WebhookPath); err != nil {
+		t.Fatal(err)
+	}
 	signIn(t, ctx, b.base)
 	var contact string
 	for i, n := range []string{"Grace Hopper", "Alan Turing", "Ada Lovelace", "Edsger Dijkstra", "Barbara Liskov", "Donald Knuth"} {
@@ -356,10 +362,11 @@ func TestScreenshots(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	shot("overview", "/admin/ui/", `Number((document.querySelector('tr[data-queue="outbound/hubspot"] td.processed')||{}).textContent) >= 6`)
+	shot("overview", "/admin/ui/", `Number((document.querySelector('tr[data-queue="outbound/hubspot"] td.processed')||{}).textContent) >= 6 && Number((document.querySelector('tr[data-queue="inbound/hubspot"] td.processed')||{}).textContent) >= 7`)
 	shot("deadletters", "/admin/ui/deadletters?direction=outbound&key="+otherKey, `document.querySelectorAll('#dls tbody tr[data-id]').length === 3`,
 		chromedp.Click(chromedp.CSS(`#dls tbody tr[data-id] details summary`)))
 	shot("record", "/admin/ui/record?type=contacts&id="+contact, `!!document.querySelector('#r-hubspot-id')`,
+		until(`document.querySelectorAll('#r-inbound tbody td.processed').length >= 2`),
 		chromedp.Click(chromedp.CSS(`#r-read`)), until(`(document.querySelector('tr[data-field="first_name"] td.remote')||{}).textContent === "Grace"`))
 }
 

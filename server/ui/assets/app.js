@@ -267,7 +267,8 @@
   let current = null;
   function eventRows(tb, evs) {
     const rows = evs.map((e) => el("tr", {},
-      el("td", {}, when(e.created_date)), el("td", {}, e.event_type),
+      el("td", {}, when(e.created_date)),
+      el("td", {}, e.event_type, e.payload ? el("details", {}, el("summary", {}, "payload"), el("pre", {}, JSON.stringify(e.payload, null, 2))) : null),
       el("td", { class: e.status }, e.status + (e.attempt ? " (" + e.attempt + ")" : "")),
       el("td", { class: "failed" }, e.error_message || "")));
     if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 4, class: "muted" }, "None kept.")));
