@@ -302,6 +302,18 @@ func (u *UI) discard(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// discardedShown is how many discarded dead letters the dead-letter page lists.
+const discardedShown = 20
+
+func (u *UI) discarded(w http.ResponseWriter, r *http.Request) error {
+	ds, err := ops.ListDiscarded(r.Context(), u.cfg.Store, discardedShown)
+	if err != nil {
+		return err
+	}
+	httpjson.Write(w, http.StatusOK, map[string]any{"discarded": ds})
+	return nil
+}
+
 // recordResponse is the answer of GET api/record.
 type recordResponse struct {
 	ObjectType string `json:"object_type"`

@@ -277,6 +277,7 @@ func TestBrowserDashboard(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#discard-reason`), "contact merged away in the app"),
 		chromedp.Click(chromedp.CSS(`#discard-selected`)),
 		until(`!`+row(dead[1])+` && !!`+row(dead[2])),
+		until(`(document.querySelector('#discarded tr[data-id="`+dead[1]+`"] td.reason')||{}).textContent === "contact merged away in the app"`),
 	)
 	discarded, err := ops.ListDiscarded(context.Background(), b.srv.Store(), 0)
 	if err != nil || len(discarded) != 1 || discarded[0].ID != dead[1] || discarded[0].Reason != "contact merged away in the app" {
@@ -344,6 +345,10 @@ func TestScreenshots(t *testing.T) {
 	b.enqueueOther(t, 3, "pending")
 	b.deadLetters(t, 2, "dead", "HubSpot said 400: Property values were not valid: lifecyclestage")
 	b.deadLetters(t, 1, "dead-conflict", "HubSpot said 409: Contact already exists")
+	gone := b.deadLetters(t, 1, "dead-test", "HubSpot said 400: INVALID_EMAIL")
+	if _, err := ops.DiscardDeadLetters(context.Background(), b.srv.Store(), ops.DiscardRequest{Direction: store.DirectionOutbound, IDs: gone, Reason: "test contact from the staging import"}); err != nil {
+		t.Fatal(err)
+	}
 	// HubSpot's side differs on one field, as after an edit not yet synced.
 	run(t, ctx, "link", chromedp.Navigate(b.base+"/admin/ui/record?type=contacts&id="+contact), chromedp.WaitVisible(chromedp.CSS(`#r-hubspot-id`)))
 	id := value(t, ctx, "hubspot id", chromedp.Text(chromedp.CSS(`#r-hubspot-id`)))

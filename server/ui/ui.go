@@ -138,6 +138,7 @@ func (u *UI) Register(mux *http.ServeMux) {
 	api("GET", "deadletters", false, u.deadLetters)
 	api("POST", "deadletters/retry", true, u.retry)
 	api("POST", "deadletters/discard", true, u.discard)
+	api("GET", "discarded", false, u.discarded)
 	api("GET", "record", false, u.record)
 	api("POST", "record/hubspot", true, u.recordHubSpot)
 }

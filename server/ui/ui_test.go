@@ -366,6 +366,9 @@ func TestDeadLettersAPI(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(out, `"discarded":1`) {
 		t.Fatalf("discard = %d %s", resp.StatusCode, out)
 	}
+	if resp, out = b.do(t, req{method: "GET", path: "/admin/ui/api/discarded", cookie: c}); resp.StatusCode != 200 || !strings.Contains(out, `"reason":"test record"`) || !strings.Contains(out, ids[0]) {
+		t.Fatalf("discarded = %d %s; want %s with its reason", resp.StatusCode, out, ids[0])
+	}
 	resp, out = b.do(t, req{method: "POST", path: "/admin/ui/api/deadletters/retry", cookie: c, csrf: csrf, contentType: "application/json",
 		body: `{"direction":"outbound","all":true,"object_type":"contacts"}`})
 	if resp.StatusCode != 200 || !strings.Contains(out, `"requeued":1`) {

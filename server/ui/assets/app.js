@@ -210,6 +210,21 @@
     $("#more").hidden = !next;
     history.replaceState(null, "", "?" + query(f));
   }
+  async function loadDiscarded() {
+    let d;
+    try {
+      d = await api("GET", "discarded");
+    } catch (e) {
+      flash(e.message, true);
+      return;
+    }
+    const rows = d.discarded.map((x) => el("tr", { "data-id": x.id },
+      el("td", {}, when(x.discarded_date)),
+      el("td", {}, x.direction + " · " + x.event_type + " · " + x.object_type, el("div", { class: "muted" }, x.key || "internal")),
+      el("td", {}, x.record_id), el("td", { class: "reason" }, x.reason), el("td", { class: "muted" }, x.error_message)));
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 5, class: "muted" }, "Nothing discarded.")));
+    $("#discarded tbody").replaceChildren(...rows);
+  }
   async function retry(body) {
     try {
       const r = await api("POST", "deadletters/retry", body);
@@ -259,8 +274,10 @@
         flash("Discard failed: " + e.message, true);
       }
       await loadDead(false);
+      await loadDiscarded();
     });
     loadDead(false);
+    loadDiscarded();
   }
 
   // ---- record ----
