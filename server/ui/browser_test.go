@@ -193,7 +193,9 @@ func (b bundle) status(t *testing.T, id string) store.Status {
 func run(t *testing.T, ctx context.Context, step string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	if err := chromedp.Do(ctx, actions...); err != nil {
-		t.Fatalf("%s: %v", step, err)
+		// Say what the page showed, to tell a slow step from a wrong one.
+		state, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " | flash: " + ((document.querySelector('#flash')||{}).textContent||"") + " | " + document.body.innerText.slice(-1500)`))
+		t.Fatalf("%s: %v\npage: %s", step, err, state)
 	}
 }
 
@@ -256,7 +258,7 @@ func TestBrowserDashboard(t *testing.T) {
 	// Dead letters: retry one with its button, discard one with a reason,
 	// then retry all matching after the confirmation.
 	dead := b.deadLetters(t, 4, "dead", "HubSpot said 400: Property values were not valid")
-	row := func(id string) string { return `document.querySelector('tr[data-id="` + id + `"]')` }
+	row := func(id string) string { return `document.querySelector('#dls tr[data-id="` + id + `"]')` }
 	run(t, ctx, "dead letters listed",
 		chromedp.Navigate(b.base+"/admin/ui/deadletters?direction=outbound&key="+otherKey),
 		until(row(dead[0])+` && `+row(dead[3])),
@@ -274,7 +276,9 @@ func TestBrowserDashboard(t *testing.T) {
 	}
 	run(t, ctx, "discard one",
 		chromedp.Click(chromedp.CSS(`tr[data-id="`+dead[1]+`"] input.pick`)),
+		until(`!document.querySelector('#discard-selected').disabled`),
 		chromedp.SendKeys(chromedp.CSS(`#discard-reason`), "contact merged away in the app"),
+		until(`document.querySelector('#discard-reason').value === "contact merged away in the app"`),
 		chromedp.Click(chromedp.CSS(`#discard-selected`)),
 		until(`!`+row(dead[1])+` && !!`+row(dead[2])),
 		until(`(document.querySelector('#discarded tr[data-id="`+dead[1]+`"] td.reason')||{}).textContent === "contact merged away in the app"`),
