@@ -121,8 +121,16 @@ func New(cfg Config) (*UI, error) {
 // Register mounts the dashboard on mux under Path.
 func (u *UI) Register(mux *http.ServeMux) {
 	static, _ := fs.Sub(assetsFS, "assets")
-	files := http.FileServerFS(static)
-	mux.Handle("GET "+Path+"/static/{file}", u.headers(http.StripPrefix(Path+"/static/", files)))
+	files := http.StripPrefix(Path+"/static/", http.FileServerFS(static))
+	// Only the script and the style sheet; the page templates are not served raw.
+	mux.Handle("GET "+Path+"/static/{file}", u.headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.PathValue("file") {
+		case "app.js", "app.css":
+			files.ServeHTTP(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	})))
 	mux.Handle("GET "+Path+"/login", u.headers(http.HandlerFunc(u.loginForm)))
 	mux.Handle("POST "+Path+"/login", u.headers(http.HandlerFunc(u.login)))
 	mux.Handle("POST "+Path+"/logout", u.headers(u.session(true, u.logout)))

@@ -174,6 +174,15 @@ func TestSignIn(t *testing.T) {
 		}
 	}
 
+	// The script and styles are served to anyone (the sign-in form uses
+	// them), the templates are not.
+	if resp, _ := b.do(t, req{method: "GET", path: "/admin/ui/static/app.js"}); resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/javascript") {
+		t.Errorf("app.js = %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if resp, _ := b.do(t, req{method: "GET", path: "/admin/ui/static/layout.html"}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a template = %d, want 404", resp.StatusCode)
+	}
+
 	// A tampered or expired cookie is no session.
 	bad := *c
 	bad.Value = c.Value[:len(c.Value)-2] + "xx"
