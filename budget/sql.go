@@ -18,7 +18,7 @@ var sqlFS embed.FS
 // queries are one dialect's statements: sql/NAME.sql, overridden by
 // sql/<dialect>/NAME.sql where the dialect needs other SQL.
 type queries struct {
-	ensure, lock, save, usage string
+	ensure, lock, save, usage, window string
 }
 
 func loadQueries(d store.Dialect) (queries, error) {
@@ -26,7 +26,7 @@ func loadQueries(d store.Dialect) (queries, error) {
 	if err != nil {
 		return queries{}, fmt.Errorf("budget: %w", err)
 	}
-	return queries{ensure: qs.Get("ensure"), lock: qs.Get("lock"), save: qs.Get("save"), usage: qs.Get("usage")}, nil
+	return queries{ensure: qs.Get("ensure"), lock: qs.Get("lock"), save: qs.Get("save"), usage: qs.Get("usage"), window: qs.Get("window")}, nil
 }
 
 // SQL is a Budget shared by every replica through the hubsync database (table

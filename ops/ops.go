@@ -249,6 +249,7 @@ type queue interface {
 	RequeueAll(ctx context.Context, key string) (int64, error)
 	deadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.EventHeader, error)
 	getPending(ctx context.Context, key string, limit int) ([]store.EventHeader, error)
+	get(ctx context.Context, id string) (store.EventHeader, error)
 }
 
 // headerQueue implements queue for the store.Queue of one event type.
@@ -264,6 +265,14 @@ func headers[E store.Event](evs []E, err error) ([]store.EventHeader, error) {
 
 func (q headerQueue[E]) deadLetters(ctx context.Context, f store.DeadLetterFilter) ([]store.EventHeader, error) {
 	return headers(q.DeadLetters(ctx, f))
+}
+
+func (q headerQueue[E]) get(ctx context.Context, id string) (store.EventHeader, error) {
+	e, err := q.Get(ctx, id)
+	if err != nil {
+		return store.EventHeader{}, err
+	}
+	return e.Header(), nil
 }
 
 func (q headerQueue[E]) getPending(ctx context.Context, key string, limit int) ([]store.EventHeader, error) {

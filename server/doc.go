@@ -31,6 +31,14 @@
 // mountRecordsAPI does, never on the outer mux: it is then guarded like the
 // records API without further code.
 //
+// # The dashboard
+//
+// With an admin token, mountUI serves the operator dashboard of package
+// server/ui at /admin/ui: a sign-in form exchanges the token for a session
+// cookie, and every action carries a CSRF token. Its activity charts are fed
+// where the Prometheus counters are counted (instruments.activity); its queue
+// figures are the cached reading behind /metrics.
+//
 // The listener's timeouts and header limit are Config.HTTP; /readyz tells an
 // anonymous caller its status only, the reason goes to the log.
 //

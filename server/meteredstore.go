@@ -233,6 +233,7 @@ func (m *meter) complete(leases []store.Lease, err error) {
 		k := m.key(l.ID)
 		if !gone[l.ID] {
 			m.in.processed.WithLabelValues(string(m.dir), k).Inc()
+			m.in.activity.Add(processedSeries(m.dir), 1)
 		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/outbox"
+	"github.com/hubsync/hubsync/server/ui"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -82,6 +83,9 @@ type instruments struct {
 	authFailures        *prometheus.CounterVec
 	stats               *statsCollector
 
+	// activity is the last hour per minute, for the dashboard's charts.
+	activity *ui.Activity
+
 	// outbound is shared by the outbound worker (Config.Metrics) and read by
 	// outboundCollector at each scrape.
 	outbound *outbound.Metrics
@@ -115,6 +119,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 		authFailures:        counter(MetricAuthFailures, "Requests refused for a missing or wrong bearer token, by area (api, admin).", "area"),
 		outbound:            outbound.NewMetrics(),
 		dispatch:            dispatch.NewMetrics(),
+		activity:            ui.NewActivity(nil),
 		stats:               &statsCollector{st: st, log: log, ttl: statsTTL, now: time.Now},
 	}
 	// The default queues' series exist from the start, so dashboards and alerts
@@ -143,8 +148,10 @@ func (in *instruments) handler() http.Handler {
 // onHubSpotResponse is the HubSpot client's OnResponse hook.
 func (in *instruments) onHubSpotResponse(rl hubspot.RateLimit, code int) {
 	in.hubspotCalls.WithLabelValues(strconv.Itoa(code)).Inc()
+	in.activity.Add(ui.SeriesHubSpotCalls, 1)
 	if code == http.StatusTooManyRequests {
 		in.hubspotRateLimited.Inc()
+		in.activity.Add(ui.SeriesHubSpot429, 1)
 	}
 	if rl.Present {
 		if rl.Max > 0 {
@@ -164,6 +171,7 @@ func (in *instruments) instrumentWebhooks(h http.Handler) http.Handler {
 		in.webhookRequests.WithLabelValues(strconv.Itoa(sw.code)).Inc()
 		if sw.code == http.StatusUnauthorized {
 			in.webhookVerifyFailed.Inc()
+			in.activity.Add(ui.SeriesWebhookSigFailed, 1)
 		}
 	})
 }
@@ -204,8 +212,20 @@ func (b meteredBudget) Reserve(ctx context.Context, key string, tokens int) (bud
 		b.in.budgetTokens.WithLabelValues(key).Add(float64(tokens))
 	default:
 		b.in.budgetReservations.WithLabelValues(key, "denied").Inc()
+		b.in.activity.Add(ui.SeriesBudgetDenied, 1)
 	}
 	return r, err
+}
+
+// processedSeries is the dashboard series counting the processed events of dir.
+func processedSeries(dir store.Direction) string {
+	if dir == store.DirectionInbound {
+		return ui.SeriesProcessedInbound
+	}
+	if dir == store.DirectionOutbound {
+		return ui.SeriesProcessedOutbound
+	}
+	return "processed_internal"
 }
 
 // defaultQueues are the queues of a standard deployment: HubSpot both ways and

@@ -299,6 +299,9 @@ func (s *Server) build(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := s.mountUI(mux, db, st, recs, lk, client, bud); err != nil {
+		return err
+	}
 
 	var syncWorker *inbound.Worker
 	if !cfg.DisableSyncWorker {

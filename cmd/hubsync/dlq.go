@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	register("dlq", command{summary: "list or re-queue dead letters (dlq list|retry)", run: runDLQ})
+	register("dlq", command{summary: "list, re-queue or discard dead letters (dlq list|retry|discard)", run: runDLQ})
 }
 
 // idList is a repeatable, comma-separated -id flag.
@@ -32,9 +32,9 @@ func (l *idList) Set(s string) error {
 
 func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	usage := func() {
-		fmt.Fprintln(stderr, "usage: hubsync dlq list  [-direction D] [-key K] [-limit N] [-after ID] [-json]\n       hubsync dlq retry [-direction D] (-id ID[,ID...] | -key K -all)")
+		fmt.Fprintln(stderr, "usage: hubsync dlq list  [-direction D] [-key K] [-limit N] [-after ID] [-json]\n       hubsync dlq retry [-direction D] (-id ID[,ID...] | -key K -all)\n       hubsync dlq discard [-direction D] -id ID[,ID...] -reason TEXT")
 	}
-	if len(args) == 0 || (args[0] != "list" && args[0] != "retry") {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "retry" && args[0] != "discard") {
 		usage()
 		return errUsage
 	}
@@ -44,12 +44,16 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	direction := fs.String("direction", "outbound", "queue: inbound, outbound or internal")
 	key := fs.String("key", "", "exact source (inbound) or destination (outbound), e.g. hubspot")
 	var ids idList
-	limit, after, asJSON, all := new(int), new(string), new(bool), new(bool)
-	if action == "list" {
+	limit, after, asJSON, all, reason := new(int), new(string), new(bool), new(bool), new(string)
+	switch action {
+	case "list":
 		limit = fs.Int("limit", ops.DeadLetterLimitDefault, "most dead letters to list")
 		after = fs.String("after", "", "list ids after this one (paging)")
 		asJSON = fs.Bool("json", false, "print JSON")
-	} else {
+	case "discard":
+		fs.Var(&ids, "id", "dead letter id to discard (repeatable, or comma-separated)")
+		reason = fs.String("reason", "", "why they are discarded; kept with each event (required)")
+	default:
 		fs.Var(&ids, "id", "dead letter id to re-queue (repeatable, or comma-separated)")
 		all = fs.Bool("all", false, "re-queue every dead letter of -key")
 	}
@@ -74,6 +78,14 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer db.Close()
 
+	if action == "discard" {
+		res, err := ops.DiscardDeadLetters(ctx, db.Store, ops.DiscardRequest{Direction: dir, IDs: ids, Reason: *reason})
+		if err != nil {
+			return fmt.Errorf("-id/-reason: %w", err)
+		}
+		fmt.Fprintf(stdout, "discarded %d %s dead letters\n", res.Discarded, dir)
+		return nil
+	}
 	if action == "retry" {
 		res, err := ops.RetryDeadLetters(ctx, db.Store, ops.RetryRequest{Direction: dir, IDs: ids, Key: *key, All: *all})
 		if err != nil {

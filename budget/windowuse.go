@@ -1,0 +1,61 @@
+package budget
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// WindowUse is what one key's budget holds right now, for operators: the
+// calls counted in the rolling window against its limit, today's calls
+// against the daily limit, and any pause in force.
+type WindowUse struct {
+	Key string `json:"key"`
+	// Used is the calls counted in the rolling window ending now; Limit and
+	// Window are the key's limit.
+	Used   int64         `json:"used"`
+	Limit  int64         `json:"limit"`
+	Window time.Duration `json:"window_ns"`
+	// CallsToday counts the calls granted since midnight UTC; DailyLimit is
+	// negative when there is none.
+	CallsToday int64 `json:"calls_today"`
+	DailyLimit int64 `json:"daily_limit"`
+	// PausedUntil is set while the key is paused after a 429.
+	PausedUntil *time.Time `json:"paused_until,omitempty"`
+}
+
+// WindowUse reads key's budget without changing it or locking it. A key that
+// has never reserved anything reads as empty.
+func (b *SQL) WindowUse(ctx context.Context, key string) (WindowUse, error) {
+	l, err := b.cfg.limitsFor(key, 1)
+	if err != nil {
+		return WindowUse{}, fmt.Errorf("budget: window use: %w", err)
+	}
+	u := WindowUse{Key: key, Limit: l.limit, Window: time.Duration(l.window) * time.Microsecond, DailyLimit: l.daily}
+	var (
+		width, head, day, dayCount, paused, clock int64
+		counts                                    string
+	)
+	err = b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock)
+	if errors.Is(err, sql.ErrNoRows) {
+		return u, nil
+	}
+	if err != nil {
+		return WindowUse{}, fmt.Errorf("budget: window use of %q: %w", key, err)
+	}
+	s, err := loadState(l, width, head, counts)
+	if err != nil {
+		return WindowUse{}, err
+	}
+	s.day, s.dayCount, s.pausedUntil, s.clock = day, dayCount, paused, clock
+	now := b.cfg.Now().UnixMicro()
+	s.advance(l, now)
+	u.Used, u.CallsToday = s.used(), s.dayCount
+	if s.pausedUntil > now {
+		t := time.UnixMicro(s.pausedUntil).UTC()
+		u.PausedUntil = &t
+	}
+	return u, nil
+}

@@ -1,0 +1,44 @@
+package budget
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
+)
+
+func TestSQLWindowUse(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		db := dbtest.Migrated(t, d)
+		clock := newClock()
+		ctx := context.Background()
+		b := newSQL(t, db, Config{Limit: 100, Window: 10 * time.Second, DailyLimit: 1000, Now: clock.Now})
+		u, err := b.WindowUse(ctx, "k")
+		if err != nil || u.Used != 0 || u.Limit != 100 || u.DailyLimit != 1000 || u.Window != 10*time.Second {
+			t.Fatalf("WindowUse of an unused key = %+v, %v; want 0 of 100 per 10s", u, err)
+		}
+		for range 2 {
+			if r, err := b.Reserve(ctx, "k", 7); err != nil || !r.Granted {
+				t.Fatalf("Reserve = %+v, %v", r, err)
+			}
+		}
+		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 14 || u.CallsToday != 14 || u.PausedUntil != nil {
+			t.Fatalf("WindowUse after 14 calls = %+v, %v; want 14 used, 14 today, no pause", u, err)
+		}
+		if err := b.Observe(ctx, "k", Observation{RateLimited: true, Policy: "TEN_SECONDLY_ROLLING", RetryAfter: 5 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 100 || u.PausedUntil == nil {
+			t.Fatalf("WindowUse after a 429 = %+v, %v; want the window full and a pause", u, err)
+		}
+		clock.Advance(11 * time.Second)
+		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 0 || u.PausedUntil != nil || u.CallsToday != 14 {
+			t.Fatalf("WindowUse a window later = %+v, %v; want the window empty, no pause, today's 14 kept", u, err)
+		}
+		if _, err := b.WindowUse(ctx, ""); err == nil {
+			t.Fatal("WindowUse of an empty key: want an error")
+		}
+	})
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/ops"
+	"github.com/hubsync/hubsync/outbox"
+	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/store/sqlitestore"
+)
+
+func TestDLQDiscardCommand(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Migrated(t, store.SQLite)
+	st, err := sqlitestore.New(db.DB, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 2 {
+		p, _ := outbox.Snapshot{ID: fmt.Sprint(i), Fields: map[string]any{}}.Marshal()
+		if _, err := st.Outbound().Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: fmt.Sprint(i), EventType: store.EventCreate, Payload: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs, err := st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot"})
+	if err != nil || len(evs) != 2 {
+		t.Fatalf("claim: %d, %v", len(evs), err)
+	}
+	for _, e := range evs {
+		if err := st.Outbound().Fail(ctx, e.Lease(), "VALIDATION_ERROR: bad email"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := baseEnv("HUBSYNC_DATABASE_URL=" + db.URL)
+	if code, out, errOut := runCmd(t, env, "dlq", "discard", "-direction", "outbound", "-id", evs[0].ID); code == 0 || !strings.Contains(errOut, "reason") {
+		t.Fatalf("dlq discard without -reason = %d\n%s%s; want a refusal naming the reason", code, out, errOut)
+	}
+	if code, out, errOut := runCmd(t, env, "dlq", "discard", "-direction", "outbound", "-id", evs[0].ID, "-reason", "test contact"); code != 0 || !strings.Contains(out, "discarded 1") {
+		t.Fatalf("dlq discard = %d\n%s%s", code, out, errOut)
+	}
+	got, err := ops.ListDiscarded(ctx, st, 0)
+	if err != nil || len(got) != 1 || got[0].ID != evs[0].ID || got[0].Reason != "test contact" {
+		t.Fatalf("discarded = %+v, %v", got, err)
+	}
+}
