@@ -14,7 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/internal/httpjson"
 	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/mapping"
@@ -112,6 +116,9 @@ type ReceiverConfig struct {
 	// admits one writer, and its busy-wait lets an unlucky writer starve past
 	// HubSpot's 5 s timeout, while an in-process queue keeps waits fair.
 	MaxConcurrentStores int
+	// TracerProvider traces each delivery, with a link to the trace of each
+	// event it stored (see internal/eventtrace); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 func (c ReceiverConfig) withDefaults() ReceiverConfig {
@@ -192,8 +199,9 @@ func (c ReceiverConfig) validate() error {
 // with its reason), the others are stored, and the answer is 200 with the
 // count of rejected events.
 type Receiver struct {
-	cfg ReceiverConfig
-	sem chan struct{} // nil when MaxConcurrentStores is 0
+	cfg    ReceiverConfig
+	sem    chan struct{} // nil when MaxConcurrentStores is 0
+	tracer trace.Tracer
 }
 
 // NewReceiver validates cfg and returns a Receiver.
@@ -202,7 +210,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("inbound: %w", err)
 	}
-	rc := &Receiver{cfg: cfg}
+	rc := &Receiver{cfg: cfg, tracer: eventtrace.Tracer(cfg.TracerProvider)}
 	if cfg.MaxConcurrentStores > 0 {
 		rc.sem = make(chan struct{}, cfg.MaxConcurrentStores)
 	}
@@ -223,6 +231,9 @@ type errorResponse struct {
 // ServeHTTP handles one delivery.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	ctx, span := rc.tracer.Start(r.Context(), "hubsync.webhook.delivery", trace.WithSpanKind(trace.SpanKindServer))
+	defer span.End()
+	r = r.WithContext(ctx)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		rc.reject(w, http.StatusMethodNotAllowed, RejectMethod, "use POST")
@@ -318,6 +329,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if x.Inserted {
 				inserted++
 			}
+			// A duplicate links to the event stored by the first delivery.
+			eventtrace.LinkEnqueued(ctx, x.ID)
 		}
 	}
 	if len(rejects) > 0 {
@@ -331,6 +344,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h := rc.cfg.Hooks.OnAccept; h != nil {
 		h(len(parsed)+len(bad), inserted, time.Since(start))
 	}
+	span.SetAttributes(attribute.Int("hubsync.events.received", len(parsed)+len(bad)), attribute.Int("hubsync.events.inserted", inserted),
+		attribute.Int("hubsync.events.rejected", len(rejects)))
 	httpjson.Write(w, http.StatusOK, receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)})
 }
 

@@ -8,8 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
 )
@@ -26,6 +30,9 @@ type cycle struct {
 	leaseShort  bool // the lease has too little time left for another call
 	sum         Summary
 	errs        []error
+	// spans are the claimed events' own spans, by event id; a HubSpot call
+	// links to those of the events it carries.
+	spans map[string]trace.SpanContext
 }
 
 // storeCtx is for bookkeeping after HubSpot calls: it survives the
@@ -38,7 +45,16 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	if len(evs) == 0 {
 		return Summary{}, nil
 	}
-	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration))}
+	ctx, span := w.tracer.Start(ctx, "hubsync.outbound.cycle", trace.WithAttributes(attribute.Int("hubsync.events", len(evs))))
+	defer span.End()
+	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration)), spans: make(map[string]trace.SpanContext, len(evs))}
+	for _, ev := range evs {
+		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.outbound.event", ev.ID,
+			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.record_id", ev.RecordID),
+			attribute.String("hubsync.event_type", ev.EventType))
+		c.spans[ev.ID] = evSpan.SpanContext()
+		defer evSpan.End()
+	}
 	c.sum.Claimed = len(evs)
 	if evs = c.handOff(evs); len(evs) == 0 {
 		return c.sum, errors.Join(c.errs...)
@@ -182,7 +198,8 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		return
 	}
 	hs := cfg.HubSpot
-	ctx := c.ctx
+	ctx, span := c.callSpan(op, t, recs)
+	defer span.End()
 	var res *hubspot.BatchResult
 	var err error
 	c.sum.Calls++
@@ -219,6 +236,7 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		res, err = hs.BatchRead(ctx, t, ids, []string{idProperty}, idProperty)
 	}
 	c.countRateLimited(err)
+	eventtrace.Fail(span, err)
 	if err != nil {
 		cfg.Metrics.call(op, outcomeOf(ctx, err))
 		c.callFailed(op, t, idProperty, recs, err)
@@ -237,6 +255,22 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 	default:
 		c.results(op, recs, res)
 	}
+}
+
+// callSpan starts the span of one HubSpot call of the cycle, linked to the
+// spans of the events it carries.
+func (c *cycle) callSpan(op Op, t hubspot.ObjectType, recs []*RecordPlan) (context.Context, trace.Span) {
+	var ls []trace.Link
+	for _, r := range recs {
+		for _, ev := range r.Events {
+			if sc, ok := c.spans[ev.ID]; ok && sc.IsValid() {
+				ls = append(ls, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(eventtrace.AttrEventID, ev.ID)}})
+			}
+		}
+	}
+	return c.w.tracer.Start(c.ctx, "hubsync.outbound.call", trace.WithLinks(ls...), trace.WithAttributes(
+		attribute.String("hubsync.hubspot.op", op.String()), attribute.String("hubsync.hubspot.object_type", string(t)),
+		attribute.Int("hubsync.records", len(recs))))
 }
 
 func callsOf(op Op) int {

@@ -275,7 +275,7 @@ func (s *Server) build(ctx context.Context) error {
 	lk := links.New(st)
 	var recs *records.Service
 	if !cfg.DisableAPI || !cfg.DisableSyncWorker {
-		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Mapping: cfg.Mapping, Logger: s.log}); err != nil {
+		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Mapping: cfg.Mapping, Logger: s.log, TracerProvider: cfg.TracerProvider}); err != nil {
 			return fmt.Errorf("records: %w", err)
 		}
 	}
@@ -286,6 +286,9 @@ func (s *Server) build(ctx context.Context) error {
 		b, err := newBudget(db, cfg)
 		if err != nil {
 			return err
+		}
+		if sb, ok := b.(*budget.SQL); ok {
+			s.in.observeBudget(sb, cfg, s.log)
 		}
 		bud = meteredBudget{Budget: b, in: s.in}
 		if client, err = s.newHubSpotClient(bud); err != nil {
@@ -298,6 +301,7 @@ func (s *Server) build(ctx context.Context) error {
 		syncWorker, err = inbound.NewWorker(inbound.WorkerConfig{
 			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
 			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, MaxEventSkew: cfg.MaxEventSkew,
+			TracerProvider: cfg.TracerProvider,
 		})
 		if err != nil {
 			return err
@@ -311,7 +315,8 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
 			Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
-			Handlers: subscriptionHandlers(st, client, cfg.Mapping, s.log),
+			Handlers:       subscriptionHandlers(st, client, cfg.Mapping, s.log),
+			TracerProvider: cfg.TracerProvider,
 		})
 		if err != nil {
 			return err
@@ -354,7 +359,7 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
 			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Signatures: cfg.WebhookSignatures,
 			TrustedProxies: cfg.TrustedProxies, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
-			MaxEventSkew: cfg.MaxEventSkew, Rejected: rejected,
+			MaxEventSkew: cfg.MaxEventSkew, Rejected: rejected, TracerProvider: cfg.TracerProvider,
 		})
 		if err != nil {
 			return err
