@@ -255,6 +255,8 @@ type task struct {
 	obj    mapping.Object
 	change apply.Change
 	done   bool // resolved: completed, failed, retried or released
+	// span is the event's own span (internal/eventtrace), ended with the cycle.
+	span trace.Span
 }
 
 // cycle is the state of one RunOnce.
@@ -303,7 +305,10 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	c := &cycle{w: w, log: w.cfg.Logger.With("worker", w.cfg.Owner)}
 	tasks := make([]*task, len(evs))
 	for i, ev := range evs {
-		tasks[i] = &task{ev: ev}
+		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.inbound.event", ev.ID,
+			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.event_type", ev.EventType))
+		defer evSpan.End()
+		tasks[i] = &task{ev: ev, span: evSpan}
 	}
 
 	var fetch []*task
@@ -643,8 +648,8 @@ func (c *cycle) readWhole(ctx context.Context, t *task) bool {
 // worker whose lease was lost changes nothing and gets store.ErrLeaseLost.
 // Other Appliers apply, and the cycle completes the event afterwards.
 func (c *cycle) applyOne(ctx context.Context, t *task) (res apply.Result, fenced bool, err error) {
-	ctx, span := eventtrace.Start(ctx, c.w.tracer, "hubsync.inbound.apply", t.ev.ID,
-		attribute.String("hubsync.object_type", t.ev.ObjectType), attribute.String("hubsync.event_type", t.ev.EventType))
+	ctx, span := c.w.tracer.Start(trace.ContextWithSpan(ctx, t.span), "hubsync.inbound.apply",
+		trace.WithAttributes(attribute.String(eventtrace.AttrEventID, t.ev.ID)))
 	defer func() { eventtrace.End(span, string(res.Outcome), err) }()
 	if fa, ok := c.w.cfg.Applier.(apply.FencedApplier); ok && !c.w.unfenced.Load() {
 		lease := t.ev.Lease()
@@ -672,6 +677,7 @@ func compareNumeric(a, b string) int {
 }
 
 func (c *cycle) outcome(t *task, o string) {
+	t.span.SetAttributes(attribute.String(eventtrace.AttrOutcome, o))
 	if h := c.w.cfg.Hooks.OnOutcome; h != nil {
 		h(o, t.ev.EventType)
 	}

@@ -105,8 +105,9 @@ func checkEventSpan(t *testing.T, s tracetest.SpanStub, id string, cycles []trac
 }
 
 // A webhook delivery links to the trace of each inbound event it stored; the
-// SyncWorker applies each event in that trace, linked to its cycle, whose
-// HubSpot read is a client span under the cycle.
+// SyncWorker handles each event in that trace (a span linked to its cycle,
+// with its outcome), and applies it in a child span; the creation's HubSpot
+// read is a client span under the cycle.
 func TestTraceWebhookToApply(t *testing.T) {
 	srv, sim, exp := tracedServer(t, Config{DisableOutboundWorker: true})
 	if err := sim.SetWebhookURL("http://" + srv.Addr() + "/webhooks/hubspot"); err != nil {
@@ -116,34 +117,51 @@ func TestTraceWebhookToApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	testwait.For(t, "an inbound apply span", func() bool { return len(spansNamed(exp, "hubsync.inbound.apply")) > 0 })
-
-	deliveries := spansNamed(exp, "hubsync.webhook.delivery")
+	// The spans of a cycle end with it: wait until every linked event's has.
 	var ids []string
-	for _, d := range deliveries {
-		ids = append(ids, linkedEvents(t, d)...)
-	}
-	if len(ids) == 0 {
-		t.Fatalf("no delivery span links to an event: %d deliveries", len(deliveries))
-	}
+	testwait.For(t, "a span for every event a delivery linked", func() bool {
+		ids = nil
+		for _, d := range spansNamed(exp, "hubsync.webhook.delivery") {
+			ids = append(ids, linkedEvents(t, d)...)
+		}
+		handled := map[string]bool{}
+		for _, e := range spansNamed(exp, "hubsync.inbound.event") {
+			handled[attr(e.Attributes, eventtrace.AttrEventID)] = true
+		}
+		for _, id := range ids {
+			if !handled[id] {
+				return false
+			}
+		}
+		return len(ids) > 0
+	})
+
 	cycles := spansNamed(exp, "hubsync.inbound.cycle")
-	applied := map[string]tracetest.SpanStub{}
-	for _, a := range spansNamed(exp, "hubsync.inbound.apply") {
-		applied[attr(a.Attributes, eventtrace.AttrEventID)] = a
+	events := map[string]tracetest.SpanStub{}
+	for _, e := range spansNamed(exp, "hubsync.inbound.event") {
+		events[attr(e.Attributes, eventtrace.AttrEventID)] = e
 	}
+	applies := 0
 	for _, id := range ids {
-		ev, err := srv.st.Inbound().Get(context.Background(), id)
-		if err != nil {
+		if _, err := srv.st.Inbound().Get(context.Background(), id); err != nil {
 			t.Fatalf("the linked event %s is not in the inbound queue: %v", id, err)
 		}
-		a, ok := applied[id]
-		if !ok {
-			t.Errorf("event %s (%s of %s) was linked by its delivery but has no apply span", id, ev.EventType, ev.ExternalID)
-			continue
+		e := events[id]
+		checkEventSpan(t, e, id, cycles)
+		if attr(e.Attributes, eventtrace.AttrOutcome) == "" {
+			t.Errorf("event span of %s has no outcome", id)
 		}
-		checkEventSpan(t, a, id, cycles)
-		if attr(a.Attributes, eventtrace.AttrOutcome) == "" {
-			t.Errorf("apply span of %s has no outcome", id)
+		for _, a := range spansNamed(exp, "hubsync.inbound.apply") {
+			if a.Parent.SpanID() == e.SpanContext.SpanID() {
+				applies++
+				if attr(a.Attributes, eventtrace.AttrEventID) != id || a.SpanContext.TraceID() != e.SpanContext.TraceID() {
+					t.Errorf("apply span under event %s names event %q in trace %s", id, attr(a.Attributes, eventtrace.AttrEventID), a.SpanContext.TraceID())
+				}
+			}
 		}
+	}
+	if applies == 0 {
+		t.Error("no apply span is the child of a linked event's span")
 	}
 	// The creation's properties were read from HubSpot, in a client span of a cycle.
 	var read bool
