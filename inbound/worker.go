@@ -110,8 +110,9 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Hooks are optional metrics callbacks.
 	Hooks WorkerHooks
-	// TracerProvider traces each cycle and each event's apply (in the event's
-	// own trace, see internal/eventtrace); nil traces nothing.
+	// TracerProvider traces each cycle, and each event (in the event's own
+	// trace, see internal/eventtrace, with its outcome) and its apply; nil
+	// traces nothing.
 	TracerProvider trace.TracerProvider
 }
 

@@ -32,7 +32,14 @@ type cycle struct {
 	errs        []error
 	// spans are the claimed events' own spans, by event id; a HubSpot call
 	// links to those of the events it carries.
-	spans map[string]trace.SpanContext
+	spans map[string]trace.Span
+}
+
+// mark records on event id's span what became of it.
+func (c *cycle) mark(id, outcome string) {
+	if s, ok := c.spans[id]; ok {
+		s.SetAttributes(attribute.String(eventtrace.AttrOutcome, outcome))
+	}
 }
 
 // storeCtx is for bookkeeping after HubSpot calls: it survives the
@@ -47,12 +54,12 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	}
 	ctx, span := w.tracer.Start(ctx, "hubsync.outbound.cycle", trace.WithAttributes(attribute.Int("hubsync.events", len(evs))))
 	defer span.End()
-	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration)), spans: make(map[string]trace.SpanContext, len(evs))}
+	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration)), spans: make(map[string]trace.Span, len(evs))}
 	for _, ev := range evs {
 		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.outbound.event", ev.ID,
 			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.record_id", ev.RecordID),
 			attribute.String("hubsync.event_type", ev.EventType))
-		c.spans[ev.ID] = evSpan.SpanContext()
+		c.spans[ev.ID] = evSpan
 		defer evSpan.End()
 	}
 	c.sum.Claimed = len(evs)
@@ -263,8 +270,8 @@ func (c *cycle) callSpan(op Op, t hubspot.ObjectType, recs []*RecordPlan) (conte
 	var ls []trace.Link
 	for _, r := range recs {
 		for _, ev := range r.Events {
-			if sc, ok := c.spans[ev.ID]; ok && sc.IsValid() {
-				ls = append(ls, trace.Link{SpanContext: sc, Attributes: []attribute.KeyValue{attribute.String(eventtrace.AttrEventID, ev.ID)}})
+			if s, ok := c.spans[ev.ID]; ok && s.SpanContext().IsValid() {
+				ls = append(ls, trace.Link{SpanContext: s.SpanContext(), Attributes: []attribute.KeyValue{attribute.String(eventtrace.AttrEventID, ev.ID)}})
 			}
 		}
 	}
@@ -570,6 +577,14 @@ func (c *cycle) complete(recs []*RecordPlan) int {
 	}
 	c.sum.Completed += n
 	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.completed, int64(n))
+	for _, l := range leases {
+		c.mark(l.ID, "completed")
+	}
+	if lost != nil {
+		for _, l := range lost.Leases {
+			c.mark(l.ID, "lease_lost")
+		}
+	}
 	return n
 }
 
@@ -590,9 +605,11 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 			case res.Dead:
 				c.sum.Failed++
 				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.dead, 1)
+				c.mark(e.ID, "dead")
 			default:
 				c.sum.Retried++
 				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.retried, 1)
+				c.mark(e.ID, "retried")
 			}
 		}
 		if dead {
@@ -662,6 +679,7 @@ func (c *cycle) fail(r *RecordPlan, msg string) {
 		default:
 			c.sum.Failed++
 			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.failed, 1)
+			c.mark(e.ID, "failed")
 		}
 	}
 }
@@ -701,6 +719,9 @@ func (c *cycle) releaseLeases(leases []store.Lease, delay time.Duration) {
 	}
 	c.sum.Released += n
 	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.released, int64(n))
+	for _, l := range leases {
+		c.mark(l.ID, "released")
+	}
 }
 
 // lookupLinks returns the known HubSpot ids of the records of evs, and with

@@ -216,6 +216,9 @@ func TestTraceRecordWriteToHubSpotCall(t *testing.T) {
 		t.Fatalf("no outbound event span for %s", id)
 	}
 	checkEventSpan(t, event, id, spansNamed(exp, "hubsync.outbound.cycle"))
+	if got := attr(event.Attributes, eventtrace.AttrOutcome); got != "completed" {
+		t.Errorf("outbound event span outcome = %q, want completed", got)
+	}
 
 	var call tracetest.SpanStub
 	for _, c := range spansNamed(exp, "hubsync.outbound.call") {
