@@ -70,6 +70,11 @@ func LinkEnqueued(ctx context.Context, eventID string) {
 // Start starts the span handling the event, in the event's trace. The span in
 // ctx (the worker's cycle), if any, becomes a link rather than the parent.
 func Start(ctx context.Context, tr trace.Tracer, name, eventID string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if _, off := tr.(noop.Tracer); off {
+		// Tracing is off (the default): skip the work, whose cost every
+		// event would pay.
+		return ctx, trace.SpanFromContext(ctx)
+	}
 	opts := []trace.SpanStartOption{
 		trace.WithAttributes(append(attrs, attribute.String(AttrEventID, eventID))...),
 		trace.WithSpanKind(trace.SpanKindConsumer),
