@@ -14,7 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/internal/httpjson"
 	"github.com/hubsync/hubsync/internal/logtext"
 	"github.com/hubsync/hubsync/mapping"
@@ -123,6 +127,9 @@ type ReceiverConfig struct {
 	// A group's transaction runs to this bound even when the delivery that
 	// leads it is abandoned, since the others wait on it.
 	StoreTimeout time.Duration
+	// TracerProvider traces each delivery, with a link to the trace of each
+	// event it stored (see internal/eventtrace); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of ReceiverConfig's store fields.
@@ -218,9 +225,10 @@ func (c ReceiverConfig) validate() error {
 // with its reason), the others are stored, and the answer is 200 with the
 // count of rejected events.
 type Receiver struct {
-	cfg   ReceiverConfig
-	group *groupCommit  // nil when GroupCommitEvents is negative
-	sem   chan struct{} // without group commit; nil when MaxConcurrentStores is 0
+	cfg    ReceiverConfig
+	group  *groupCommit  // nil when GroupCommitEvents is negative
+	sem    chan struct{} // without group commit; nil when MaxConcurrentStores is 0
+	tracer trace.Tracer
 }
 
 // NewReceiver validates cfg and returns a Receiver.
@@ -229,7 +237,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("inbound: %w", err)
 	}
-	rc := &Receiver{cfg: cfg}
+	rc := &Receiver{cfg: cfg, tracer: eventtrace.Tracer(cfg.TracerProvider)}
 	switch {
 	case cfg.GroupCommitEvents > 0:
 		rc.group = &groupCommit{write: cfg.Store.EnqueueBatch, slots: cfg.MaxConcurrentStores,
@@ -254,6 +262,9 @@ type errorResponse struct {
 // ServeHTTP handles one delivery.
 func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	ctx, span := rc.tracer.Start(r.Context(), "hubsync.webhook.delivery", trace.WithSpanKind(trace.SpanKindServer))
+	defer span.End()
+	r = r.WithContext(ctx)
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		rc.reject(w, http.StatusMethodNotAllowed, RejectMethod, "use POST")
@@ -349,6 +360,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if x.Inserted {
 				inserted++
 			}
+			// A duplicate links to the event stored by the first delivery.
+			eventtrace.LinkEnqueued(ctx, x.ID)
 		}
 	}
 	if len(rejects) > 0 {
@@ -362,6 +375,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h := rc.cfg.Hooks.OnAccept; h != nil {
 		h(len(parsed)+len(bad), inserted, time.Since(start))
 	}
+	span.SetAttributes(attribute.Int("hubsync.events.received", len(parsed)+len(bad)), attribute.Int("hubsync.events.inserted", inserted),
+		attribute.Int("hubsync.events.rejected", len(rejects)))
 	httpjson.Write(w, http.StatusOK, receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)})
 }
 

@@ -13,9 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/internal/service"
 	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/mapping"
@@ -106,6 +110,10 @@ type WorkerConfig struct {
 	Logger *slog.Logger
 	// Hooks are optional metrics callbacks.
 	Hooks WorkerHooks
+	// TracerProvider traces each cycle, and each event (in the event's own
+	// trace, see internal/eventtrace, with its outcome) and its apply; nil
+	// traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 func (c WorkerConfig) withDefaults() WorkerConfig {
@@ -159,6 +167,7 @@ type Worker struct {
 	svc    startstop.Service
 	// unfenced is set once the Applier answered ErrFenceUnsupported.
 	unfenced atomic.Bool
+	tracer   trace.Tracer
 }
 
 // NewWorker validates cfg and returns a Worker.
@@ -167,7 +176,7 @@ func NewWorker(cfg WorkerConfig) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("inbound: %w", err)
 	}
-	return &Worker{cfg: cfg, notify: make(chan struct{}, 1)}, nil
+	return &Worker{cfg: cfg, notify: make(chan struct{}, 1), tracer: eventtrace.Tracer(cfg.TracerProvider)}, nil
 }
 
 // The lifecycle errors every hubsync service returns; they are the same
@@ -247,6 +256,8 @@ type task struct {
 	obj    mapping.Object
 	change apply.Change
 	done   bool // resolved: completed, failed, retried or released
+	// span is the event's own span (internal/eventtrace), ended with the cycle.
+	span trace.Span
 }
 
 // cycle is the state of one RunOnce.
@@ -290,10 +301,15 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	if len(evs) == 0 {
 		return 0, nil
 	}
+	ctx, span := w.tracer.Start(ctx, "hubsync.inbound.cycle", trace.WithAttributes(attribute.Int("hubsync.events", len(evs))))
+	defer span.End()
 	c := &cycle{w: w, log: w.cfg.Logger.With("worker", w.cfg.Owner)}
 	tasks := make([]*task, len(evs))
 	for i, ev := range evs {
-		tasks[i] = &task{ev: ev}
+		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.inbound.event", ev.ID,
+			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.event_type", ev.EventType))
+		defer evSpan.End()
+		tasks[i] = &task{ev: ev, span: evSpan}
 	}
 
 	var fetch []*task
@@ -633,6 +649,9 @@ func (c *cycle) readWhole(ctx context.Context, t *task) bool {
 // worker whose lease was lost changes nothing and gets store.ErrLeaseLost.
 // Other Appliers apply, and the cycle completes the event afterwards.
 func (c *cycle) applyOne(ctx context.Context, t *task) (res apply.Result, fenced bool, err error) {
+	ctx, span := c.w.tracer.Start(trace.ContextWithSpan(ctx, t.span), "hubsync.inbound.apply",
+		trace.WithAttributes(attribute.String(eventtrace.AttrEventID, t.ev.ID)))
+	defer func() { eventtrace.End(span, string(res.Outcome), err) }()
 	if fa, ok := c.w.cfg.Applier.(apply.FencedApplier); ok && !c.w.unfenced.Load() {
 		lease := t.ev.Lease()
 		res, err := fa.ApplyFenced(ctx, t.change, func(ctx context.Context, tx store.DBTX) error {
@@ -659,6 +678,7 @@ func compareNumeric(a, b string) int {
 }
 
 func (c *cycle) outcome(t *task, o string) {
+	t.span.SetAttributes(attribute.String(eventtrace.AttrOutcome, o))
 	if h := c.w.cfg.Hooks.OnOutcome; h != nil {
 		h(o, t.ev.EventType)
 	}

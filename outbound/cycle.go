@@ -8,8 +8,12 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
 )
@@ -26,6 +30,16 @@ type cycle struct {
 	leaseShort  bool // the lease has too little time left for another call
 	sum         Summary
 	errs        []error
+	// spans are the claimed events' own spans, by event id; a HubSpot call
+	// links to those of the events it carries.
+	spans map[string]trace.Span
+}
+
+// mark records on event id's span what became of it.
+func (c *cycle) mark(id, outcome string) {
+	if s, ok := c.spans[id]; ok {
+		s.SetAttributes(attribute.String(eventtrace.AttrOutcome, outcome))
+	}
 }
 
 // storeCtx is for bookkeeping after HubSpot calls: it survives the
@@ -38,7 +52,16 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	if len(evs) == 0 {
 		return Summary{}, nil
 	}
-	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration))}
+	ctx, span := w.tracer.Start(ctx, "hubsync.outbound.cycle", trace.WithAttributes(attribute.Int("hubsync.events", len(evs))))
+	defer span.End()
+	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration)), spans: make(map[string]trace.Span, len(evs))}
+	for _, ev := range evs {
+		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.outbound.event", ev.ID,
+			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.record_id", ev.RecordID),
+			attribute.String("hubsync.event_type", ev.EventType))
+		c.spans[ev.ID] = evSpan
+		defer evSpan.End()
+	}
 	c.sum.Claimed = len(evs)
 	if evs = c.handOff(evs); len(evs) == 0 {
 		return c.sum, errors.Join(c.errs...)
@@ -182,7 +205,8 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		return
 	}
 	hs := cfg.HubSpot
-	ctx := c.ctx
+	ctx, span := c.callSpan(op, t, recs)
+	defer span.End()
 	var res *hubspot.BatchResult
 	var err error
 	c.sum.Calls++
@@ -219,6 +243,7 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		res, err = hs.BatchRead(ctx, t, ids, []string{idProperty}, idProperty)
 	}
 	c.countRateLimited(err)
+	eventtrace.Fail(span, err)
 	if err != nil {
 		cfg.Metrics.call(op, outcomeOf(ctx, err))
 		c.callFailed(op, t, idProperty, recs, err)
@@ -237,6 +262,22 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 	default:
 		c.results(op, recs, res)
 	}
+}
+
+// callSpan starts the span of one HubSpot call of the cycle, linked to the
+// spans of the events it carries.
+func (c *cycle) callSpan(op Op, t hubspot.ObjectType, recs []*RecordPlan) (context.Context, trace.Span) {
+	var ls []trace.Link
+	for _, r := range recs {
+		for _, ev := range r.Events {
+			if s, ok := c.spans[ev.ID]; ok && s.SpanContext().IsValid() {
+				ls = append(ls, trace.Link{SpanContext: s.SpanContext(), Attributes: []attribute.KeyValue{attribute.String(eventtrace.AttrEventID, ev.ID)}})
+			}
+		}
+	}
+	return c.w.tracer.Start(c.ctx, "hubsync.outbound.call", trace.WithLinks(ls...), trace.WithAttributes(
+		attribute.String("hubsync.hubspot.op", op.String()), attribute.String("hubsync.hubspot.object_type", string(t)),
+		attribute.Int("hubsync.records", len(recs))))
 }
 
 func callsOf(op Op) int {
@@ -536,6 +577,14 @@ func (c *cycle) complete(recs []*RecordPlan) int {
 	}
 	c.sum.Completed += n
 	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.completed, int64(n))
+	for _, l := range leases {
+		c.mark(l.ID, "completed")
+	}
+	if lost != nil {
+		for _, l := range lost.Leases {
+			c.mark(l.ID, "lease_lost")
+		}
+	}
 	return n
 }
 
@@ -556,9 +605,11 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 			case res.Dead:
 				c.sum.Failed++
 				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.dead, 1)
+				c.mark(e.ID, "dead")
 			default:
 				c.sum.Retried++
 				c.w.cfg.Metrics.add(&c.w.cfg.Metrics.retried, 1)
+				c.mark(e.ID, "retried")
 			}
 		}
 		if dead {
@@ -628,6 +679,7 @@ func (c *cycle) fail(r *RecordPlan, msg string) {
 		default:
 			c.sum.Failed++
 			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.failed, 1)
+			c.mark(e.ID, "failed")
 		}
 	}
 }
@@ -667,6 +719,9 @@ func (c *cycle) releaseLeases(leases []store.Lease, delay time.Duration) {
 	}
 	c.sum.Released += n
 	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.released, int64(n))
+	for _, l := range leases {
+		c.mark(l.ID, "released")
+	}
 }
 
 // lookupLinks returns the known HubSpot ids of the records of evs, and with

@@ -9,8 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/internal/service"
 	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/links"
@@ -180,6 +183,10 @@ type Config struct {
 	// Metrics receives counters; several workers may share one. Default: a
 	// private one, see Worker.Metrics.
 	Metrics *Metrics
+	// TracerProvider traces each cycle, each event (in the event's own trace,
+	// see internal/eventtrace) and each HubSpot call, which links to the
+	// events it carries; nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults() Config {
@@ -243,7 +250,8 @@ type Worker struct {
 	// (concurrent claims of one queue contend for the same head rows).
 	claimSem chan struct{}
 
-	svc startstop.Service
+	svc    startstop.Service
+	tracer trace.Tracer
 }
 
 // NewWorker validates cfg and returns a Worker.
@@ -252,7 +260,8 @@ func NewWorker(cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("outbound: %w", err)
 	}
-	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "outbound", "owner", cfg.Owner), claimSem: make(chan struct{}, 1)}
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("component", "outbound", "owner", cfg.Owner), claimSem: make(chan struct{}, 1),
+		tracer: eventtrace.Tracer(cfg.TracerProvider)}
 	for range cfg.Concurrency {
 		w.notify = append(w.notify, make(chan struct{}, 1))
 	}

@@ -17,9 +17,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
@@ -108,6 +111,9 @@ type Config struct {
 	MaxFields int
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
+	// TracerProvider traces each write, with a link to the trace of each
+	// outbound event it enqueued (see internal/eventtrace); nil traces nothing.
+	TracerProvider trace.TracerProvider
 }
 
 func (c Config) withDefaults(st store.Store) Config {
@@ -152,6 +158,7 @@ type Service struct {
 	q       *dialectsql.Queries
 	cfg     Config
 	log     *slog.Logger
+	tracer  trace.Tracer
 }
 
 // New returns a records service on st's database, which must have hubsync's
@@ -169,7 +176,8 @@ func New(st store.Store, lk *links.Links, cfg Config) (*Service, error) {
 	if lk == nil {
 		lk = links.New(st)
 	}
-	return &Service{st: st, db: st.DB(), dialect: st.Dialect(), links: lk, q: q, cfg: cfg, log: cfg.Logger}, nil
+	return &Service{st: st, db: st.DB(), dialect: st.Dialect(), links: lk, q: q, cfg: cfg, log: cfg.Logger,
+		tracer: eventtrace.Tracer(cfg.TracerProvider)}, nil
 }
 
 // ListOptions pages through List.
@@ -226,6 +234,8 @@ func (s *Service) Insert(ctx context.Context, objectType string, fields map[stri
 	if err := s.checkNames(fields); err != nil {
 		return Record{}, err
 	}
+	ctx, span := s.startWrite(ctx, "insert", objectType, "")
+	defer span.End()
 	var rec Record
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
@@ -235,6 +245,7 @@ func (s *Service) Insert(ctx context.Context, objectType string, fields map[stri
 		}
 		return s.touchClocks(ctx, tx, objectType, rec.ID, keys(fields), now)
 	})
+	eventtrace.Fail(span, err)
 	return rec, err
 }
 
@@ -253,6 +264,8 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 	if err := s.checkNames(patch); err != nil {
 		return Record{}, err
 	}
+	ctx, span := s.startWrite(ctx, "update", objectType, id)
+	defer span.End()
 	var rec Record
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		before, err := s.get(ctx, tx, "record_get_for_update", objectType, id)
@@ -272,6 +285,7 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 		// that field look stale.
 		return s.touchClocks(ctx, tx, objectType, id, changedFields(before.Fields, rec.Fields, patch), now)
 	})
+	eventtrace.Fail(span, err)
 	return rec, err
 }
 
@@ -288,7 +302,9 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 	if expectedVersion < 1 {
 		return fmt.Errorf("%w: version %d; versions start at 1", ErrInvalid, expectedVersion)
 	}
-	return s.inTx(ctx, func(tx *sql.Tx) error {
+	ctx, span := s.startWrite(ctx, "delete", objectType, id)
+	defer span.End()
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		before, err := s.get(ctx, tx, "record_get_for_update", objectType, id)
 		if err != nil {
 			return err
@@ -305,6 +321,17 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 		}
 		return s.touchClocks(ctx, tx, objectType, id, []string{tombstoneField}, now)
 	})
+	eventtrace.Fail(span, err)
+	return err
+}
+
+// startWrite starts the span of a records write (op: insert, update, delete).
+func (s *Service) startWrite(ctx context.Context, op, objectType, id string) (context.Context, trace.Span) {
+	attrs := []attribute.KeyValue{attribute.String("hubsync.records.op", op), attribute.String("hubsync.object_type", objectType)}
+	if id != "" {
+		attrs = append(attrs, attribute.String("hubsync.record_id", id))
+	}
+	return s.tracer.Start(ctx, "hubsync.records.write", trace.WithAttributes(attrs...))
 }
 
 // tombstoneLinksTx writes a local-delete tombstone for each external id the
@@ -446,11 +473,15 @@ func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outbound
 		}
 	}
 	for _, dest := range s.cfg.Destinations {
-		if _, err := outbox.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
+		res, err := outbox.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
 			ID: newID(), Destination: dest, ObjectType: after.ObjectType, RecordID: after.ID,
 			EventType: outboundType, Payload: payload, OldPayload: old,
-		}); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("records: %w", err)
+		}
+		if res.Inserted {
+			eventtrace.LinkEnqueued(ctx, res.ID)
 		}
 	}
 	return nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
@@ -180,6 +182,11 @@ type Config struct {
 	CronSecret string
 	// Logger receives the service's logs; default slog.Default().
 	Logger *slog.Logger
+	// TracerProvider receives the OpenTelemetry spans of webhook deliveries,
+	// records writes, the workers' cycles and events, and HubSpot calls; nil
+	// traces nothing. The library never builds an exporter: `hubsync serve`
+	// builds an OTLP one when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+	TracerProvider trace.TracerProvider
 }
 
 // HTTPConfig bounds the connections of the Server's listener. The zero value

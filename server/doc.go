@@ -39,6 +39,16 @@
 // where the Prometheus counters are counted (instruments.activity); its queue
 // figures are the cached reading behind /metrics.
 //
+// # Metrics and traces
+//
+// GET /metrics serves the process's own registry; deploy/grafana and
+// deploy/prometheus hold a dashboard and alert rules over it, and
+// deploy_test.go holds both to that registry. Config.TracerProvider, when
+// set, is handed to every part (see internal/eventtrace for how spans on
+// either side of a queue are linked by event id), and the HubSpot client's
+// transport traces and times each request; the library never builds an
+// exporter.
+//
 // The listener's timeouts and header limit are Config.HTTP; /readyz tells an
 // anonymous caller its status only, the reason goes to the log.
 //

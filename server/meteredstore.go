@@ -317,9 +317,18 @@ func (q *meteredQueue[E]) ClaimIDs(ctx context.Context, ids []string, p store.Cl
 
 func (q *meteredQueue[E]) claimed(evs []E, p store.ClaimParams) {
 	lease := p.WithDefaults().LeaseDuration
+	now := q.m.now()
 	for _, e := range evs {
 		h := e.Header()
 		q.m.claimed(h.ID, h.Key, lease)
+		due := h.CreatedDate
+		if h.NextAttemptDate.After(due) {
+			due = h.NextAttemptDate
+		}
+		if !due.IsZero() {
+			q.m.in.eventWait.WithLabelValues(string(q.m.dir), h.Key).Observe(max(0, now.Sub(due).Seconds()))
+		}
+		q.m.in.lastClaim.WithLabelValues(string(q.m.dir), h.Key).Set(float64(now.UnixMilli()) / 1e3)
 	}
 }
 

@@ -52,6 +52,14 @@ const (
 	MetricWebhookVerifyFailed = "hubsync_webhook_verification_failures_total"
 	MetricWebhookRejected     = "hubsync_webhook_events_rejected_total"
 	MetricAuthFailures        = "hubsync_auth_failures_total"
+	MetricLastClaim           = "hubsync_queue_last_claim_timestamp_seconds"
+	MetricEventWait           = "hubsync_event_wait_seconds"
+	MetricHubSpotDuration     = "hubsync_hubspot_request_duration_seconds"
+	MetricWebhookDuration     = "hubsync_webhook_request_duration_seconds"
+	MetricBudgetLimit         = "hubsync_budget_limit_calls"
+	MetricBudgetCallsToday    = "hubsync_budget_calls_today"
+	MetricBudgetPaused        = "hubsync_budget_paused"
+	MetricBudgetUp            = "hubsync_budget_stats_up"
 
 	// The outbound worker's own counters (outbound.Metrics), read at scrape time.
 	MetricOutboundCalls        = "hubsync_outbound_hubspot_calls_total"
@@ -81,6 +89,11 @@ type instruments struct {
 	webhookVerifyFailed prometheus.Counter
 	webhookRejected     *prometheus.CounterVec
 	authFailures        *prometheus.CounterVec
+	lastClaim           *prometheus.GaugeVec
+	eventWait           *prometheus.HistogramVec
+	hubspotDuration     *prometheus.HistogramVec
+	webhookDuration     prometheus.Histogram
+	budgetLimit         *prometheus.GaugeVec
 	stats               *statsCollector
 
 	// activity is the last hour per minute, for the dashboard's charts.
@@ -117,10 +130,23 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 		webhookVerifyFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWebhookVerifyFailed, Help: "Webhook deliveries refused because the signature or its timestamp did not verify (401)."}),
 		webhookRejected:     counter(MetricWebhookRejected, "Events of accepted webhook deliveries refused on their own (listed by GET /admin/rejected), by reason.", "reason"),
 		authFailures:        counter(MetricAuthFailures, "Requests refused for a missing or wrong bearer token, by area (api, admin).", "area"),
-		outbound:            outbound.NewMetrics(),
-		dispatch:            dispatch.NewMetrics(),
-		activity:            ui.NewActivity(nil),
-		stats:               &statsCollector{st: st, log: log, ttl: statsTTL, now: time.Now},
+		lastClaim: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLastClaim,
+			Help: "Unix time of this process's latest claim that handed out at least one event, by queue and exact source/destination (absent until the first)."}, dk),
+		eventWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricEventWait,
+			Help:    "Time from an event becoming due (enqueued, or its retry time) to its claim by this process, by queue and exact source/destination.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600}}, dk),
+		hubspotDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricHubSpotDuration,
+			Help:    "Time from sending a HubSpot API request to its answer's headers (or the transport failure), by HTTP method.",
+			Buckets: []float64{0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}}, []string{"method"}),
+		webhookDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricWebhookDuration,
+			Help:    "Time to answer a webhook delivery (verify, parse, store), whatever the answer; HubSpot gives up after 5 s.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}}),
+		budgetLimit: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricBudgetLimit,
+			Help: "HubSpot calls the shared budget allows per window (window=\"10s\": the burst limit, \"1d\": the daily limit; absent when none), by key."}, []string{"key", "window"}),
+		outbound: outbound.NewMetrics(),
+		dispatch: dispatch.NewMetrics(),
+		activity: ui.NewActivity(nil),
+		stats:    &statsCollector{st: st, log: log, ttl: statsTTL, now: time.Now},
 	}
 	// The default queues' series exist from the start, so dashboards and alerts
 	// see zeros rather than nothing.
@@ -136,6 +162,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 	reg.MustRegister(in.enqueued, in.claimed, in.processed, in.failed, in.retried, in.released,
 		in.hubspotCalls, in.hubspotRateLimited, in.hubspotRemaining, in.hubspotDailyRemain,
 		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.webhookRejected, in.authFailures,
+		in.lastClaim, in.eventWait, in.hubspotDuration, in.webhookDuration, in.budgetLimit,
 		in.stats, outboundCollector{m: in.outbound}, dispatchCollector{m: in.dispatch},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return in
@@ -166,8 +193,10 @@ func (in *instruments) onHubSpotResponse(rl hubspot.RateLimit, code int) {
 // instrumentWebhooks counts webhook answers; a 401 is a verification failure.
 func (in *instruments) instrumentWebhooks(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
 		h.ServeHTTP(sw, r)
+		in.webhookDuration.Observe(time.Since(start).Seconds())
 		in.webhookRequests.WithLabelValues(strconv.Itoa(sw.code)).Inc()
 		if sw.code == http.StatusUnauthorized {
 			in.webhookVerifyFailed.Inc()

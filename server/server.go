@@ -276,7 +276,7 @@ func (s *Server) build(ctx context.Context) error {
 	lk := links.New(st)
 	var recs *records.Service
 	if !cfg.DisableAPI || !cfg.DisableSyncWorker {
-		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Mapping: cfg.Mapping, Logger: s.log}); err != nil {
+		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Mapping: cfg.Mapping, Logger: s.log, TracerProvider: cfg.TracerProvider}); err != nil {
 			return fmt.Errorf("records: %w", err)
 		}
 	}
@@ -287,6 +287,9 @@ func (s *Server) build(ctx context.Context) error {
 		b, err := newBudget(db, cfg)
 		if err != nil {
 			return err
+		}
+		if sb, ok := b.(*budget.SQL); ok {
+			s.in.observeBudget(sb, cfg, s.log)
 		}
 		bud = meteredBudget{Budget: b, in: s.in}
 		if client, err = s.newHubSpotClient(bud); err != nil {
@@ -308,6 +311,7 @@ func (s *Server) build(ctx context.Context) error {
 		syncWorker, err = inbound.NewWorker(inbound.WorkerConfig{
 			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
 			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, MaxEventSkew: cfg.MaxEventSkew,
+			TracerProvider: cfg.TracerProvider,
 		})
 		if err != nil {
 			return err
@@ -322,7 +326,8 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: cfg.HubSpotTimeout, LeaseDuration: max(store.LeaseDurationDefault, (outbound.CallsPerLeaseMin+1)*cfg.HubSpotTimeout),
 			Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
-			Handlers: subscriptionHandlers(st, client, cfg.Mapping, s.log),
+			Handlers:       subscriptionHandlers(st, client, cfg.Mapping, s.log),
+			TracerProvider: cfg.TracerProvider,
 		})
 		if err != nil {
 			return err
@@ -377,7 +382,7 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
 			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Signatures: cfg.WebhookSignatures,
 			TrustedProxies: cfg.TrustedProxies, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
-			MaxEventSkew: cfg.MaxEventSkew, Rejected: rejected,
+			MaxEventSkew: cfg.MaxEventSkew, Rejected: rejected, TracerProvider: cfg.TracerProvider,
 		})
 		if err != nil {
 			return err

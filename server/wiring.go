@@ -5,11 +5,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/idempotency"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/relay"
 	"github.com/hubsync/hubsync/store"
@@ -31,13 +38,46 @@ func newBudget(db *hubsync.DB, cfg Config) (budget.Budget, error) {
 // and where the HubSpot metrics are counted.
 func (s *Server) newHubSpotClient(bud budget.Budget) (*hubspot.Client, error) {
 	calibrate := budget.ObserveHubSpot(bud, s.cfg.BudgetKey, s.log)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 16
 	return hubspot.NewClient(hubspot.Config{
 		BaseURL: s.cfg.HubSpotAPIBase, AccessToken: s.cfg.HubSpotAccessToken, Timeout: s.cfg.HubSpotTimeout,
+		HTTPClient: &http.Client{Timeout: s.cfg.HubSpotTimeout, Transport: &hubspotTransport{
+			base: tr, tracer: eventtrace.Tracer(s.cfg.TracerProvider), duration: s.in.hubspotDuration,
+		}},
 		OnResponse: func(ctx context.Context, r hubspot.Response) {
 			s.in.onHubSpotResponse(r.RateLimit, r.StatusCode)
 			calibrate(ctx, r)
 		},
 	})
+}
+
+// hubspotTransport times every HubSpot request and traces it as a client
+// span, the child of the span in the request's context (an outbound call, an
+// inbound cycle's read).
+type hubspotTransport struct {
+	base     http.RoundTripper
+	tracer   trace.Tracer
+	duration *prometheus.HistogramVec
+}
+
+func (t *hubspotTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	ctx, span := t.tracer.Start(r.Context(), "HTTP "+r.Method, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("http.request.method", r.Method), attribute.String("server.address", r.URL.Host),
+		attribute.String("url.path", r.URL.Path)))
+	defer span.End()
+	start := time.Now()
+	resp, err := t.base.RoundTrip(r.WithContext(ctx))
+	t.duration.WithLabelValues(r.Method).Observe(time.Since(start).Seconds())
+	if err != nil {
+		eventtrace.Fail(span, err)
+		return nil, err
+	}
+	span.SetAttributes(attribute.Int("http.response.status_code", resp.StatusCode))
+	if resp.StatusCode >= 400 {
+		span.SetStatus(codes.Error, resp.Status)
+	}
+	return resp, nil
 }
 
 // relayPart builds the internal outbox relay (_System_OutboxEvent → the

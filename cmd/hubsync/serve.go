@@ -187,6 +187,23 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		cfg.Logger.Warn("hubsync: HUBSYNC_PUBLIC_URL is not set: webhook signatures are checked against the request's own Host (and X-Forwarded-* of HUBSYNC_TRUSTED_PROXIES); set it to the URL HubSpot calls")
 	}
 
+	tp, stopTracing, err := tracing(ctx, os.Getenv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Flush the buffered spans; a collector that is down costs at most this.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(fctx); err != nil {
+			cfg.Logger.Warn("hubsync: flush traces", "err", err)
+		}
+	}()
+	if tp != nil {
+		cfg.TracerProvider = tp
+		cfg.Logger.Info("hubsync: tracing on: spans go to the OTLP endpoint of OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+
 	srv, err := server.New(cfg)
 	if err != nil {
 		return namingSettings(err)
