@@ -10,6 +10,7 @@ import (
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/leasekeep"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
 )
@@ -20,12 +21,12 @@ const linkParallelism = 8
 
 // cycle is the work on one claimed set of events.
 type cycle struct {
-	w           *Worker
-	ctx         context.Context // the caller's; HubSpot calls use it
-	leaseExpiry time.Time
-	leaseShort  bool // the lease has too little time left for another call
-	sum         Summary
-	errs        []error
+	w          *Worker
+	ctx        context.Context // the caller's; HubSpot calls use it
+	keep       *leasekeep.Keeper
+	leaseShort bool // the lease has too little time left for another call
+	sum        Summary
+	errs       []error
 }
 
 // storeCtx is for bookkeeping after HubSpot calls: it survives the
@@ -38,7 +39,16 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	if len(evs) == 0 {
 		return Summary{}, nil
 	}
-	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration))}
+	leases := make([]store.Lease, len(evs))
+	for i, e := range evs {
+		leases[i] = e.Lease()
+	}
+	keep := leasekeep.Start(ctx, w.cfg.Store, leasekeep.Config{
+		Leases: leases, Duration: w.cfg.LeaseDuration, Expiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration)),
+		Now: w.cfg.Now, Logger: w.log,
+	})
+	defer keep.Stop()
+	c := &cycle{w: w, ctx: ctx, keep: keep}
 	c.sum.Claimed = len(evs)
 	if evs = c.handOff(evs); len(evs) == 0 {
 		return c.sum, errors.Join(c.errs...)
@@ -176,7 +186,7 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 	// arrive after another worker re-claimed the events. Once the lease is too
 	// short, every later call of the cycle is released too.
 	margin := min(storeOpTimeout, cfg.HTTPTimeout)
-	if c.leaseShort || !cfg.Now().Add(cfg.HTTPTimeout*time.Duration(callsOf(op))+margin).Before(c.leaseExpiry) {
+	if c.leaseShort || !c.keep.Ensure(c.ctx, cfg.HTTPTimeout*time.Duration(callsOf(op))+margin) {
 		c.leaseShort = true
 		c.release(recs, 0)
 		return

@@ -16,8 +16,7 @@
 // another's HubSpot call; the budget, not the number of cycles, holds the
 // call rate. Any number of workers in any number of processes cooperate
 // through the store's leases; a cycle makes no call that could be answered
-// after its lease expires (LeaseDuration must exceed CallsPerLeaseMin ×
-// HTTPTimeout).
+// after its lease expires (heartbeats keep the lease, see Leases).
 //
 // # Other kinds of events (Handlers)
 //
@@ -143,11 +142,16 @@
 // # Leases
 //
 // A claim's lease runs from the start of the claim (the earliest
-// LeaseExpiresDate of the claimed events). Before each call the worker
+// LeaseExpiresDate of the claimed events) for LeaseDuration, 30 s by default.
+// While the cycle runs, a heartbeat extends the leases of its events every
+// LeaseDuration/3 (store ExtendLease, fenced by Attempt), so a replica that
+// dies leaves its events claimable again within LeaseDuration, while a live
+// cycle keeps them however long it takes. Before each call the worker
 // requires Now + the call's requests × HTTPTimeout + a margin for storing
-// the result (min(15 s, HTTPTimeout)) to be before that expiry; otherwise it
-// releases that call's and every later call's events, without using an
-// attempt.
+// the result (min(15 s, HTTPTimeout)) to be before the lease's expiry, and
+// extends the leases at once when it is not; when that fails (the store is
+// unreachable, or a heartbeat found an event claimed again) it releases that
+// call's and every later call's events, without using an attempt.
 //
 // # Metrics
 //

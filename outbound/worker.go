@@ -24,8 +24,14 @@ const (
 	// BatchSizeDefault is how many events one cycle claims: one full batch call
 	// when every event is of a different record.
 	BatchSizeDefault = hubspot.MaxBatchInputs
-	// LeaseDurationDefault is how long a cycle holds its claim.
-	LeaseDurationDefault = store.LeaseDurationDefault
+	// LeaseDurationDefault is how long a claim holds its events without a
+	// heartbeat. While a cycle runs, heartbeats extend it every third of it, so
+	// it bounds how long a crashed replica's events wait, not how long a cycle
+	// may take.
+	LeaseDurationDefault = 30 * time.Second
+	// LeaseDurationMin is the shortest LeaseDuration: heartbeats run every
+	// third of it.
+	LeaseDurationMin = time.Second
 	// HTTPTimeoutDefault is the per-request timeout the worker assumes of its client.
 	HTTPTimeoutDefault = hubspot.TimeoutDefault
 	// PollIntervalDefault is the wait after a cycle that found nothing to do.
@@ -35,9 +41,6 @@ const (
 	ConcurrencyDefault = 3
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
-	// CallsPerLeaseMin is how many HTTP timeouts a lease must outlast: a cycle
-	// normally makes one call, a resolve-then-archive two, plus one of slack.
-	CallsPerLeaseMin = 3
 )
 
 // storeOpTimeout bounds the bookkeeping that follows HubSpot calls; it runs
@@ -158,8 +161,12 @@ type Config struct {
 	// BatchSize is the claim limit in events (not records: several events of
 	// one record coalesce into one write); default BatchSizeDefault.
 	BatchSize int
-	// LeaseDuration is how long a claim holds its events; it must exceed
-	// CallsPerLeaseMin × HTTPTimeout. Default LeaseDurationDefault.
+	// LeaseDuration is how long a claim holds its events unless extended: a
+	// heartbeat extends the leases every LeaseDuration/3 while the cycle runs,
+	// and before each HubSpot call the worker extends them to cover the call
+	// (its requests × HTTPTimeout, plus the storing of the result). So it is
+	// how long a crashed replica's events wait. At least LeaseDurationMin;
+	// default LeaseDurationDefault.
 	LeaseDuration time.Duration
 	// HTTPTimeout is the HubSpot client's per-request timeout; default
 	// HTTPTimeoutDefault. The worker makes no call that could outlive its lease.
@@ -225,9 +232,9 @@ func (c Config) validate() error {
 	if c.LeaseDuration < 0 || c.HTTPTimeout < 0 || c.PollInterval < 0 || c.AuthRetryDelay < 0 {
 		errs = append(errs, errors.New("Config durations must not be negative; use 0 for the defaults"))
 	}
-	if c.LeaseDuration > 0 && c.HTTPTimeout > 0 && c.LeaseDuration <= CallsPerLeaseMin*c.HTTPTimeout {
-		errs = append(errs, fmt.Errorf("Config.LeaseDuration (%s) must exceed %d × HTTPTimeout (%s) so a cycle's calls finish while its lease holds; raise LeaseDuration or lower HTTPTimeout",
-			c.LeaseDuration, CallsPerLeaseMin, c.HTTPTimeout))
+	if c.LeaseDuration > 0 && c.LeaseDuration < LeaseDurationMin {
+		errs = append(errs, fmt.Errorf("Config.LeaseDuration is %s; heartbeats run every third of it, so use at least %s; raise LeaseDuration (0 means %s)",
+			c.LeaseDuration, LeaseDurationMin, LeaseDurationDefault))
 	}
 	return errors.Join(errs...)
 }

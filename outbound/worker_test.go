@@ -21,7 +21,7 @@ import (
 func TestConfigValidation(t *testing.T) {
 	b := setup(t, options{})
 	_, err := outbound.NewWorker(outbound.Config{Store: b.st.Outbound(), HubSpot: b.client, Links: b.links, Budget: b.budget,
-		HTTPTimeout: 30 * time.Second, LeaseDuration: 60 * time.Second})
+		HTTPTimeout: 30 * time.Second, LeaseDuration: 500 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "raise LeaseDuration") {
 		t.Fatalf("err = %v, want a LeaseDuration complaint", err)
 	}
