@@ -21,6 +21,8 @@ var configNames = map[string]string{
 	"APITokens":             "HUBSYNC_API_TOKEN",
 	"RateLimit":             "HUBSYNC_HUBSPOT_RATE_LIMIT",
 	"DailyLimit":            "HUBSYNC_HUBSPOT_DAILY_LIMIT",
+	"BudgetCallLead":        "HUBSYNC_BUDGET_CALL_LEAD",
+	"BudgetRetrySpread":     "HUBSYNC_BUDGET_RETRY_SPREAD",
 	"InboundRetention":      "HUBSYNC_INBOUND_RETENTION",
 	"OutboundRetention":     "HUBSYNC_OUTBOUND_RETENTION",
 	"InternalRetention":     "HUBSYNC_INTERNAL_RETENTION",
