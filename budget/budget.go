@@ -21,8 +21,9 @@ type Reservation struct {
 	UseBy time.Time
 }
 
-// Late reports whether a call starting at now is too late for r's grant.
-func (r Reservation) Late(now time.Time) bool { return r.UseBy.IsZero() || now.After(r.UseBy) }
+// Late reports whether a call starting at now is too late for r's grant. A
+// grant without UseBy (a Budget that sets none) is never late.
+func (r Reservation) Late(now time.Time) bool { return !r.UseBy.IsZero() && now.After(r.UseBy) }
 
 // Observation is what a HubSpot answer said about the limits of a key.
 type Observation struct {

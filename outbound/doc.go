@@ -8,10 +8,11 @@
 // A Worker claims up to BatchSize events (RunOnce, or ProcessIDs for a push
 // dispatcher that names events), looks up the HubSpot ids of their records
 // (one query per object type when Links implements BatchLinks), builds a
-// Plan, reserves Plan.EstimateCalls calls from the shared budget and makes
-// the calls; a call's new links are stored in one transaction. When the
-// budget refuses, every event is released (no attempt used) until it has
-// room. A started worker runs Concurrency such cycles at once, back to back
+// Plan and makes its calls, reserving each call's tokens from the shared
+// budget right before it (so a call is counted in the window it is made in,
+// and must start by the grant's UseBy); a call's new links are stored in one
+// transaction. When the budget refuses, that call's and every later call's
+// events are released (no attempt used) for the budget's RetryAfter. A started worker runs Concurrency such cycles at once, back to back
 // while there is work, so that one cycle's database round trips overlap
 // another's HubSpot call; the budget, not the number of cycles, holds the
 // call rate. Any number of workers in any number of processes cooperate
