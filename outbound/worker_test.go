@@ -266,8 +266,9 @@ func TestConflictAdoption(t *testing.T) {
 func TestBudgetNeverExceeded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{tenSecond: 5, budgetLimit: 5})
-	w1 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10 })
-	w2 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10 })
+	// Without filling, so that small calls push the budget to refuse.
+	w1 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10; c.FillWait = -1 })
+	w2 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10; c.FillWait = -1 })
 	wl := newWorkload(b, 6)
 	for range 150 {
 		wl.step(t, true)
