@@ -434,8 +434,8 @@ func (w *Worker) fill(ctx context.Context, evs []store.OutboundEvent) ([]store.O
 	if w.cfg.FillWait <= 0 || len(evs) < p.Limit {
 		return evs, nil
 	}
-	deadline := time.Now().Add(w.cfg.FillWait)
-	for claims := 1; claims < FillClaimsMax && !callsFilled(evs) && time.Now().Before(deadline); claims++ {
+	deadline := w.cfg.Now().Add(w.cfg.FillWait)
+	for claims := 1; claims < FillClaimsMax && !callsFilled(evs) && w.cfg.Now().Before(deadline); claims++ {
 		select {
 		case w.claimSem <- struct{}{}:
 		case <-ctx.Done():
