@@ -16,6 +16,7 @@ import (
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
+	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -107,6 +108,10 @@ type Config struct {
 	// random, so replicas refused together wake apart (budget.Config.RetrySpread).
 	// 0 means budget.RetrySpreadDefault (500 ms); at most 10 s.
 	BudgetRetrySpread time.Duration
+	// OutboundFillWait is how long an outbound cycle may go on claiming to fill
+	// its batch calls (outbound.Config.FillWait); 0 means
+	// outbound.FillWaitDefault (250 ms), negative none, at most 1 s.
+	OutboundFillWait time.Duration
 	// BudgetKey names the budget shared by every replica; default BudgetKeyDefault.
 	BudgetKey string
 	// HubSpotTimeout bounds one HubSpot request; default hubspot.TimeoutDefault.
@@ -261,6 +266,9 @@ func (c Config) Validate() error {
 	}
 	if c.BudgetCallLead > budget.WindowDefault {
 		add("BudgetCallLead is %s; use at most %s (each grant is counted for %s plus it), or 0 for %s", c.BudgetCallLead, budget.WindowDefault, budget.WindowDefault, budget.CallLeadDefault)
+	}
+	if c.OutboundFillWait > outbound.FillWaitMax {
+		add("OutboundFillWait is %s; use at most %s, or 0 for %s", c.OutboundFillWait, outbound.FillWaitMax, outbound.FillWaitDefault)
 	}
 	if c.BudgetRetrySpread > budget.WindowDefault {
 		add("BudgetRetrySpread is %s; use at most %s, or 0 for %s", c.BudgetRetrySpread, budget.WindowDefault, budget.RetrySpreadDefault)

@@ -23,6 +23,7 @@ var configNames = map[string]string{
 	"DailyLimit":            "HUBSYNC_HUBSPOT_DAILY_LIMIT",
 	"BudgetCallLead":        "HUBSYNC_BUDGET_CALL_LEAD",
 	"BudgetRetrySpread":     "HUBSYNC_BUDGET_RETRY_SPREAD",
+	"OutboundFillWait":      "HUBSYNC_OUTBOUND_FILL_WAIT",
 	"InboundRetention":      "HUBSYNC_INBOUND_RETENTION",
 	"OutboundRetention":     "HUBSYNC_OUTBOUND_RETENTION",
 	"InternalRetention":     "HUBSYNC_INTERNAL_RETENTION",
