@@ -136,7 +136,9 @@ func (c Config) limitsFor(key string, tokens int) (limits, error) {
 	}
 	var l limits
 	if strings.HasSuffix(key, SearchKeySuffix) {
-		scale := func(d time.Duration) time.Duration { return time.Duration(int64(d) * int64(SearchWindow) / int64(c.Window)) }
+		scale := func(d time.Duration) time.Duration {
+			return time.Duration(int64(d) * int64(SearchWindow) / int64(c.Window))
+		}
 		l = newPacedLimits(c.SearchLimit, SearchWindow, -1, scale(c.CallLead), scale(c.RetrySpread))
 	} else {
 		l = newPacedLimits(c.Limit, c.Window, c.DailyLimit, c.CallLead, c.RetrySpread)
