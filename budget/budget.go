@@ -9,9 +9,21 @@ import (
 type Reservation struct {
 	// Granted is true when the tokens were taken.
 	Granted bool
-	// RetryAfter is, when not granted, how long until enough budget frees up.
+	// RetryAfter is, when not granted, how long until enough budget frees up,
+	// plus a random part of up to Config.RetrySpread, so that the replicas
+	// refused together do not all come back at the same instant.
 	RetryAfter time.Duration
+	// UseBy is, when granted, the latest moment (by the budget's clock) at
+	// which the granted calls may start: the budget counts them until UseBy +
+	// Window, so a call made by then is counted for the whole window in which
+	// HubSpot counts it. A call that would start later must be reserved again
+	// (the late grant stays counted; it can only make the budget stricter).
+	UseBy time.Time
 }
+
+// Late reports whether a call starting at now is too late for r's grant. A
+// grant without UseBy (a Budget that sets none) is never late.
+func (r Reservation) Late(now time.Time) bool { return !r.UseBy.IsZero() && now.After(r.UseBy) }
 
 // Observation is what a HubSpot answer said about the limits of a key.
 type Observation struct {

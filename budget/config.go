@@ -18,6 +18,12 @@ const (
 	WindowDefault      = 10 * time.Second
 	DailyLimitDefault  = 250_000
 	SearchLimitDefault = 5
+	// CallLeadDefault is Config.CallLead's default: 2% of HubSpot's window, so
+	// the budget grants at least 98% of its limit while leaving a call that
+	// much time to start.
+	CallLeadDefault = 200 * time.Millisecond
+	// RetrySpreadDefault is Config.RetrySpread's default.
+	RetrySpreadDefault = 500 * time.Millisecond
 )
 
 // Search keys. HubSpot limits its CRM search endpoints to 5 requests per second,
@@ -72,6 +78,19 @@ type Config struct {
 	// SearchLimit is the number of calls per SearchWindow (1 s) for keys that end
 	// in SearchKeySuffix. Default SearchLimitDefault (5).
 	SearchLimit int
+	// CallLead is how long after a grant its calls may start (Reservation.UseBy):
+	// each grant is counted for Window + CallLead, so a call made up to CallLead
+	// after its grant is still inside the window the budget counts, and never
+	// spills uncounted into HubSpot's next window. Reserve right before each
+	// call rather than a cycle's calls at once. Default CallLeadDefault; a
+	// negative value means none (calls must start within the grant's bucket,
+	// 1% of Window). Search keys use the same fraction of their 1 s window.
+	CallLead time.Duration
+	// RetrySpread is the most a refusal's RetryAfter is lengthened at random,
+	// so that cycles refused together wake apart. Default RetrySpreadDefault; a
+	// negative value means none. Search keys use the same fraction of their
+	// window.
+	RetrySpread time.Duration
 	// Now is the clock. Default time.Now. Replicas sharing a database should run
 	// NTP-synced clocks: a replica whose clock runs behind is treated as if it
 	// were at the latest time any replica has recorded (safe, but slower).
@@ -83,6 +102,8 @@ func (c Config) withDefaults() Config {
 	c.Window = cmp.Or(c.Window, WindowDefault)
 	c.DailyLimit = cmp.Or(c.DailyLimit, DailyLimitDefault)
 	c.SearchLimit = cmp.Or(c.SearchLimit, SearchLimitDefault)
+	c.CallLead = cmp.Or(c.CallLead, CallLeadDefault)
+	c.RetrySpread = cmp.Or(c.RetrySpread, RetrySpreadDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -97,6 +118,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("budget: Window is %s; set it to at least 10ms (HubSpot's is 10s, or 0 for the default)", c.Window)
 	case c.DailyLimit > 0 && c.DailyLimit < c.Limit:
 		return fmt.Errorf("budget: DailyLimit %d is below Limit %d; raise DailyLimit, or set it negative for no daily limit", c.DailyLimit, c.Limit)
+	case c.CallLead > c.Window:
+		return fmt.Errorf("budget: CallLead %s exceeds Window %s; lower CallLead (a grant is counted for Window + CallLead)", c.CallLead, c.Window)
+	case c.RetrySpread > c.Window:
+		return fmt.Errorf("budget: RetrySpread %s exceeds Window %s; lower RetrySpread", c.RetrySpread, c.Window)
 	case c.SearchLimit < 1:
 		return fmt.Errorf("budget: SearchLimit is %d; set it to the search calls allowed per second (HubSpot: 5, or 0 for the default)", c.SearchLimit)
 	}
@@ -111,9 +136,12 @@ func (c Config) limitsFor(key string, tokens int) (limits, error) {
 	}
 	var l limits
 	if strings.HasSuffix(key, SearchKeySuffix) {
-		l = newLimits(c.SearchLimit, SearchWindow, -1)
+		scale := func(d time.Duration) time.Duration {
+			return time.Duration(int64(d) * int64(SearchWindow) / int64(c.Window))
+		}
+		l = newPacedLimits(c.SearchLimit, SearchWindow, -1, scale(c.CallLead), scale(c.RetrySpread))
 	} else {
-		l = newLimits(c.Limit, c.Window, c.DailyLimit)
+		l = newPacedLimits(c.Limit, c.Window, c.DailyLimit, c.CallLead, c.RetrySpread)
 	}
 	if tokens < 1 {
 		return l, fmt.Errorf("%w (got %d for key %q)", ErrInvalidTokens, tokens, key)

@@ -1,6 +1,7 @@
 package budget
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -38,8 +39,15 @@ func (c *fakeClock) Advance(d time.Duration) {
 type replicasFunc func(t *testing.T, cfg Config) (Budget, Budget)
 
 // exercise is the conformance suite every Budget implementation must pass.
-func exercise(t *testing.T, newReplicas replicasFunc, hammerPhases int) {
+func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 	ctx := context.Background()
+	// The cases that check exact waits run without CallLead and RetrySpread
+	// (unless they set them); the pacing cases below use the defaults.
+	newReplicas := func(t *testing.T, cfg Config) (Budget, Budget) {
+		cfg.CallLead = cmp.Or(cfg.CallLead, -1)
+		cfg.RetrySpread = cmp.Or(cfg.RetrySpread, -1)
+		return newPaced(t, cfg)
+	}
 
 	mustReserve := func(t *testing.T, b Budget, key string, tokens int) Reservation {
 		t.Helper()
@@ -66,6 +74,59 @@ func exercise(t *testing.T, newReplicas replicasFunc, hammerPhases int) {
 		}
 		return r.RetryAfter
 	}
+
+	t.Run("CallsStartedByUseByStayInTheirWindow", func(t *testing.T) {
+		t.Parallel()
+		// Calls made as late as their grant allows (at UseBy) must still fit
+		// HubSpot's rolling window, counted when they are made: a cycle that
+		// reserved and then called late cannot spill into a window the budget
+		// no longer counts.
+		clock := newClock()
+		const limit, window, lead = 20, time.Second, 200 * time.Millisecond
+		a, b := newPaced(t, Config{Limit: limit, Window: window, DailyLimit: -1, CallLead: lead, Now: clock.Now})
+		rng := rand.New(rand.NewPCG(3, 4))
+		var calls [][2]int64
+		granted := 0
+		for i := range 400 {
+			tokens := 1 + rng.IntN(3)
+			now := clock.Now()
+			r := mustReserve(t, []Budget{a, b}[i%2], "paced", tokens)
+			if r.Granted {
+				granted += tokens
+				if r.UseBy.Before(now.Add(lead)) {
+					t.Fatalf("grant at %s: UseBy %s, less than CallLead %s later", now.Sub(clockStart), r.UseBy.Sub(clockStart), lead)
+				}
+				calls = append(calls, [2]int64{r.UseBy.UnixMicro(), int64(tokens)})
+			}
+			clock.Advance(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
+		}
+		if granted < limit*5 {
+			t.Fatalf("granted %d tokens over %s; the test needs the budget saturated", granted, clock.Now().Sub(clockStart))
+		}
+		checkWindows(t, calls, window, limit)
+	})
+
+	t.Run("RefusalsWakeApart", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		const limit, window, spread = 5, 10 * time.Second, 500 * time.Millisecond
+		a, b := newPaced(t, Config{Limit: limit, Window: window, DailyLimit: -1, CallLead: -1, RetrySpread: spread, Now: clock.Now})
+		wantGranted(t, a, "spread", limit)
+		// Refused together, the replicas' cycles get waits that are never
+		// shorter than the window's and spread over RetrySpread.
+		seen := map[time.Duration]bool{}
+		bucket := window / bucketsPerWindow
+		for i := range 20 {
+			wait := wantRefused(t, []Budget{a, b}[i%2], "spread", 1)
+			if wait < window || wait >= window+bucket+spread {
+				t.Fatalf("RetryAfter = %s; want in [%s, %s)", wait, window, window+bucket+spread)
+			}
+			seen[wait] = true
+		}
+		if len(seen) < 10 {
+			t.Fatalf("20 refusals at one instant got only %d distinct RetryAfter values; want them spread", len(seen))
+		}
+	})
 
 	t.Run("NeverExceedsLimitUnderConcurrency", func(t *testing.T) {
 		t.Parallel()

@@ -44,8 +44,7 @@ func (m *Memory) Reserve(_ context.Context, key string, tokens int) (Reservation
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// The clock is read under the lock so grants are recorded in time order.
-	ok, wait := m.get(key).reserve(l, m.cfg.Now().UnixMicro(), int64(tokens))
-	return Reservation{Granted: ok, RetryAfter: wait}, nil
+	return m.get(key).reserve(l, m.cfg.Now().UnixMicro(), int64(tokens)), nil
 }
 
 // Observe calibrates key's budget from a HubSpot answer; see (*SQL).Observe.

@@ -67,8 +67,9 @@ func NewSQL(db *sql.DB, dialect store.Dialect, cfg Config) (*SQL, error) {
 // Reserve takes tokens from key's budget, or refuses with the time until enough
 // frees up: the oldest counted calls leaving the window, the end of a pause, or
 // the next midnight UTC for the daily limit, whichever is latest. RetryAfter may
-// exceed the exact time by up to 1% of the window (the bucket width), never fall
-// short of it. It fails with ErrTooManyTokens when tokens exceed key's limit.
+// exceed the exact time by up to 1% of the window (the bucket width) plus
+// CallLead and a random part of up to RetrySpread, never fall short of it. A
+// grant's calls must start by its UseBy. It fails with ErrTooManyTokens when tokens exceed key's limit.
 func (b *SQL) Reserve(ctx context.Context, key string, tokens int) (Reservation, error) {
 	l, err := b.cfg.limitsFor(key, tokens)
 	if err != nil {
@@ -76,7 +77,7 @@ func (b *SQL) Reserve(ctx context.Context, key string, tokens int) (Reservation,
 	}
 	var res Reservation
 	err = b.update(ctx, key, l, func(s *state, now int64) bool {
-		res.Granted, res.RetryAfter = s.reserve(l, now, int64(tokens))
+		res = s.reserve(l, now, int64(tokens))
 		return res.Granted
 	})
 	if err != nil {

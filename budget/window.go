@@ -3,6 +3,7 @@ package budget
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -19,15 +20,26 @@ const dayMicros = int64(24 * time.Hour / time.Microsecond)
 type limits struct {
 	limit  int64 // tokens per window
 	window int64 // window length
+	lead   int64 // how long after a grant its calls may start
+	spread int64 // a refusal's RetryAfter gets a random extra of [0, spread)
 	width  int64 // bucket width
-	n      int64 // buckets per window, n*width >= window
+	n      int64 // buckets a grant is counted for, n*width >= window+lead
 	daily  int64 // tokens per UTC day; <= 0 means none
 }
 
 func newLimits(limit int, window time.Duration, daily int) limits {
+	return newPacedLimits(limit, window, daily, 0, 0)
+}
+
+// newPacedLimits is newLimits for a budget whose grants may be used up to
+// lead after they are made: each grant is counted for window+lead, so a call
+// made by then still leaves HubSpot's window before the budget forgets it.
+func newPacedLimits(limit int, window time.Duration, daily int, lead, spread time.Duration) limits {
 	w := window.Microseconds()
 	width := max(w/bucketsPerWindow, 1)
-	return limits{limit: int64(limit), window: w, width: width, n: (w + width - 1) / width, daily: int64(daily)}
+	ld := max(lead.Microseconds(), 0)
+	return limits{limit: int64(limit), window: w, lead: ld, spread: max(spread.Microseconds(), 0),
+		width: width, n: (w + ld + width - 1) / width, daily: int64(daily)}
 }
 
 // state is what a budget keeps per key; the memory budget holds it in a map, the
@@ -35,10 +47,12 @@ func newLimits(limit int, window time.Duration, daily int) limits {
 //
 // Why it never over-grants: a grant made at time a is counted in bucket
 // floor(a/width). At time t (bucket c) the window counts buckets c-n … c. A grant
-// in bucket c-n-1 or older was made before (c-n)*width <= t-window, so it cannot
-// share any window-length interval with t. Hence at every grant the calls counted
-// cover every call in (t-window, t], and checking used+tokens <= limit there
-// keeps every half-open interval of length window at or under the limit.
+// in bucket c-n-1 or older was made before (c-n)*width <= t-window-lead, so its
+// calls, made by a+lead at the latest (the grant's UseBy), cannot share any
+// window-length interval with t. Hence at every grant the calls counted cover
+// every call in (t-window, t], and checking used+tokens <= limit there keeps
+// every half-open interval of length window at or under the limit, counting
+// each call at the moment it is made.
 type state struct {
 	width       int64   // bucket width the counts were recorded with; 0 for a new key
 	head        int64   // bucket index of counts[len(counts)-1]
@@ -120,8 +134,17 @@ func (s *state) freeAt(l limits, need int64) int64 {
 	return (s.head + l.n + 1) * l.width // unreachable while need <= used
 }
 
+// useBy is the latest moment (µs) a call granted at eff may start and still be
+// counted for a whole window after it: the grant leaves the count when the
+// current bucket passes b+n, at (b+n+1)*width.
+func (l limits) useBy(eff int64) int64 {
+	return (floorDiv(eff, l.width)+l.n+1)*l.width - l.window
+}
+
 // reserve grants tokens at now (µs) or returns how long until it could.
-func (s *state) reserve(l limits, now, tokens int64) (bool, time.Duration) {
+// A grant says by when its calls must start (UseBy, on the caller's clock); a
+// refusal's wait gets a random extra of up to l.spread.
+func (s *state) reserve(l limits, now, tokens int64) Reservation {
 	eff := s.advance(l, now)
 	until := int64(0)
 	if s.pausedUntil > eff {
@@ -134,11 +157,17 @@ func (s *state) reserve(l limits, now, tokens int64) (bool, time.Duration) {
 		until = max(until, (s.day+1)*dayMicros)
 	}
 	if until > eff {
-		return false, time.Duration(until-now) * time.Microsecond
+		wait := until - now
+		if l.spread > 0 {
+			wait += rand.Int64N(l.spread)
+		}
+		return Reservation{RetryAfter: time.Duration(wait) * time.Microsecond}
 	}
 	s.counts[len(s.counts)-1] += tokens
 	s.dayCount += tokens
-	return true, 0
+	// On the caller's clock: a replica whose clock is behind the latest one
+	// recorded (eff > now) gets as much less time.
+	return Reservation{Granted: true, UseBy: time.UnixMicro(l.useBy(eff) - (eff - now)).UTC()}
 }
 
 // observe applies what HubSpot said at now (µs). See (*SQL).Observe for the rules.

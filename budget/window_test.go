@@ -66,12 +66,12 @@ func TestClockRunningBackwardsIsClamped(t *testing.T) {
 	l := newLimits(10, time.Second, -1)
 	var s state
 	now := clockStart.UnixMicro()
-	if ok, _ := s.reserve(l, now, 10); !ok {
+	if r := s.reserve(l, now, 10); !r.Granted {
 		t.Fatal("first reserve refused")
 	}
 	// A replica whose clock is 5 s behind must not see the window as empty.
-	if ok, wait := s.reserve(l, now-5_000_000, 1); ok || wait < 6*time.Second {
-		t.Fatalf("behind-clock reserve = %v, %s; want refused for at least 6s", ok, wait)
+	if r := s.reserve(l, now-5_000_000, 1); r.Granted || r.RetryAfter < 6*time.Second {
+		t.Fatalf("behind-clock reserve = %+v; want refused for at least 6s", r)
 	}
 }
 
@@ -81,6 +81,8 @@ func TestConfigValidate(t *testing.T) {
 		{Window: time.Millisecond},
 		{Limit: 100, DailyLimit: 50},
 		{SearchLimit: -5},
+		{CallLead: 11 * time.Second},
+		{RetrySpread: time.Minute},
 	} {
 		if _, err := NewMemory(c); err == nil {
 			t.Errorf("NewMemory(%+v) succeeded; want an error", c)

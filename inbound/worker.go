@@ -20,6 +20,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/eventtrace"
+	"github.com/hubsync/hubsync/internal/leasekeep"
 	"github.com/hubsync/hubsync/internal/service"
 	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/mapping"
@@ -29,6 +30,9 @@ import (
 
 // Defaults of WorkerConfig.
 const (
+	// LeaseDurationDefault is how long a claim holds its events without a
+	// heartbeat; while a cycle runs, heartbeats extend it every third of it.
+	LeaseDurationDefault = 30 * time.Second
 	// BatchSizeDefault is how many events one cycle claims.
 	BatchSizeDefault = 100
 	// PollIntervalDefault is how long an idle worker waits before claiming again
@@ -90,9 +94,10 @@ type WorkerConfig struct {
 	AppID string
 	// BatchSize is how many events one cycle claims; default BatchSizeDefault.
 	BatchSize int
-	// LeaseDuration is how long a claim holds its events; default
-	// store.LeaseDurationDefault. It must cover a cycle: one BatchRead per object
-	// type and the applies.
+	// LeaseDuration is how long a claim holds its events unless extended; a
+	// heartbeat extends them every LeaseDuration/3 while the cycle runs (one
+	// BatchRead per object type and the applies), so it is how long a crashed
+	// replica's events wait. Default LeaseDurationDefault.
 	LeaseDuration time.Duration
 	// PollInterval is the idle wait between claims; default PollIntervalDefault.
 	PollInterval time.Duration
@@ -123,7 +128,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	}
 	c.Source = cmp.Or(c.Source, outbox.SyncSourceHubSpot)
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
-	c.LeaseDuration = cmp.Or(c.LeaseDuration, store.LeaseDurationDefault)
+	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.MaxEventSkew = cmp.Or(c.MaxEventSkew, MaxEventSkewDefault)
 	b := service.NewBase("inbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
@@ -146,7 +151,7 @@ func (c WorkerConfig) validate() error {
 		errs = append(errs, fmt.Errorf("WorkerConfig.BatchSize is %d; use 1..1000 or 0 for %d", c.BatchSize, BatchSizeDefault))
 	}
 	if c.LeaseDuration < 0 || (c.LeaseDuration > 0 && c.LeaseDuration < time.Second) {
-		errs = append(errs, fmt.Errorf("WorkerConfig.LeaseDuration is %s; use at least 1s or 0 for %s", c.LeaseDuration, store.LeaseDurationDefault))
+		errs = append(errs, fmt.Errorf("WorkerConfig.LeaseDuration is %s; heartbeats run every third of it, so use at least 1s, or 0 for %s", c.LeaseDuration, LeaseDurationDefault))
 	}
 	if c.MaxEventSkew < 0 {
 		errs = append(errs, fmt.Errorf("WorkerConfig.MaxEventSkew is %s; use a positive duration or 0 for %s", c.MaxEventSkew, MaxEventSkewDefault))
@@ -303,6 +308,20 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 	}
 	ctx, span := w.tracer.Start(ctx, "hubsync.inbound.cycle", trace.WithAttributes(attribute.Int("hubsync.events", len(evs))))
 	defer span.End()
+	// The lease runs from the start of the claim: the earliest expiry stamped.
+	leases := make([]store.Lease, len(evs))
+	expiry := w.cfg.Now().Add(w.cfg.LeaseDuration)
+	for i, ev := range evs {
+		leases[i] = ev.Lease()
+		if ev.LeaseExpiresDate != nil && ev.LeaseExpiresDate.Before(expiry) {
+			expiry = *ev.LeaseExpiresDate
+		}
+	}
+	keep := leasekeep.Start(ctx, w.cfg.Store, leasekeep.Config{
+		Leases: leases, Duration: w.cfg.LeaseDuration, Expiry: expiry,
+		Now: w.cfg.Now, Logger: w.cfg.Logger,
+	})
+	defer keep.Stop()
 	c := &cycle{w: w, log: w.cfg.Logger.With("worker", w.cfg.Owner)}
 	tasks := make([]*task, len(evs))
 	for i, ev := range evs {

@@ -14,6 +14,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/eventtrace"
+	"github.com/hubsync/hubsync/internal/leasekeep"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/store"
 )
@@ -24,12 +25,14 @@ const linkParallelism = 8
 
 // cycle is the work on one claimed set of events.
 type cycle struct {
-	w           *Worker
-	ctx         context.Context // the caller's; HubSpot calls use it
-	leaseExpiry time.Time
-	leaseShort  bool // the lease has too little time left for another call
-	sum         Summary
-	errs        []error
+	w          *Worker
+	ctx        context.Context // the caller's; HubSpot calls use it
+	keep       *leasekeep.Keeper
+	leaseShort bool               // the lease has too little time left for another call
+	grant      budget.Reservation // of the call being made
+	refusedFor time.Duration      // the budget refused: later calls are released for this long
+	sum        Summary
+	errs       []error
 	// spans are the claimed events' own spans, by event id; a HubSpot call
 	// links to those of the events it carries.
 	spans map[string]trace.Span
@@ -54,7 +57,16 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 	}
 	ctx, span := w.tracer.Start(ctx, "hubsync.outbound.cycle", trace.WithAttributes(attribute.Int("hubsync.events", len(evs))))
 	defer span.End()
-	c := &cycle{w: w, ctx: ctx, leaseExpiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration)), spans: make(map[string]trace.Span, len(evs))}
+	leases := make([]store.Lease, len(evs))
+	for i, e := range evs {
+		leases[i] = e.Lease()
+	}
+	keep := leasekeep.Start(ctx, w.cfg.Store, leasekeep.Config{
+		Leases: leases, Duration: w.cfg.LeaseDuration, Expiry: leaseExpiry(evs, w.cfg.Now().Add(w.cfg.LeaseDuration)),
+		Now: w.cfg.Now, Logger: w.log,
+	})
+	defer keep.Stop()
+	c := &cycle{w: w, ctx: ctx, keep: keep, spans: make(map[string]trace.Span, len(evs))}
 	for _, ev := range evs {
 		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.outbound.event", ev.ID,
 			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.record_id", ev.RecordID),
@@ -109,33 +121,18 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 		w.cfg.Metrics.add(&w.cfg.Metrics.superseded, int64(s))
 	}
 
-	if tokens := plan.EstimateCalls(); tokens > 0 {
-		var calls []*RecordPlan
-		for _, call := range plan.Calls {
-			calls = append(calls, call.Records...)
-		}
-		reserved := true
-		res, err := w.cfg.Budget.Reserve(ctx, w.cfg.BudgetKey, tokens)
-		switch {
-		case errors.Is(err, budget.ErrTooManyTokens):
-			reserved = false // more calls than one window holds: reserve call by call
-		case err != nil:
-			c.release(calls, 0)
-			return c.sum, fmt.Errorf("outbound: reserve %d calls: %w", tokens, err)
-		case !res.Granted:
-			c.denied(calls, res.RetryAfter)
-			return c.sum, nil
-		}
-		for i, call := range plan.Calls {
-			if ctx.Err() != nil {
-				for _, rest := range plan.Calls[i:] {
-					c.release(rest.Records, 0)
-				}
-				c.errs = append(c.errs, ctx.Err())
-				break
+	// Each call reserves its own tokens right before it is made, so that it
+	// is counted in the budget's window when it is made (budget
+	// Reservation.UseBy), never reserved early and made in a later window.
+	for i, call := range plan.Calls {
+		if ctx.Err() != nil {
+			for _, rest := range plan.Calls[i:] {
+				c.release(rest.Records, 0)
 			}
-			c.exec(call.Op, call.HubSpotType, call.IDProperty, call.Records, reserved)
+			c.errs = append(c.errs, ctx.Err())
+			break
 		}
+		c.exec(call.Op, call.HubSpotType, call.IDProperty, call.Records)
 	}
 	return c.sum, errors.Join(c.errs...)
 }
@@ -156,21 +153,41 @@ func leaseExpiry(evs []store.OutboundEvent, fallback time.Time) time.Time {
 	return at
 }
 
-// reserve takes tokens from the budget for recs' calls; when refused (or the
-// budget fails) it releases recs and reports false.
+// reserveAttempts bounds the reservations of one call whose grants arrive
+// too late to use (a replica whose clock is behind the others').
+const reserveAttempts = 3
+
+// reserve takes tokens from the budget for recs' call, to be made at once;
+// when refused (or the budget fails) it releases recs and reports false.
+// After one refusal the cycle's later calls are released without asking again.
 func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
 	cfg := c.w.cfg
-	res, err := cfg.Budget.Reserve(c.ctx, cfg.BudgetKey, tokens)
-	if err != nil {
-		c.release(recs, 0)
-		c.errs = append(c.errs, fmt.Errorf("outbound: reserve %d calls: %w", tokens, err))
+	if c.refusedFor > 0 {
+		c.release(recs, c.refusedFor)
 		return false
 	}
-	if !res.Granted {
-		c.denied(recs, res.RetryAfter)
-		return false
+	for range reserveAttempts {
+		res, err := cfg.Budget.Reserve(c.ctx, cfg.BudgetKey, tokens)
+		if err != nil {
+			c.release(recs, 0)
+			c.errs = append(c.errs, fmt.Errorf("outbound: reserve %d calls: %w", tokens, err))
+			return false
+		}
+		if !res.Granted {
+			c.refusedFor = max(res.RetryAfter, time.Millisecond)
+			c.denied(recs, res.RetryAfter)
+			return false
+		}
+		if !res.Late(cfg.Now()) {
+			c.grant = res
+			return true
+		}
+		// Granted, but already past the moment its call had to start: the grant
+		// stays counted (stricter, never looser); take another.
 	}
-	return true
+	c.release(recs, 0)
+	c.errs = append(c.errs, fmt.Errorf("outbound: %d budget grants in a row arrived after their UseBy; is this replica's clock behind the others'?", reserveAttempts))
+	return false
 }
 
 // denied releases recs, without using an attempt, until the budget has room.
@@ -181,27 +198,22 @@ func (c *cycle) denied(recs []*RecordPlan, retryAfter time.Duration) {
 	c.w.cfg.Metrics.add(&c.w.cfg.Metrics.budgetDenied, 1)
 }
 
-// exec makes one batch call for recs and settles every record. reserved says
-// whether the budget already covers it (split calls reserve their own).
-func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*RecordPlan, reserved bool) {
+// exec reserves the budget for one batch call for recs, makes it and settles
+// every record.
+func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*RecordPlan) {
 	cfg := c.w.cfg
-	if !reserved {
-		tokens := 1
-		if op == OpResolveArchive {
-			tokens = 2
-		}
-		if !c.reserve(tokens, recs) {
-			return
-		}
-	}
 	// The calls must be answered, and their results stored (links, pushed
 	// state, completion), before the lease expires; otherwise the answer could
 	// arrive after another worker re-claimed the events. Once the lease is too
-	// short, every later call of the cycle is released too.
+	// short, every later call of the cycle is released too. Checked before the
+	// reservation, so that no grant is spent on a call that is not made.
 	margin := min(storeOpTimeout, cfg.HTTPTimeout)
-	if c.leaseShort || !cfg.Now().Add(cfg.HTTPTimeout*time.Duration(callsOf(op))+margin).Before(c.leaseExpiry) {
+	if c.leaseShort || !c.keep.Ensure(c.ctx, cfg.HTTPTimeout*time.Duration(callsOf(op))+margin) {
 		c.leaseShort = true
 		c.release(recs, 0)
+		return
+	}
+	if !c.reserve(callsOf(op), recs) {
 		return
 	}
 	hs := cfg.HubSpot
@@ -324,8 +336,8 @@ func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs 
 		// never blocks the rest.
 		c.w.cfg.Metrics.add(&c.w.cfg.Metrics.splits, 1)
 		half := len(recs) / 2
-		c.exec(op, t, idProperty, recs[:half], false)
-		c.exec(op, t, idProperty, recs[half:], false)
+		c.exec(op, t, idProperty, recs[:half])
+		c.exec(op, t, idProperty, recs[half:])
 	case kind == hubspot.KindConflict || kind == hubspot.KindValidation || kind == hubspot.KindNotFound:
 		var he *hubspot.Error
 		errors.As(err, &he)
@@ -492,6 +504,20 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 			r.HubSpotID = id
 			ids = append(ids, id)
 			hit = append(hit, r)
+		}
+	}
+	if len(ids) > 0 && c.grant.Late(c.w.cfg.Now()) {
+		// The read took longer than the grant allows: the archive needs a
+		// grant of its own, counted in the window it is made in.
+		if !c.reserve(1, hit) {
+			var rest []*RecordPlan
+			for _, r := range recs {
+				if r.HubSpotID == "" {
+					rest = append(rest, r)
+				}
+			}
+			c.succeed(rest, nil)
+			return
 		}
 	}
 	if len(ids) > 0 {

@@ -8,16 +8,16 @@
 // A Worker claims up to BatchSize events (RunOnce, or ProcessIDs for a push
 // dispatcher that names events), looks up the HubSpot ids of their records
 // (one query per object type when Links implements BatchLinks), builds a
-// Plan, reserves Plan.EstimateCalls calls from the shared budget and makes
-// the calls; a call's new links are stored in one transaction. When the
-// budget refuses, every event is released (no attempt used) until it has
-// room. A started worker runs Concurrency such cycles at once, back to back
+// Plan and makes its calls, reserving each call's tokens from the shared
+// budget right before it (so a call is counted in the window it is made in,
+// and must start by the grant's UseBy); a call's new links are stored in one
+// transaction. When the budget refuses, that call's and every later call's
+// events are released (no attempt used) for the budget's RetryAfter. A started worker runs Concurrency such cycles at once, back to back
 // while there is work, so that one cycle's database round trips overlap
 // another's HubSpot call; the budget, not the number of cycles, holds the
 // call rate. Any number of workers in any number of processes cooperate
 // through the store's leases; a cycle makes no call that could be answered
-// after its lease expires (LeaseDuration must exceed CallsPerLeaseMin ×
-// HTTPTimeout).
+// after its lease expires (heartbeats keep the lease, see Leases).
 //
 // # Other kinds of events (Handlers)
 //
@@ -143,11 +143,16 @@
 // # Leases
 //
 // A claim's lease runs from the start of the claim (the earliest
-// LeaseExpiresDate of the claimed events). Before each call the worker
+// LeaseExpiresDate of the claimed events) for LeaseDuration, 30 s by default.
+// While the cycle runs, a heartbeat extends the leases of its events every
+// LeaseDuration/3 (store ExtendLease, fenced by Attempt), so a replica that
+// dies leaves its events claimable again within LeaseDuration, while a live
+// cycle keeps them however long it takes. Before each call the worker
 // requires Now + the call's requests × HTTPTimeout + a margin for storing
-// the result (min(15 s, HTTPTimeout)) to be before that expiry; otherwise it
-// releases that call's and every later call's events, without using an
-// attempt.
+// the result (min(15 s, HTTPTimeout)) to be before the lease's expiry, and
+// extends the leases at once when it is not; when that fails (the store is
+// unreachable, or a heartbeat found an event claimed again) it releases that
+// call's and every later call's events, without using an attempt.
 //
 // # Metrics
 //

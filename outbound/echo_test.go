@@ -2,6 +2,7 @@ package outbound_test
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"strings"
@@ -132,10 +133,20 @@ func TestLinkConflictDeadLetters(t *testing.T) {
 
 // slowClaim is an outbound queue whose claims take claimTime by the injected
 // clock: the store stamps the lease when the claim starts.
+// With extendErr set, its ExtendLease fails (the database is unreachable), so
+// the cycle has only the claim's own lease.
 type slowClaim struct {
 	store.OutboundRepository
 	b         *bundle
 	claimTime time.Duration
+	extendErr error
+}
+
+func (s *slowClaim) ExtendLease(ctx context.Context, d time.Duration, leases ...store.Lease) error {
+	if s.extendErr != nil {
+		return s.extendErr
+	}
+	return s.OutboundRepository.ExtendLease(ctx, d, leases...)
 }
 
 func (s *slowClaim) Claim(ctx context.Context, p store.ClaimParams) ([]store.OutboundEvent, error) {
@@ -171,21 +182,28 @@ func (s *slowCalls) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []
 }
 
 // TestLeaseCheckLeavesRoomForBookkeeping: with a 10 s lease and a 2 s HTTP
-// timeout, a call is made only while the claim's lease (stamped when the claim
-// started) leaves room for the call and for storing its result; the rest of
-// the cycle is released without using an attempt, and sent by a later cycle.
+// timeout, a call is made only while the lease leaves room for the call and
+// for storing its result. When the lease cannot be extended (the store fails
+// ExtendLease), the claim's own lease (stamped when the claim started) is all
+// there is, and the rest of the cycle is released without using an attempt,
+// and sent by a later cycle. When it can, the worker extends the lease before
+// the call and makes every call, and the lease then covers the call.
 func TestLeaseCheckLeavesRoomForBookkeeping(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name                string
 		claimTime, callTime time.Duration
+		extendFails         bool
 		wantCalls           int
 	}{
 		// The claim took 7 s: 7 + 2 (call) + 2 (margin) is not before 10.
-		{"slow claim", 7 * time.Second, 0, 0},
+		{"slow claim", 7 * time.Second, 0, true, 0},
 		// The first call took 6 s: 6 + 2 + 2 is not before 10, so the second
 		// call (another operation) is released.
-		{"slow first call", 0, 6 * time.Second, 1},
+		{"slow first call", 0, 6 * time.Second, true, 1},
+		// The same with a store that extends leases: both calls are made.
+		{"slow claim, extended", 7 * time.Second, 0, false, 2},
+		{"slow first call, extended", 0, 6 * time.Second, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -197,8 +215,12 @@ func TestLeaseCheckLeavesRoomForBookkeeping(t *testing.T) {
 			wl.update(t, "contacts", known, map[string]any{"phone": "2"})                      // an update by id
 			wl.insert(t, "contacts", map[string]any{"email": "new@example.com", "phone": "3"}) // an upsert
 			hs := &slowCalls{HubSpot: b.client, b: b, callTime: tc.callTime}
+			repo := &slowClaim{OutboundRepository: b.st.Outbound(), b: b, claimTime: tc.claimTime}
+			if tc.extendFails {
+				repo.extendErr = errors.New("database unreachable")
+			}
 			w := b.worker(t, func(c *outbound.Config) {
-				c.Store = &slowClaim{OutboundRepository: b.st.Outbound(), b: b, claimTime: tc.claimTime}
+				c.Store = repo
 				c.HubSpot = hs
 				c.LeaseDuration = 10 * time.Second
 				c.HTTPTimeout = 2 * time.Second
@@ -207,7 +229,7 @@ func TestLeaseCheckLeavesRoomForBookkeeping(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hs.calls != tc.wantCalls || s.Released == 0 {
+			if hs.calls != tc.wantCalls || (s.Released == 0) != (tc.wantCalls == 2) {
 				t.Fatalf("%d calls, %d released; want %d calls and the rest released (%+v)", hs.calls, s.Released, tc.wantCalls, s)
 			}
 			if s.Retried != 0 || s.Failed != 0 {

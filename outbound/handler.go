@@ -97,7 +97,7 @@ func (c *cycle) handOff(evs []store.OutboundEvent) []store.OutboundEvent {
 		group := groups[k]
 		c.sum.Records++
 		cfg := c.w.cfg
-		if c.ctx.Err() != nil || !cfg.Now().Add(2*cfg.HTTPTimeout).Before(c.leaseExpiry) {
+		if c.ctx.Err() != nil || !c.keep.Ensure(c.ctx, 2*cfg.HTTPTimeout) {
 			// Cancelled, or too little lease left for a call and its bookkeeping.
 			c.releaseEvents(group, 0)
 			continue

@@ -154,3 +154,27 @@ func (m *memRepo) processed() int64 {
 	}
 	return n
 }
+
+// ExtendLease follows the store contract: held leases run to at least now+d,
+// finished events are left alone, and events claimed again are lost.
+func (m *memRepo) ExtendLease(_ context.Context, d time.Duration, leases ...store.Lease) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	until := m.now().Add(d)
+	var lost []store.Lease
+	for _, l := range leases {
+		for _, e := range m.evs {
+			switch {
+			case e.ID != l.ID:
+			case e.Attempt != l.Attempt:
+				lost = append(lost, l)
+			case e.Status == store.StatusProcessing && e.LeaseExpiresDate.Before(until):
+				e.LeaseExpiresDate = &until
+			}
+		}
+	}
+	if len(lost) > 0 {
+		return &store.LeaseLostError{Leases: lost}
+	}
+	return nil
+}

@@ -27,8 +27,14 @@ const (
 	// BatchSizeDefault is how many events one cycle claims: one full batch call
 	// when every event is of a different record.
 	BatchSizeDefault = hubspot.MaxBatchInputs
-	// LeaseDurationDefault is how long a cycle holds its claim.
-	LeaseDurationDefault = store.LeaseDurationDefault
+	// LeaseDurationDefault is how long a claim holds its events without a
+	// heartbeat. While a cycle runs, heartbeats extend it every third of it, so
+	// it bounds how long a crashed replica's events wait, not how long a cycle
+	// may take.
+	LeaseDurationDefault = 30 * time.Second
+	// LeaseDurationMin is the shortest LeaseDuration: heartbeats run every
+	// third of it.
+	LeaseDurationMin = time.Second
 	// HTTPTimeoutDefault is the per-request timeout the worker assumes of its client.
 	HTTPTimeoutDefault = hubspot.TimeoutDefault
 	// PollIntervalDefault is the wait after a cycle that found nothing to do.
@@ -36,11 +42,17 @@ const (
 	// ConcurrencyDefault is how many cycles one worker runs at once: while one
 	// waits for HubSpot, another claims, links or completes.
 	ConcurrencyDefault = 3
+	// FillWaitDefault is how long a cycle may keep claiming to fill its batch
+	// calls (Config.FillWait).
+	FillWaitDefault = 250 * time.Millisecond
+	// FillWaitMax bounds Config.FillWait.
+	FillWaitMax = time.Second
+	// FillClaimsMax bounds how many BatchSize claims one cycle makes while
+	// filling: a mixed backlog of three object types with creations, updates
+	// and deletions needs about nine claims to fill each call.
+	FillClaimsMax = 10
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
-	// CallsPerLeaseMin is how many HTTP timeouts a lease must outlast: a cycle
-	// normally makes one call, a resolve-then-archive two, plus one of slack.
-	CallsPerLeaseMin = 3
 )
 
 // storeOpTimeout bounds the bookkeeping that follows HubSpot calls; it runs
@@ -161,12 +173,28 @@ type Config struct {
 	// BatchSize is the claim limit in events (not records: several events of
 	// one record coalesce into one write); default BatchSizeDefault.
 	BatchSize int
-	// LeaseDuration is how long a claim holds its events; it must exceed
-	// CallsPerLeaseMin × HTTPTimeout. Default LeaseDurationDefault.
+	// LeaseDuration is how long a claim holds its events unless extended: a
+	// heartbeat extends the leases every LeaseDuration/3 while the cycle runs,
+	// and before each HubSpot call the worker extends them to cover the call
+	// (its requests × HTTPTimeout, plus the storing of the result). So it is
+	// how long a crashed replica's events wait. At least LeaseDurationMin;
+	// default LeaseDurationDefault.
 	LeaseDuration time.Duration
 	// HTTPTimeout is the HubSpot client's per-request timeout; default
 	// HTTPTimeoutDefault. The worker makes no call that could outlive its lease.
 	HTTPTimeout time.Duration
+	// FillWait is how long a cycle may go on claiming, after a full claim,
+	// while its batch calls are partly filled: one claim of a mixed backlog
+	// (several object types, creations, updates and deletions) makes many small
+	// calls, each of which costs a whole budget token. The cycle claims again
+	// at once (no sleeping) while every claim comes back full (more work is
+	// claimable), until each (object type, operation) has a full call of
+	// hubspot.MaxBatchInputs records, FillClaimsMax claims were made, or
+	// FillWait has passed; then it makes its calls. A record's events always
+	// stay in one claim, in order, so filling never sends a record's later
+	// change before an earlier one. Default FillWaitDefault, at most
+	// FillWaitMax; negative turns filling off.
+	FillWait time.Duration
 	// PollInterval is the wait after a cycle that found nothing; Notify cuts it short.
 	PollInterval time.Duration
 	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
@@ -200,6 +228,7 @@ func (c Config) withDefaults() Config {
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.FillWait = cmp.Or(c.FillWait, FillWaitDefault)
 	c.AuthRetryDelay = cmp.Or(c.AuthRetryDelay, AuthRetryDelayDefault)
 	b := service.NewBase("outbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
 	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
@@ -232,9 +261,12 @@ func (c Config) validate() error {
 	if c.LeaseDuration < 0 || c.HTTPTimeout < 0 || c.PollInterval < 0 || c.AuthRetryDelay < 0 {
 		errs = append(errs, errors.New("Config durations must not be negative; use 0 for the defaults"))
 	}
-	if c.LeaseDuration > 0 && c.HTTPTimeout > 0 && c.LeaseDuration <= CallsPerLeaseMin*c.HTTPTimeout {
-		errs = append(errs, fmt.Errorf("Config.LeaseDuration (%s) must exceed %d × HTTPTimeout (%s) so a cycle's calls finish while its lease holds; raise LeaseDuration or lower HTTPTimeout",
-			c.LeaseDuration, CallsPerLeaseMin, c.HTTPTimeout))
+	if c.FillWait > FillWaitMax {
+		errs = append(errs, fmt.Errorf("Config.FillWait is %s; use at most %s (a cycle's first events wait that long), 0 for %s, or negative for none", c.FillWait, FillWaitMax, FillWaitDefault))
+	}
+	if c.LeaseDuration > 0 && c.LeaseDuration < LeaseDurationMin {
+		errs = append(errs, fmt.Errorf("Config.LeaseDuration is %s; heartbeats run every third of it, so use at least %s; raise LeaseDuration (0 means %s)",
+			c.LeaseDuration, LeaseDurationMin, LeaseDurationDefault))
 	}
 	return errors.Join(errs...)
 }
@@ -398,7 +430,62 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 	if err != nil {
 		return Summary{}, fmt.Errorf("outbound: claim: %w", err)
 	}
-	return w.process(ctx, evs)
+	evs, err = w.fill(ctx, evs)
+	s, perr := w.process(ctx, evs)
+	return s, errors.Join(err, perr)
+}
+
+// fill claims more events while the first claim came back full and the
+// cycle's calls are partly filled (Config.FillWait). An error of a later
+// claim ends the filling; the events claimed so far are still processed.
+func (w *Worker) fill(ctx context.Context, evs []store.OutboundEvent) ([]store.OutboundEvent, error) {
+	p := w.claimParams()
+	if w.cfg.FillWait <= 0 || len(evs) < p.Limit {
+		return evs, nil
+	}
+	deadline := w.cfg.Now().Add(w.cfg.FillWait)
+	for claims := 1; claims < FillClaimsMax && !callsFilled(evs) && w.cfg.Now().Before(deadline); claims++ {
+		select {
+		case w.claimSem <- struct{}{}:
+		case <-ctx.Done():
+			return evs, nil
+		}
+		more, err := w.cfg.Store.Claim(ctx, p)
+		<-w.claimSem
+		if err != nil {
+			return evs, fmt.Errorf("outbound: claim to fill calls: %w", err)
+		}
+		evs = append(evs, more...)
+		if len(more) < p.Limit {
+			break // nothing more is claimable now
+		}
+	}
+	return evs, nil
+}
+
+// callsFilled reports whether every (object type, operation) among evs has
+// at least a full batch call of records. The operation is estimated from a
+// record's last event (creation, update, deletion); the plan, which knows the
+// records' links, decides.
+func callsFilled(evs []store.OutboundEvent) bool {
+	type group struct{ objectType, eventType string }
+	last := map[RecordKey]store.OutboundEvent{}
+	for _, e := range evs {
+		k := RecordKey{ObjectType: e.ObjectType, RecordID: e.RecordID}
+		if cur, ok := last[k]; !ok || e.Seq > cur.Seq {
+			last[k] = e
+		}
+	}
+	n := map[group]int{}
+	for _, e := range last {
+		n[group{e.ObjectType, e.EventType}]++
+	}
+	for _, c := range n {
+		if c < hubspot.MaxBatchInputs {
+			return false
+		}
+	}
+	return true
 }
 
 // ProcessIDs claims the named events, if they are claimable, and pushes

@@ -21,7 +21,7 @@ import (
 func TestConfigValidation(t *testing.T) {
 	b := setup(t, options{})
 	_, err := outbound.NewWorker(outbound.Config{Store: b.st.Outbound(), HubSpot: b.client, Links: b.links, Budget: b.budget,
-		HTTPTimeout: 30 * time.Second, LeaseDuration: 60 * time.Second})
+		HTTPTimeout: 30 * time.Second, LeaseDuration: 500 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "raise LeaseDuration") {
 		t.Fatalf("err = %v, want a LeaseDuration complaint", err)
 	}
@@ -266,8 +266,9 @@ func TestConflictAdoption(t *testing.T) {
 func TestBudgetNeverExceeded(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{tenSecond: 5, budgetLimit: 5})
-	w1 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10 })
-	w2 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10 })
+	// Without filling, so that small calls push the budget to refuse.
+	w1 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10; c.FillWait = -1 })
+	w2 := b.worker(t, func(c *outbound.Config) { c.BatchSize = 10; c.FillWait = -1 })
 	wl := newWorkload(b, 6)
 	for range 150 {
 		wl.step(t, true)

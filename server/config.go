@@ -18,6 +18,7 @@ import (
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
+	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -100,6 +101,19 @@ type Config struct {
 	// DailyLimit is the HubSpot calls per day; 0 means budget.DailyLimitDefault,
 	// negative none.
 	DailyLimit int
+	// BudgetCallLead is how long after the budget grants a call it may start
+	// (budget.Config.CallLead): each grant is counted for 10 s plus this, so a
+	// call started late still counts in the window HubSpot counts it in. 0 means
+	// budget.CallLeadDefault (200 ms); at most 10 s.
+	BudgetCallLead time.Duration
+	// BudgetRetrySpread is the most a budget refusal's wait is lengthened at
+	// random, so replicas refused together wake apart (budget.Config.RetrySpread).
+	// 0 means budget.RetrySpreadDefault (500 ms); at most 10 s.
+	BudgetRetrySpread time.Duration
+	// OutboundFillWait is how long an outbound cycle may go on claiming to fill
+	// its batch calls (outbound.Config.FillWait); 0 means
+	// outbound.FillWaitDefault (250 ms), negative none, at most 1 s.
+	OutboundFillWait time.Duration
 	// BudgetKey names the budget shared by every replica; default BudgetKeyDefault.
 	BudgetKey string
 	// HubSpotTimeout bounds one HubSpot request; default hubspot.TimeoutDefault.
@@ -296,6 +310,15 @@ func (c Config) Validate() error {
 	}
 	if c.DailyLimit > 0 && c.DailyLimit < c.RateLimit {
 		add("DailyLimit %d is below RateLimit %d; raise it, or set it negative for no daily limit", c.DailyLimit, c.RateLimit)
+	}
+	if c.BudgetCallLead > budget.WindowDefault {
+		add("BudgetCallLead is %s; use at most %s (each grant is counted for %s plus it), or 0 for %s", c.BudgetCallLead, budget.WindowDefault, budget.WindowDefault, budget.CallLeadDefault)
+	}
+	if c.OutboundFillWait > outbound.FillWaitMax {
+		add("OutboundFillWait is %s; use at most %s, or 0 for %s", c.OutboundFillWait, outbound.FillWaitMax, outbound.FillWaitDefault)
+	}
+	if c.BudgetRetrySpread > budget.WindowDefault {
+		add("BudgetRetrySpread is %s; use at most %s, or 0 for %s", c.BudgetRetrySpread, budget.WindowDefault, budget.RetrySpreadDefault)
 	}
 	if err := c.Cleanup.Validate(); err != nil {
 		add("cleanup: %v", err)

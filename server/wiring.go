@@ -25,9 +25,11 @@ import (
 // newBudget returns the call budget shared by every replica through the
 // database, so that all of them together stay under HubSpot's limit.
 func newBudget(db *hubsync.DB, cfg Config) (budget.Budget, error) {
-	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit})
+	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{
+		Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit, CallLead: cfg.BudgetCallLead, RetrySpread: cfg.BudgetRetrySpread,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("RateLimit/DailyLimit: %w", err)
+		return nil, fmt.Errorf("RateLimit/DailyLimit/BudgetCallLead/BudgetRetrySpread: %w", err)
 	}
 	return b, nil
 }

@@ -101,6 +101,13 @@ type LeaseOps interface {
 	// Release returns leased events to pending, claimable after delay, without
 	// counting a failure (a worker stopping, or no API budget).
 	Release(ctx context.Context, delay time.Duration, leases ...Lease) error
+	// ExtendLease is a worker's heartbeat: each event still processing under
+	// its lease keeps its lease until at least now + d (the store's clock); a
+	// later expiry is never shortened. Events already finished (completed,
+	// failed, released) are left alone. Leases whose event was claimed again by
+	// another worker (a newer Attempt) are reported in a *LeaseLostError: the
+	// caller must not act on those events any more.
+	ExtendLease(ctx context.Context, d time.Duration, leases ...Lease) error
 }
 
 // DeadLetterFilter selects dead letters.

@@ -30,8 +30,9 @@ func TestChaosRefusesSQLite(t *testing.T) {
 }
 
 // chaosTimeout bounds the short chaos run: a killed replica's claims wait
-// for their lease (store.LeaseDurationDefault, 2 min) before another replica
-// takes them.
+// for their lease (the workers' 30 s, no longer extended by its heartbeats)
+// before another replica takes them; the internal relay's leases last a
+// minute.
 const chaosTimeout = 6 * time.Minute
 
 // TestChaosPostgres runs a short chaos run with CI set: two replicas on

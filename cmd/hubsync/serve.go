@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/idempotency"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/ops"
+	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/server"
 )
 
@@ -128,6 +130,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.secret(&apiTokens, "api-token", "HUBSYNC_API_TOKEN", "bearer token(s) of the records API and every /api route, comma-separated for rotation, each at least 16 characters; empty turns them off")
 	e.int(&cfg.RateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas (100, 110, 190 or 250 by tier)")
 	e.int(&cfg.DailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
+	e.duration(&cfg.BudgetCallLead, "budget-call-lead", "HUBSYNC_BUDGET_CALL_LEAD", budget.CallLeadDefault, "how long after the shared budget grants a call it may start; each grant is counted for 10 s plus this (at most 10s)")
+	e.duration(&cfg.BudgetRetrySpread, "budget-retry-spread", "HUBSYNC_BUDGET_RETRY_SPREAD", budget.RetrySpreadDefault, "most random extra wait after a budget refusal, so replicas wake apart (at most 10s)")
+	e.duration(&cfg.OutboundFillWait, "outbound-fill-wait", "HUBSYNC_OUTBOUND_FILL_WAIT", outbound.FillWaitDefault, "how long an outbound cycle may keep claiming to fill its batch calls (at most 1s)")
 	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
 	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
 	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")

@@ -37,6 +37,10 @@ func TestServeSettingErrors(t *testing.T) {
 		{"short api token", env("HUBSYNC_API_TOKEN=" + testAPIToken + ",too-short"), nil, []string{"HUBSYNC_API_TOKEN", "token 2 of 2", "16 characters"}},
 		{"short api token flag", env(), []string{"-api-token", "short"}, []string{"HUBSYNC_API_TOKEN", "16 characters"}},
 		{"short admin token", env("HUBSYNC_ADMIN_TOKEN=admin"), nil, []string{"HUBSYNC_ADMIN_TOKEN", "16 characters"}},
+		{"call lead past the window", env("HUBSYNC_BUDGET_CALL_LEAD=11s"), nil, []string{"HUBSYNC_BUDGET_CALL_LEAD", "at most 10s"}},
+		{"call lead not a duration", env("HUBSYNC_BUDGET_CALL_LEAD=soon"), nil, []string{"HUBSYNC_BUDGET_CALL_LEAD", `"soon"`}},
+		{"retry spread past the window", env(), []string{"-budget-retry-spread", "1m"}, []string{"HUBSYNC_BUDGET_RETRY_SPREAD", "at most 10s"}},
+		{"fill wait too long", env("HUBSYNC_OUTBOUND_FILL_WAIT=5s"), nil, []string{"HUBSYNC_OUTBOUND_FILL_WAIT", "at most 1s"}},
 	}
 	for _, tc := range cases {
 		code, _, errOut := runCmd(t, tc.env, append([]string{"serve"}, tc.args...)...)

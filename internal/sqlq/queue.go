@@ -28,7 +28,8 @@ func newQueue[E any](s *Store, def queueDef[E]) (*Queue[E], error) {
 		return nil, err
 	}
 	need := []string{"Insert", "Get", "Pending", "Complete", "Fail", "RetryCount", "Retry", "Release",
-		"Cleanup", "DeadLetters", "Requeue", "Stats", "NextSeq", "NextSeqBatch", "FailedByID", "FailedByKey"}
+		"Cleanup", "DeadLetters", "Requeue", "Stats", "NextSeq", "NextSeqBatch", "FailedByID", "FailedByKey",
+		"ExtendLease", "LeaseLost"}
 	if def.data.Dir == store.DirectionInbound {
 		need = append(need, "IDByIdempotencyKey")
 	}
@@ -419,6 +420,39 @@ func (qu *Queue[E]) Release(ctx context.Context, delay time.Duration, leases ...
 		return qu.op("release", err)
 	}
 	return nil
+}
+
+// ExtendLease moves the lease expiry of the events still processing under
+// leases to at least now + d, and reports the leases whose event was claimed
+// again.
+func (qu *Queue[E]) ExtendLease(ctx context.Context, d time.Duration, leases ...store.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	now := qu.s.now()
+	args := params{"now": qu.s.encodeTime(now), "until": qu.s.encodeTime(now.Add(max(d, 0))), "leases": leasesJSON(leases)}
+	unlock := qu.s.lockWrites()
+	_, err := qu.exec(ctx, qu.s.db, "ExtendLease", args)
+	unlock()
+	if err != nil {
+		return qu.op("extend lease", err)
+	}
+	// After the UPDATE: an event it extended cannot be claimed again before
+	// the new expiry, so any claim this reads happened before the heartbeat.
+	lostIDs, err := qu.strs(ctx, qu.s.db, "LeaseLost", args)
+	if err != nil {
+		return qu.op("extend lease", err)
+	}
+	if len(lostIDs) == 0 {
+		return nil
+	}
+	lost := &store.LeaseLostError{}
+	for _, l := range leases {
+		if slices.Contains(lostIDs, l.ID) {
+			lost.Leases = append(lost.Leases, l)
+		}
+	}
+	return qu.op("extend lease", lost)
 }
 
 func leaseLost(l store.Lease) error { return &store.LeaseLostError{Leases: []store.Lease{l}} }

@@ -530,3 +530,73 @@ func testCompleteTx(t *testing.T, b *bundle) {
 		t.Fatalf("%s after a committed CompleteTx: %v, want processed", keptID, got)
 	}
 }
+
+// testExtendLease checks the heartbeat: an extended lease keeps its events from
+// other claimers past the claim's expiry; a lease that stops being extended
+// expires as any other; a lease claimed again is reported lost and left alone;
+// finished events are neither changed nor reported; and an extension never
+// shortens a lease.
+func testExtendLease(t *testing.T, b *bundle) {
+	q := b.q
+	ctx := context.Background()
+	beating := q.mustEnqueue(t, spec{Record: "beating"})
+	silent := q.mustEnqueue(t, spec{Record: "silent"})
+	done := q.mustEnqueue(t, spec{Record: "done"})
+	c := q.mustClaim(t, 10, 30*time.Second, "w1")
+	wantIDs(t, "claim by w1", c, beating, silent, done)
+	byID := map[string]item{}
+	for _, it := range c {
+		byID[it.ID] = it
+	}
+	if err := q.Complete(ctx, byID[done].lease()); err != nil {
+		t.Fatal(err)
+	}
+	doneBefore := snap(q.mustGet(t, done))
+
+	// Heartbeats every 20 s keep "beating" for 60 s; "silent" gets none.
+	for range 3 {
+		b.clock.Advance(20 * time.Second)
+		if err := q.ExtendLease(ctx, 30*time.Second, byID[beating].lease(), byID[done].lease()); err != nil {
+			t.Fatalf("ExtendLease of a held lease and a completed event: %v", err)
+		}
+		if got := q.mustGet(t, beating); got.LeaseExpiresDate == nil || !got.LeaseExpiresDate.Equal(b.clock.Now().Add(30*time.Second)) {
+			t.Fatalf("after ExtendLease(30s) at %s: lease expires %v, want %s", b.clock.Now(), got.LeaseExpiresDate, b.clock.Now().Add(30*time.Second))
+		}
+	}
+	if after := snap(q.mustGet(t, done)); after != doneBefore {
+		t.Errorf("ExtendLease changed a completed event:\n before %+v\n after  %+v", doneBefore, after)
+	}
+	// 60 s after the claim: "silent" expired 30 s ago and is claimable, the
+	// extended "beating" is not.
+	c2 := q.mustClaim(t, 10, 30*time.Second, "w2")
+	wantIDs(t, "claim by w2 after w1 extended only one lease", c2, silent)
+
+	// The lease w2 took from w1 is lost to w1: reported, and not extended.
+	silentBefore := snap(q.mustGet(t, silent))
+	err := q.ExtendLease(ctx, time.Hour, byID[beating].lease(), byID[silent].lease())
+	var lle *store.LeaseLostError
+	if !errors.As(err, &lle) || !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("ExtendLease with one lease re-claimed: err = %v (%T), want a *LeaseLostError", err, err)
+	}
+	if len(lle.Leases) != 1 || lle.Leases[0] != byID[silent].lease() {
+		t.Errorf("LeaseLostError.Leases = %v, want only %v", lle.Leases, byID[silent].lease())
+	}
+	if after := snap(q.mustGet(t, silent)); after != silentBefore {
+		t.Errorf("ExtendLease by w1 changed the event w2 holds:\n before %+v\n after  %+v", silentBefore, after)
+	}
+	// An hour was granted to "beating" in the same call; a shorter extension
+	// leaves it.
+	want := b.clock.Now().Add(time.Hour)
+	if err := q.ExtendLease(ctx, time.Second, byID[beating].lease()); err != nil {
+		t.Fatal(err)
+	}
+	if got := q.mustGet(t, beating); got.LeaseExpiresDate == nil || !got.LeaseExpiresDate.Equal(want) {
+		t.Errorf("ExtendLease(1s) after ExtendLease(1h): expires %v, want %s (never shortened)", got.LeaseExpiresDate, want)
+	}
+	if err := q.Complete(ctx, byID[beating].lease()); err != nil {
+		t.Errorf("Complete after heartbeats: %v", err)
+	}
+	if err := q.ExtendLease(ctx, time.Second); err != nil {
+		t.Errorf("ExtendLease of no leases: %v", err)
+	}
+}

@@ -45,6 +45,7 @@ var cases = []testCase{
 	{name: "ConcurrentClaimers", run: testConcurrentClaimers},
 	{name: "LeaseExpiry", run: testLeaseExpiry},
 	{name: "Fencing", run: testFencing},
+	{name: "ExtendLease", run: testExtendLease},
 	{name: "FencingBatchComplete", run: testFencingBatch},
 	{name: "CompleteTx", run: testCompleteTx},
 	{name: "RecordFollowers", run: testRecordFollowers},
