@@ -11,7 +11,7 @@ func (s *Server) routes() {
 	auth := func(h http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if !s.authorized(r) {
-				writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <QSTASH_TOKEN>")
+				writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer $QSTASH_TOKEN")
 				return
 			}
 			h(w, r)

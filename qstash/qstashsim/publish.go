@@ -220,7 +220,7 @@ type PublishResponse struct {
 
 func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(r) {
-		writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <QSTASH_TOKEN>")
+		writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer $QSTASH_TOKEN")
 		return
 	}
 	dest, err := parseDestination(strings.TrimPrefix(r.URL.EscapedPath(), publishPrefix), r.URL.RawQuery)
