@@ -246,8 +246,10 @@ func TestDelayAndNotBefore(t *testing.T) {
 	notBefore := b.clock.Now().Add(20 * time.Second).Unix()
 	a := b.publish(rc.url("/a"), "x", map[string]string{"Upstash-Delay": "10s"})
 	c := b.publish(rc.url("/b"), "y", map[string]string{"Upstash-Not-Before": strconv.FormatInt(notBefore, 10)})
+	// A stale Not-Before (in the past) is delivered at once, not refused.
+	stale := b.publish(rc.url("/c"), "z", map[string]string{"Upstash-Not-Before": strconv.FormatInt(b.clock.Now().Add(-time.Hour).Unix(), 10)})
 	b.idle()
-	if rc.count() != 2 || b.info(a.MessageID).State != "DELIVERED" {
+	if rc.count() != 3 || b.info(a.MessageID).State != "DELIVERED" || b.info(stale.MessageID).State != "DELIVERED" {
 		t.Fatalf("delayed messages not delivered: %d", rc.count())
 	}
 	if got := b.info(c.MessageID).NotBefore; got != notBefore*1000 {

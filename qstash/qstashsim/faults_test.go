@@ -100,6 +100,10 @@ func TestFaultsControlAPI(t *testing.T) {
 	if st.MaxParallelism == nil {
 		t.Fatalf("stats %+v", st)
 	}
+	b.publish(newReceiver(t, nil).url("/w"), "x", map[string]string{"Upstash-Flow-Control-Key": "k", "Upstash-Flow-Control-Value": "rate=150, period=10s"})
+	if a := b.do(http.MethodGet, "/_sim/qstash/stats", nil, nil); !strings.Contains(string(a.body), `"flowControl":{"k":{"rate":150,"period":"10s"}}`) {
+		t.Fatalf("stats JSON %s", a.body)
+	}
 	if a := b.do(http.MethodPost, "/_sim/qstash/stats/reset", nil, nil); a.status != http.StatusNoContent {
 		t.Fatalf("reset: %d", a.status)
 	}

@@ -1,6 +1,7 @@
 package qstashsim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -22,11 +23,25 @@ const delayMax = 365 * 24 * time.Hour
 // Parallelism or Rate means that limit is not set.
 type FlowControl struct {
 	// Parallelism is the most deliveries of the key in flight at once.
-	Parallelism int `json:"parallelism,omitempty"`
+	Parallelism int
 	// Rate is the most deliveries of the key started per Period.
-	Rate int `json:"rate,omitempty"`
+	Rate int
 	// Period is the window of Rate (default one second, as QStash's).
-	Period time.Duration `json:"period,omitempty"`
+	Period time.Duration
+}
+
+// MarshalJSON writes the period as a duration string ("10s").
+func (fc FlowControl) MarshalJSON() ([]byte, error) {
+	type wire struct {
+		Parallelism int    `json:"parallelism,omitempty"`
+		Rate        int    `json:"rate,omitempty"`
+		Period      string `json:"period,omitempty"`
+	}
+	w := wire{Parallelism: fc.Parallelism, Rate: fc.Rate}
+	if fc.Period > 0 {
+		w.Period = fc.Period.String()
+	}
+	return json.Marshal(w)
 }
 
 // FlowControlPeriodDefault is the period of a rate given without one.
