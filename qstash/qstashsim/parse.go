@@ -49,7 +49,9 @@ const FlowControlPeriodDefault = time.Second
 
 // ParseFlowControlValue parses an Upstash-Flow-Control-Value such as
 // "parallelism=12, rate=150, period=10s". Keys are case-insensitive; at least
-// one of parallelism and rate must be given; period needs a rate.
+// one of parallelism and rate must be given. A period without a rate is
+// accepted and has no effect (clients such as hubsync's send their default
+// period whatever the rate).
 func ParseFlowControlValue(v string) (FlowControl, error) {
 	var fc FlowControl
 	seen := map[string]bool{}
@@ -93,9 +95,6 @@ func ParseFlowControlValue(v string) (FlowControl, error) {
 	}
 	if fc.Parallelism == 0 && fc.Rate == 0 {
 		return FlowControl{}, errors.New("needs parallelism or rate")
-	}
-	if fc.Period != 0 && fc.Rate == 0 {
-		return FlowControl{}, errors.New("period needs a rate")
 	}
 	if fc.Rate > 0 && fc.Period == 0 {
 		fc.Period = FlowControlPeriodDefault
