@@ -256,3 +256,19 @@ func TestDelayAndNotBefore(t *testing.T) {
 		t.Fatalf("notBefore %d, want %d ms", got, notBefore*1000)
 	}
 }
+
+// TestFarNotBeforeWaits: a Not-Before in the far future must wait, not
+// overflow into "now".
+func TestFarNotBeforeWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{DelayScale: 1})
+	rc := newReceiver(t, nil)
+	far := b.publish(rc.url("/far"), "w", map[string]string{"Upstash-Not-Before": "1099511627776"})
+	// A message published after it and due at once is delivered first; the
+	// far one is still waiting then.
+	near := b.publish(rc.url("/near"), "n", nil)
+	testwait.For(t, "the due delivery", func() bool { return b.info(near.MessageID).State == "DELIVERED" })
+	if m := b.info(far.MessageID); m.State != "CREATED" || m.Deliveries != 0 || rc.count() != 1 {
+		t.Fatalf("a message due in the year 36812 was tried: %+v", m)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -343,11 +344,17 @@ func (s *Server) publish(dest string, o publishOptions, body []byte, callerIP st
 	return m.id, false, nil
 }
 
+// scale shrinks (or stretches) a wait by Config.DelayScale, saturating
+// instead of overflowing for a Not-Before far in the future.
 func (s *Server) scale(d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	return time.Duration(float64(d) * s.cfg.DelayScale)
+	f := float64(d) * s.cfg.DelayScale
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(f)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
