@@ -52,6 +52,10 @@ func TestSimQStashSettings(t *testing.T) {
 		t.Fatalf("would print real credentials: %s", shown)
 	}
 
+	// Without -qstash, QStash's settings are not read, so a bad one is no error.
+	if _, err := parseSim([]string{"-qstash-delay-scale", "0"}, io.Discard); err != nil {
+		t.Fatalf("without -qstash: %v", err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
