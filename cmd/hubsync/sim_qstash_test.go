@@ -167,6 +167,9 @@ func TestSimQStashEndToEnd(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var st qstashsim.Stats
-		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Delivered == 1 && st.MaxParallelism["hubspot"] == 1
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatalf("decode the stats: %v", err)
+		}
+		return st.Delivered == 1 && st.MaxParallelism["hubspot"] == 1 && st.FlowControl["hubspot"].Period == 10*time.Second
 	})
 }

@@ -30,18 +30,37 @@ type FlowControl struct {
 	Period time.Duration
 }
 
+// flowControlJSON is the wire form of FlowControl in the stats.
+type flowControlJSON struct {
+	Parallelism int    `json:"parallelism,omitempty"`
+	Rate        int    `json:"rate,omitempty"`
+	Period      string `json:"period,omitempty"`
+}
+
 // MarshalJSON writes the period as a duration string ("10s").
 func (fc FlowControl) MarshalJSON() ([]byte, error) {
-	type wire struct {
-		Parallelism int    `json:"parallelism,omitempty"`
-		Rate        int    `json:"rate,omitempty"`
-		Period      string `json:"period,omitempty"`
-	}
-	w := wire{Parallelism: fc.Parallelism, Rate: fc.Rate}
+	w := flowControlJSON{Parallelism: fc.Parallelism, Rate: fc.Rate}
 	if fc.Period > 0 {
 		w.Period = fc.Period.String()
 	}
 	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (fc *FlowControl) UnmarshalJSON(b []byte) error {
+	var w flowControlJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var d time.Duration
+	if w.Period != "" {
+		var err error
+		if d, err = time.ParseDuration(w.Period); err != nil {
+			return fmt.Errorf("period: %w", err)
+		}
+	}
+	*fc = FlowControl{Parallelism: w.Parallelism, Rate: w.Rate, Period: d}
+	return nil
 }
 
 // FlowControlPeriodDefault is the period of a rate given without one.
