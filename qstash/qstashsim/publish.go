@@ -23,8 +23,8 @@ const publishPrefix = "/v2/publish/"
 // destinationMax bounds a destination URL.
 const destinationMax = 4096
 
-// Headers of the publish request (the Upstash-Forward- prefix is stripped
-// from forwarded headers on delivery).
+// Headers of the publish request: the Upstash-Forward- prefix is stripped
+// from forwarded headers on delivery, the others configure the message.
 const (
 	HeaderForwardPrefix     = "Upstash-Forward-"
 	HeaderMethod            = "Upstash-Method"
@@ -37,16 +37,29 @@ const (
 	HeaderTimeout           = "Upstash-Timeout"
 	HeaderFlowControlKey    = "Upstash-Flow-Control-Key"
 	HeaderFlowControlValue  = "Upstash-Flow-Control-Value"
-	HeaderSignature         = "Upstash-Signature"
-	HeaderMessageID         = "Upstash-Message-Id"
-	HeaderRetried           = "Upstash-Retried"
-	HeaderCallerIP          = "Upstash-Caller-Ip"
+)
+
+// Headers of a delivery, and the worker's answer.
+const (
+	HeaderSignature = "Upstash-Signature"
+	HeaderMessageID = "Upstash-Message-Id"
+	// HeaderRetried is 0 on the first attempt.
+	HeaderRetried  = "Upstash-Retried"
+	HeaderCallerIP = "Upstash-Caller-Ip"
+	// HeaderNonRetryableError "true" on a StatusNonRetryable answer sends
+	// the message to the DLQ at once.
 	HeaderNonRetryableError = "Upstash-NonRetryable-Error"
-	UserAgent               = "Upstash-QStash"
-	StatusNonRetryable      = 489
-	flowControlKeyMax       = 256
-	deduplicationIDMax      = 256
-	forwardedHeadersMax     = 64
+	// UserAgent is the User-Agent of deliveries.
+	UserAgent = "Upstash-QStash"
+	// StatusNonRetryable is QStash's "do not retry" status.
+	StatusNonRetryable = 489
+)
+
+// Bounds on publish input.
+const (
+	flowControlKeyMax   = 256
+	deduplicationIDMax  = 256
+	forwardedHeadersMax = 64
 )
 
 // publishOptions are the Upstash-* settings of a message.
