@@ -51,8 +51,10 @@ type Server struct {
 	nextID       uint64
 	msgs         map[string]*message
 	dedup        map[string]dedupEntry
-	dedupOrder   []dedupRef // oldest first, for expiry
-	queue        []*attempt // waiting attempts, by due time
+	dedupOrder   []dedupRef            // oldest first, for expiry
+	timed        attemptHeap           // attempts not yet due, earliest first
+	ready        map[string][]*attempt // due attempts by flow-control key ("" none), in due order
+	seq          uint64                // orders attempts due at the same instant
 	flows        map[string]*flowState
 	dlq          []*dlqEntry // oldest first
 	dlqSeq       uint64
@@ -88,6 +90,7 @@ func New(cfg Config) (*Server, error) {
 		msgs:         map[string]*message{},
 		dedup:        map[string]dedupEntry{},
 		flows:        map[string]*flowState{},
+		ready:        map[string][]*attempt{},
 		idle:         idle,
 		stats:        newStats(),
 	}
