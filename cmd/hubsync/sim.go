@@ -100,8 +100,10 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 			return st, fmt.Errorf("-faults: %w", err)
 		}
 	}
-	if err := qstashSimSettings(&st, qToken, qCurrent, qNext, *qSignNext, *qScale, *qFaults); err != nil {
-		return st, err
+	if st.qstash {
+		if err := qstashSimSettings(&st, qToken, qCurrent, qNext, *qSignNext, *qScale, *qFaults); err != nil {
+			return st, err
+		}
 	}
 	return st, nil
 }

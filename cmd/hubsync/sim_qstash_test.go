@@ -52,6 +52,10 @@ func TestSimQStashSettings(t *testing.T) {
 		t.Fatalf("would print real credentials: %s", shown)
 	}
 
+	// Without -qstash, QStash's settings are not read, so a bad one is no error.
+	if _, err := parseSim([]string{"-qstash-delay-scale", "0"}, io.Discard); err != nil {
+		t.Fatalf("without -qstash: %v", err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -163,6 +167,9 @@ func TestSimQStashEndToEnd(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		var st qstashsim.Stats
-		return json.NewDecoder(resp.Body).Decode(&st) == nil && st.Delivered == 1 && st.MaxParallelism["hubspot"] == 1
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatalf("decode the stats: %v", err)
+		}
+		return st.Delivered == 1 && st.MaxParallelism["hubspot"] == 1 && st.FlowControl["hubspot"].Period == 10*time.Second
 	})
 }

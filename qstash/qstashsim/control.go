@@ -11,7 +11,7 @@ func (s *Server) routes() {
 	auth := func(h http.HandlerFunc) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
 			if !s.authorized(r) {
-				writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <QSTASH_TOKEN>")
+				writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer $QSTASH_TOKEN")
 				return
 			}
 			h(w, r)
@@ -60,6 +60,15 @@ func (s *Server) routes() {
 		}
 		writeJSON(w, http.StatusOK, info.Message)
 	}))
+
+	// Anything else under /v2/ (URL groups, queues, schedules…) is not
+	// emulated: say so in QStash's error shape rather than ServeMux's text.
+	m.HandleFunc("/v2/", auth(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not emulated: "+r.Method+" "+r.URL.Path)
+	}))
+	m.HandleFunc("/_sim/qstash/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no control endpoint "+r.Method+" "+r.URL.Path+"; see /_sim/qstash/stats, faults, signing, messages/{id}")
+	})
 
 	// The control API: no authentication, as hubspotsim's /_sim/.
 	m.HandleFunc("GET /_sim/qstash/stats", func(w http.ResponseWriter, _ *http.Request) {

@@ -2,12 +2,12 @@ package qstashsim
 
 import (
 	"bytes"
+	"container/heap"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +39,7 @@ type message struct {
 }
 
 type attempt struct {
+	seq       uint64
 	msg       *message
 	due       time.Time // wall clock
 	retried   int       // Upstash-Retried of this attempt
@@ -61,10 +62,31 @@ type deliveryResult struct {
 var errDropped = errors.New("qstashsim: attempt dropped by fault injection")
 
 func (s *Server) enqueueLocked(a *attempt) {
-	i := sort.Search(len(s.queue), func(i int) bool { return s.queue[i].due.After(a.due) })
-	s.queue = slices.Insert(s.queue, i, a)
+	s.seq++
+	a.seq = s.seq
+	heap.Push(&s.timed, a)
 	s.addPendingLocked(1)
 	s.signal()
+}
+
+// attemptHeap is a min-heap of attempts by due time, then enqueue order.
+type attemptHeap []*attempt
+
+func (h attemptHeap) Len() int { return len(h) }
+func (h attemptHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].seq < h[j].seq
+}
+func (h attemptHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *attemptHeap) Push(x any)   { *h = append(*h, x.(*attempt)) }
+func (h *attemptHeap) Pop() any {
+	old := *h
+	a := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return a
 }
 
 // scheduleLoop starts due attempts that their flow-control key admits, and
@@ -96,8 +118,11 @@ func (s *Server) scheduleLoop() {
 	}
 }
 
-// startDue starts every admitted due attempt and returns when the loop must
-// look again without being woken (zero: only when woken).
+// startDue moves attempts that have come due to their key's ready queue,
+// starts each key's ready attempts in order while the key admits them, and
+// returns when the loop must look again without being woken (zero: only when
+// woken). Its cost is the attempts started plus the keys waiting, not the
+// length of the queue.
 func (s *Server) startDue() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,30 +136,32 @@ func (s *Server) startDue() time.Time {
 			next = t
 		}
 	}
-	blocked := map[string]bool{} // a blocked key keeps its later attempts waiting, in order
-	kept := s.queue[:0]
-	for i, a := range s.queue {
-		if a.due.After(now) {
-			earlier(a.due)
-			kept = append(kept, s.queue[i:]...)
-			break
-		}
+	for len(s.timed) > 0 && !s.timed[0].due.After(now) {
+		a := heap.Pop(&s.timed).(*attempt)
 		key := a.msg.opts.flowKey
-		if blocked[key] {
-			kept = append(kept, a)
-			continue
-		}
-		if ok, retryAt := s.admitLocked(key, now); !ok {
-			blocked[key] = true
-			kept = append(kept, a)
-			earlier(retryAt)
-			continue
-		}
-		s.wg.Add(1)
-		go s.dispatch(a)
+		s.ready[key] = append(s.ready[key], a)
 	}
-	clear(s.queue[len(kept):])
-	s.queue = kept
+	if len(s.timed) > 0 {
+		earlier(s.timed[0].due)
+	}
+	for key, q := range s.ready {
+		i := 0
+		for ; i < len(q); i++ {
+			ok, retryAt := s.admitLocked(key, now)
+			if !ok {
+				earlier(retryAt)
+				break
+			}
+			s.wg.Add(1)
+			go s.dispatch(q[i])
+		}
+		if i == len(q) {
+			delete(s.ready, key)
+			continue
+		}
+		clear(q[:i])
+		s.ready[key] = q[i:]
+	}
 	return next
 }
 

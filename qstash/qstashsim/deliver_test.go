@@ -246,11 +246,29 @@ func TestDelayAndNotBefore(t *testing.T) {
 	notBefore := b.clock.Now().Add(20 * time.Second).Unix()
 	a := b.publish(rc.url("/a"), "x", map[string]string{"Upstash-Delay": "10s"})
 	c := b.publish(rc.url("/b"), "y", map[string]string{"Upstash-Not-Before": strconv.FormatInt(notBefore, 10)})
+	// A stale Not-Before (in the past) is delivered at once, not refused.
+	stale := b.publish(rc.url("/c"), "z", map[string]string{"Upstash-Not-Before": strconv.FormatInt(b.clock.Now().Add(-time.Hour).Unix(), 10)})
 	b.idle()
-	if rc.count() != 2 || b.info(a.MessageID).State != "DELIVERED" {
+	if rc.count() != 3 || b.info(a.MessageID).State != "DELIVERED" || b.info(stale.MessageID).State != "DELIVERED" {
 		t.Fatalf("delayed messages not delivered: %d", rc.count())
 	}
 	if got := b.info(c.MessageID).NotBefore; got != notBefore*1000 {
 		t.Fatalf("notBefore %d, want %d ms", got, notBefore*1000)
+	}
+}
+
+// TestFarNotBeforeWaits: a Not-Before in the far future must wait, not
+// overflow into "now".
+func TestFarNotBeforeWaits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{DelayScale: 1})
+	rc := newReceiver(t, nil)
+	far := b.publish(rc.url("/far"), "w", map[string]string{"Upstash-Not-Before": "1099511627776"})
+	// A message published after it and due at once is delivered first; the
+	// far one is still waiting then.
+	near := b.publish(rc.url("/near"), "n", nil)
+	testwait.For(t, "the due delivery", func() bool { return b.info(near.MessageID).State == "DELIVERED" })
+	if m := b.info(far.MessageID); m.State != "CREATED" || m.Deliveries != 0 || rc.count() != 1 {
+		t.Fatalf("a message due in the year 36812 was tried: %+v", m)
 	}
 }

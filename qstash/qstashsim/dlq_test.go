@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -148,5 +149,11 @@ func TestDLQAPI(t *testing.T) {
 	}
 	if a := b.do(http.MethodGet, "/v2/messages/msg_none", nil, nil); a.status != http.StatusNotFound {
 		t.Fatalf("unknown message: %d", a.status)
+	}
+	for _, path := range []string{"/v2/schedules", "/v2/topics/x", "/_sim/qstash/nothing"} {
+		a := b.do(http.MethodGet, path, nil, nil)
+		if a.status != http.StatusNotFound || !strings.Contains(a.errorText(t), "no") {
+			t.Errorf("GET %s: %d %s, want a JSON 404", path, a.status, a.body)
+		}
 	}
 }

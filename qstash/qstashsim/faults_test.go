@@ -100,6 +100,15 @@ func TestFaultsControlAPI(t *testing.T) {
 	if st.MaxParallelism == nil {
 		t.Fatalf("stats %+v", st)
 	}
+	b.publish(newReceiver(t, nil).url("/w"), "x", map[string]string{"Upstash-Flow-Control-Key": "k", "Upstash-Flow-Control-Value": "rate=150, period=10s"})
+	a = b.do(http.MethodGet, "/_sim/qstash/stats", nil, nil)
+	if !strings.Contains(string(a.body), `"flowControl":{"k":{"rate":150,"period":"10s"}}`) {
+		t.Fatalf("stats JSON %s", a.body)
+	}
+	a.decode(t, &st) // and it reads back
+	if st.FlowControl["k"] != (FlowControl{Rate: 150, Period: 10 * time.Second}) {
+		t.Fatalf("stats read back: %+v", st.FlowControl)
+	}
 	if a := b.do(http.MethodPost, "/_sim/qstash/stats/reset", nil, nil); a.status != http.StatusNoContent {
 		t.Fatalf("reset: %d", a.status)
 	}

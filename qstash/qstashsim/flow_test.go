@@ -40,7 +40,7 @@ func TestFlowControlParallelism(t *testing.T) {
 		testwait.For(t, fmt.Sprintf("%d deliveries in flight", want), func() bool {
 			rc.mu.Lock()
 			defer rc.mu.Unlock()
-			return rc.inFlight == want
+			return rc.inFlight >= want
 		})
 		rc.mu.Lock()
 		peak := rc.maxInFlight
@@ -82,7 +82,7 @@ func TestFlowControlRate(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	})
 	const n, rate = 6, 4
-	period := time.Second
+	period := 2 * time.Second
 	fc := map[string]string{"Upstash-Flow-Control-Key": "k", "Upstash-Flow-Control-Value": fmt.Sprintf("rate=%d, period=%s", rate, period)}
 	for i := range n {
 		b.publish(rc.url("/w"), fmt.Sprint(i), fc)
@@ -97,7 +97,7 @@ func TestFlowControlRate(t *testing.T) {
 	// The emulator admits by start time; a request reaches the receiver a
 	// little later, by a varying amount. A window shorter than the period
 	// by that slack must still hold at most rate arrivals.
-	const slack = 400 * time.Millisecond
+	const slack = time.Second
 	for i := range arrivals {
 		in := 0
 		for _, a := range arrivals[i:] {

@@ -1,6 +1,7 @@
 package qstashsim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -22,11 +23,44 @@ const delayMax = 365 * 24 * time.Hour
 // Parallelism or Rate means that limit is not set.
 type FlowControl struct {
 	// Parallelism is the most deliveries of the key in flight at once.
-	Parallelism int `json:"parallelism,omitempty"`
+	Parallelism int
 	// Rate is the most deliveries of the key started per Period.
-	Rate int `json:"rate,omitempty"`
+	Rate int
 	// Period is the window of Rate (default one second, as QStash's).
-	Period time.Duration `json:"period,omitempty"`
+	Period time.Duration
+}
+
+// flowControlJSON is the wire form of FlowControl in the stats.
+type flowControlJSON struct {
+	Parallelism int    `json:"parallelism,omitempty"`
+	Rate        int    `json:"rate,omitempty"`
+	Period      string `json:"period,omitempty"`
+}
+
+// MarshalJSON writes the period as a duration string ("10s").
+func (fc FlowControl) MarshalJSON() ([]byte, error) {
+	w := flowControlJSON{Parallelism: fc.Parallelism, Rate: fc.Rate}
+	if fc.Period > 0 {
+		w.Period = fc.Period.String()
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the form MarshalJSON writes.
+func (fc *FlowControl) UnmarshalJSON(b []byte) error {
+	var w flowControlJSON
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	var d time.Duration
+	if w.Period != "" {
+		var err error
+		if d, err = time.ParseDuration(w.Period); err != nil {
+			return fmt.Errorf("period: %w", err)
+		}
+	}
+	*fc = FlowControl{Parallelism: w.Parallelism, Rate: w.Rate, Period: d}
+	return nil
 }
 
 // FlowControlPeriodDefault is the period of a rate given without one.
@@ -34,7 +68,9 @@ const FlowControlPeriodDefault = time.Second
 
 // ParseFlowControlValue parses an Upstash-Flow-Control-Value such as
 // "parallelism=12, rate=150, period=10s". Keys are case-insensitive; at least
-// one of parallelism and rate must be given; period needs a rate.
+// one of parallelism and rate must be given. A period without a rate is
+// accepted and has no effect (clients such as hubsync's send their default
+// period whatever the rate).
 func ParseFlowControlValue(v string) (FlowControl, error) {
 	var fc FlowControl
 	seen := map[string]bool{}
@@ -78,9 +114,6 @@ func ParseFlowControlValue(v string) (FlowControl, error) {
 	}
 	if fc.Parallelism == 0 && fc.Rate == 0 {
 		return FlowControl{}, errors.New("needs parallelism or rate")
-	}
-	if fc.Period != 0 && fc.Rate == 0 {
-		return FlowControl{}, errors.New("period needs a rate")
 	}
 	if fc.Rate > 0 && fc.Period == 0 {
 		fc.Period = FlowControlPeriodDefault

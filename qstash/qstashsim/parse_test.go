@@ -15,6 +15,7 @@ func TestParseFlowControlValue(t *testing.T) {
 		"parallelism=1":                        {Parallelism: 1},
 		" rate = 3 ,period=1d ":                {Rate: 3, Period: 24 * time.Hour},
 		"rate=100,period=1m30s":                {Rate: 100, Period: 90 * time.Second},
+		"parallelism=12, period=10s":           {Parallelism: 12, Period: 10 * time.Second},
 	}
 	for in, want := range good {
 		got, err := ParseFlowControlValue(in)
@@ -23,7 +24,7 @@ func TestParseFlowControlValue(t *testing.T) {
 		}
 	}
 	for _, in := range []string{"", "rate", "rate=", "=5", "rate=0", "rate=-1", "rate=1.5", "parallelism=x",
-		"period=10s", "rate=1, period=0s", "rate=1, period=8d", "rate=1, rate=2", "burst=3", "rate=1;period=1s", "rate=10000000"} {
+		"period=10s", "parallelism=1, period=0s", "rate=1, period=0s", "rate=1, period=8d", "rate=1, rate=2", "burst=3", "rate=1;period=1s", "rate=10000000"} {
 		if _, err := ParseFlowControlValue(in); err == nil {
 			t.Errorf("%q: no error", in)
 		}

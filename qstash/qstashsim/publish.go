@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,8 +23,8 @@ const publishPrefix = "/v2/publish/"
 // destinationMax bounds a destination URL.
 const destinationMax = 4096
 
-// Headers of the publish request (the Upstash-Forward- prefix is stripped
-// from forwarded headers on delivery).
+// Headers of the publish request: the Upstash-Forward- prefix is stripped
+// from forwarded headers on delivery, the others configure the message.
 const (
 	HeaderForwardPrefix     = "Upstash-Forward-"
 	HeaderMethod            = "Upstash-Method"
@@ -36,16 +37,29 @@ const (
 	HeaderTimeout           = "Upstash-Timeout"
 	HeaderFlowControlKey    = "Upstash-Flow-Control-Key"
 	HeaderFlowControlValue  = "Upstash-Flow-Control-Value"
-	HeaderSignature         = "Upstash-Signature"
-	HeaderMessageID         = "Upstash-Message-Id"
-	HeaderRetried           = "Upstash-Retried"
-	HeaderCallerIP          = "Upstash-Caller-Ip"
+)
+
+// Headers of a delivery, and the worker's answer.
+const (
+	HeaderSignature = "Upstash-Signature"
+	HeaderMessageID = "Upstash-Message-Id"
+	// HeaderRetried is 0 on the first attempt.
+	HeaderRetried  = "Upstash-Retried"
+	HeaderCallerIP = "Upstash-Caller-Ip"
+	// HeaderNonRetryableError "true" on a StatusNonRetryable answer sends
+	// the message to the DLQ at once.
 	HeaderNonRetryableError = "Upstash-NonRetryable-Error"
-	UserAgent               = "Upstash-QStash"
-	StatusNonRetryable      = 489
-	flowControlKeyMax       = 256
-	deduplicationIDMax      = 256
-	forwardedHeadersMax     = 64
+	// UserAgent is the User-Agent of deliveries.
+	UserAgent = "Upstash-QStash"
+	// StatusNonRetryable is QStash's "do not retry" status.
+	StatusNonRetryable = 489
+)
+
+// Bounds on publish input.
+const (
+	flowControlKeyMax   = 256
+	deduplicationIDMax  = 256
+	forwardedHeadersMax = 64
 )
 
 // publishOptions are the Upstash-* settings of a message.
@@ -220,7 +234,7 @@ type PublishResponse struct {
 
 func (s *Server) handlePublish(w http.ResponseWriter, r *http.Request) {
 	if !s.authorized(r) {
-		writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer <QSTASH_TOKEN>")
+		writeError(w, http.StatusUnauthorized, "Unauthorized: send Authorization: Bearer $QSTASH_TOKEN")
 		return
 	}
 	dest, err := parseDestination(strings.TrimPrefix(r.URL.EscapedPath(), publishPrefix), r.URL.RawQuery)
@@ -343,11 +357,17 @@ func (s *Server) publish(dest string, o publishOptions, body []byte, callerIP st
 	return m.id, false, nil
 }
 
+// scale shrinks (or stretches) a wait by Config.DelayScale, saturating
+// instead of overflowing for a Not-Before far in the future.
 func (s *Server) scale(d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}
-	return time.Duration(float64(d) * s.cfg.DelayScale)
+	f := float64(d) * s.cfg.DelayScale
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(f)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

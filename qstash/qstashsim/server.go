@@ -2,11 +2,12 @@ package qstashsim
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"strings"
@@ -46,12 +47,14 @@ type Server struct {
 	mu           sync.Mutex
 	faults       Faults
 	signWithNext bool
-	rng          *rand.Rand
+	rng          *mrand.Rand
 	nextID       uint64
 	msgs         map[string]*message
 	dedup        map[string]dedupEntry
-	dedupOrder   []dedupRef // oldest first, for expiry
-	queue        []*attempt // waiting attempts, by due time
+	dedupOrder   []dedupRef            // oldest first, for expiry
+	timed        attemptHeap           // attempts not yet due, earliest first
+	ready        map[string][]*attempt // due attempts by flow-control key ("" none), in due order
+	seq          uint64                // orders attempts due at the same instant
 	flows        map[string]*flowState
 	dlq          []*dlqEntry // oldest first
 	dlqSeq       uint64
@@ -83,10 +86,11 @@ func New(cfg Config) (*Server, error) {
 		wake:         make(chan struct{}, 1),
 		faults:       cfg.Faults,
 		signWithNext: cfg.SignWithNext,
-		rng:          rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x51ed270b27d1e5a3)),
+		rng:          mrand.New(mrand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x51ed270b27d1e5a3)),
 		msgs:         map[string]*message{},
 		dedup:        map[string]dedupEntry{},
 		flows:        map[string]*flowState{},
+		ready:        map[string][]*attempt{},
 		idle:         idle,
 		stats:        newStats(),
 	}
@@ -321,10 +325,12 @@ func (s *Server) addPendingLocked(n int) {
 	}
 }
 
-// newIDLocked returns prefix + a unique, unguessable-looking id.
+// newIDLocked returns prefix + a unique id. The random part comes from
+// crypto/rand, not the seeded fault randomness, so that a restarted emulator
+// never hands out an id of an earlier run that a publisher may have stored.
 func (s *Server) newIDLocked(prefix string) string {
 	s.nextID++
-	return fmt.Sprintf("%s%06x%012x", prefix, s.nextID, s.rng.Uint64()&0xffffffffffff)
+	return fmt.Sprintf("%s%06x%s", prefix, s.nextID, strings.ToLower(rand.Text()[:16]))
 }
 
 func (s *Server) signal() {
