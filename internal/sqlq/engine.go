@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -163,11 +164,22 @@ func (c SQLConn) QueryRow(ctx context.Context, query string, args []any, dest ..
 }
 
 // inTx runs f in a transaction of the store's database, retrying it when the
-// dialect says the failure was transient (deadlock).
+// dialect says the failure was transient (deadlock). Retries wait a short,
+// random and growing time first: transactions that deadlocked each other and
+// retried at once would meet again (MariaDB's claim under eight concurrent
+// claimers did, five times in a row).
 func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx) error) error {
-	const attempts = 5
+	const attempts = 10
 	var err error
-	for range attempts {
+	for i := range attempts {
+		if i > 0 {
+			wait := time.Duration(1+rand.IntN(2<<min(i, 6))) * time.Millisecond
+			select {
+			case <-ctx.Done():
+				return err
+			case <-time.After(wait):
+			}
+		}
 		err = s.tryTx(ctx, opts, f)
 		if err == nil || s.d.Retryable == nil || !s.d.Retryable(err) || ctx.Err() != nil {
 			return err
