@@ -37,6 +37,11 @@ func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.C
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
+	if _, ok := qs["ClaimPlan"]; ok && name == "Claim" {
+		if _, err := tx.ExecContext(ctx, qs["ClaimPlan"].text); err != nil {
+			return nil, fmt.Errorf("explain: claim plan settings: %w", err)
+		}
+	}
 	rows, err := tx.QueryContext(ctx, prefix+qs[name].text, args...)
 	if err != nil {
 		return nil, fmt.Errorf("explain %s: %w", name, err)
@@ -88,6 +93,11 @@ func (s *Store) ExplainClaimAnalyze(ctx context.Context, dir store.Direction, p 
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // the claim must not stay
+	if plan, ok := qs["ClaimPlan"]; ok {
+		if _, err := tx.ExecContext(ctx, plan.text); err != nil {
+			return nil, fmt.Errorf("explain analyze: claim plan settings: %w", err)
+		}
+	}
 	var doc []byte
 	if err := tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+qs["Claim"].text, args...).Scan(&doc); err != nil {
 		return nil, fmt.Errorf("explain analyze claim: %w", err)

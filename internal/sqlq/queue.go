@@ -216,6 +216,19 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 		if ids != nil {
 			name = "ClaimIDs"
 		}
+		if _, ok := qu.q["ClaimPlan"]; ok && ids == nil {
+			// The claim runs in its own transaction after the dialect's
+			// planner settings for it (SET LOCAL), retried on a deadlock.
+			err = qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
+				if _, err := qu.exec(ctx, tx, "ClaimPlan", params{}); err != nil {
+					return err
+				}
+				var err error
+				evs, err = qu.events(ctx, tx, name, args)
+				return err
+			})
+			break
+		}
 		unlock := qu.s.lockWrites()
 		evs, err = qu.events(ctx, qu.s.db, name, args)
 		unlock()

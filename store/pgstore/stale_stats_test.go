@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +185,94 @@ func TestClaimWithoutStatistics(t *testing.T) {
 	if buffers > 30_000 {
 		t.Errorf("the claim touched %d buffers to return %.0f events, want at most 30,000", buffers, claimed)
 	}
-	_ = slices.Contains[[]string]
+}
+
+// TestClaimPlanIndependentOfStatistics runs the claim on the same backlog
+// under four states of the planner's statistics and requires the same plan
+// shape (node types, tables, indexes) in all of them, made only of index
+// scans, and the same reads. The states: none at all (a fresh table); taken
+// while the tables were empty (stale: they say there is nothing); taken on
+// the full backlog (fresh); and taken on a backlog that was mostly finished
+// since (stale the other way: they say most rows are processed).
+func TestClaimPlanIndependentOfStatistics(t *testing.T) {
+	ctx := context.Background()
+	analyze := func(t *testing.T, db *sql.DB) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, `ANALYZE _System_IntegrationOutbound, hubsync_lane_outbound`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states := []struct {
+		name   string
+		before func(t *testing.T, db *sql.DB) // after migration, before the backlog is loaded
+		after  func(t *testing.T, db *sql.DB) // after the backlog is loaded
+	}{
+		{"none", nil, nil},
+		{"taken-empty", analyze, nil},
+		{"fresh", nil, analyze},
+		{"taken-before-most-finished", nil, func(t *testing.T, db *sql.DB) {
+			// Statistics of a larger, mostly pending table, then most of it
+			// finishes: they now overstate the pending rows a hundredfold.
+			if _, err := db.ExecContext(ctx, `UPDATE _System_IntegrationOutbound SET Status = 'pending' WHERE Status = 'processed'`); err != nil {
+				t.Fatal(err)
+			}
+			analyze(t, db)
+			if _, err := db.ExecContext(ctx, `UPDATE _System_IntegrationOutbound SET Status = 'processed', ProcessedDate = CreatedDate WHERE Id LIKE 'h%'`); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	var first string
+	for _, st := range states {
+		t.Run(st.name, func(t *testing.T) {
+			base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+			db := dbtest.Migrated(t, store.Postgres).DB
+			noAutovacuum(t, db)
+			if st.before != nil {
+				st.before(t, db)
+			}
+			s, err := pgstore.New(db, store.Config{Now: func() time.Time { return base.Add(time.Hour) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// History: 20,000 processed events (loaded pending, then finished), and
+			// the backlog: 6,000 pending over 2,000 records.
+			if err := storetest.FillOutbound(ctx, s, "hubspot", "h", 20000, base.Add(-time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, `UPDATE _System_IntegrationOutbound SET Status = 'processed', ProcessedDate = CreatedDate`); err != nil {
+				t.Fatal(err)
+			}
+			if err := storetest.FillOutboundRecords(ctx, s, "hubspot", "s", 6000, 2000, base); err != nil {
+				t.Fatal(err)
+			}
+			if st.after != nil {
+				st.after(t, db)
+			}
+			plan := analyzeClaim(t, s, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"})
+			shape := plan.shape()
+			rows := plan.eventRowsRead(outboundTable)
+			t.Logf("statistics %s: claimed %.0f, read %.0f event rows, %d buffers; plan:\n%s",
+				st.name, plan.ActualRows, rows, plan.SharedHit+plan.SharedRead, shape)
+			if plan.ActualRows != 300 {
+				t.Errorf("claimed %.0f events, want 300", plan.ActualRows)
+			}
+			plan.walk(func(n planNode) {
+				if n.NodeType == "Seq Scan" || strings.HasPrefix(n.NodeType, "Bitmap") || n.NodeType == "Hash Join" || n.NodeType == "Merge Join" {
+					t.Errorf("plan has a %s on %s: a read of a whole table or index range", n.NodeType, n.Relation)
+				}
+				if n.NodeType == "Sort" && n.ParentRel != "" && n.CTEName == "" && n.ActualRows*n.ActualLoops > 300 {
+					t.Errorf("plan sorts %.0f rows", n.ActualRows*n.ActualLoops)
+				}
+			})
+			if rows > 20*plan.ActualRows {
+				t.Errorf("the claim read %.0f event rows to return %.0f", rows, plan.ActualRows)
+			}
+			if first == "" {
+				first = shape
+			} else if shape != first {
+				t.Errorf("plan shape with statistics %s differs from the one with none:\n%s\nwant:\n%s", st.name, shape, first)
+			}
+		})
+	}
 }
