@@ -119,12 +119,22 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- TRUNCATE fires no row or DELETE trigger: it empties the lanes too, or their
+-- lanes would stay due with no events and take places in every claim.
+CREATE FUNCTION hubsync_lane_inbound_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM hubsync_lane_inbound;
+    RETURN NULL;
+END $$;
+
 CREATE TRIGGER hubsync_lane_inbound_ins AFTER INSERT ON _System_IntegrationInbound
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_inbound_inserted();
 CREATE TRIGGER hubsync_lane_inbound_upd AFTER UPDATE ON _System_IntegrationInbound
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_inbound_updated();
 CREATE TRIGGER hubsync_lane_inbound_del AFTER DELETE ON _System_IntegrationInbound
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_inbound_deleted();
+CREATE TRIGGER hubsync_lane_inbound_trunc AFTER TRUNCATE ON _System_IntegrationInbound
+    FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_inbound_truncated();
 
 -- The lanes of the events already queued.
 INSERT INTO hubsync_lane_inbound (Source, ObjectType, ExternalID, DueDate, HeadId)
@@ -222,12 +232,22 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- TRUNCATE fires no row or DELETE trigger: it empties the lanes too, or their
+-- lanes would stay due with no events and take places in every claim.
+CREATE FUNCTION hubsync_lane_outbound_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM hubsync_lane_outbound;
+    RETURN NULL;
+END $$;
+
 CREATE TRIGGER hubsync_lane_outbound_ins AFTER INSERT ON _System_IntegrationOutbound
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_outbound_inserted();
 CREATE TRIGGER hubsync_lane_outbound_upd AFTER UPDATE ON _System_IntegrationOutbound
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_outbound_updated();
 CREATE TRIGGER hubsync_lane_outbound_del AFTER DELETE ON _System_IntegrationOutbound
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_outbound_deleted();
+CREATE TRIGGER hubsync_lane_outbound_trunc AFTER TRUNCATE ON _System_IntegrationOutbound
+    FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_outbound_truncated();
 
 -- The lanes of the events already queued.
 INSERT INTO hubsync_lane_outbound (Destination, ObjectType, RecordID, DueDate, HeadId)
@@ -324,12 +344,22 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- TRUNCATE fires no row or DELETE trigger: it empties the lanes too, or their
+-- lanes would stay due with no events and take places in every claim.
+CREATE FUNCTION hubsync_lane_internal_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM hubsync_lane_internal;
+    RETURN NULL;
+END $$;
+
 CREATE TRIGGER hubsync_lane_internal_ins AFTER INSERT ON _System_OutboxEvent
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_internal_inserted();
 CREATE TRIGGER hubsync_lane_internal_upd AFTER UPDATE ON _System_OutboxEvent
     REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_internal_updated();
 CREATE TRIGGER hubsync_lane_internal_del AFTER DELETE ON _System_OutboxEvent
     REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_internal_deleted();
+CREATE TRIGGER hubsync_lane_internal_trunc AFTER TRUNCATE ON _System_OutboxEvent
+    FOR EACH STATEMENT EXECUTE FUNCTION hubsync_lane_internal_truncated();
 
 -- The lanes of the events already queued.
 INSERT INTO hubsync_lane_internal (ObjectType, RecordID, DueDate, HeadId)
