@@ -34,6 +34,18 @@
 -- default 50 + 20 % (200,000 dead rows at a million lanes). Index scans also
 -- mark the entries of dead rows they meet, so later claims skip them.
 --
+-- Every statement of the triggers starts from the changed rows and reaches the
+-- lanes by primary-key probes (LATERAL, or the ctids those probes return) on
+-- LaneKey, one column that encodes the record key unambiguously and that no
+-- other index holds: on the record's columns the planner, without
+-- statistics, probed the due index by its first column (the key) and filtered
+-- every lane of the key instead (estimates of one row each way make a tie).
+-- written as a join, the planner was free to put the lanes table on the outer
+-- side, and without statistics it did (a nested loop over every lane, times
+-- the changed rows: 2.8 s for a 100-event claim over 2,000 lanes). The locks
+-- are taken in record-key order (the sorted, materialized r), so that
+-- concurrent multi-record statements do not deadlock on lanes.
+--
 -- The recomputing triggers run with the planner's scans and joins that could
 -- read a whole table switched off (SET clauses below): each record is one
 -- probe of the open index and one of the lease index, whatever the statistics
@@ -46,7 +58,7 @@ CREATE TABLE hubsync_lane_inbound (
     ExternalID VARCHAR(255) NOT NULL,
     DueDate TIMESTAMPTZ NOT NULL,
     HeadId VARCHAR(255) NOT NULL,
-    PRIMARY KEY (Source, ObjectType, ExternalID)
+    LaneKey TEXT GENERATED ALWAYS AS (length(Source)::text || ':' || length(ObjectType)::text || ':' || Source || ObjectType || ExternalID) STORED PRIMARY KEY
 ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000);
 CREATE INDEX idx_lane_inbound_due ON hubsync_lane_inbound (Source, DueDate, HeadId);
 
@@ -61,16 +73,17 @@ BEGIN
         CASE WHEN Status = 'processing' THEN LeaseExpiresDate + interval '1 microsecond' ELSE NextAttemptDate END, Id
     FROM new_rows WHERE Status IN ('pending', 'processing')
     ORDER BY Source, ObjectType, ExternalID, Lane
-    ON CONFLICT (Source, ObjectType, ExternalID) DO UPDATE SET HeadId = l.HeadId;
+    ON CONFLICT (LaneKey) DO UPDATE SET HeadId = l.HeadId;
     RETURN NULL;
 END $$;
 
 CREATE FUNCTION hubsync_lane_inbound_updated() RETURNS trigger LANGUAGE plpgsql
     SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 BEGIN
-    PERFORM 1 FROM hubsync_lane_inbound l
-    WHERE (l.Source, l.ObjectType, l.ExternalID) IN (SELECT Source, ObjectType, ExternalID FROM new_rows)
-    ORDER BY l.Source, l.ObjectType, l.ExternalID FOR UPDATE OF l;
+    PERFORM 1 FROM (
+        WITH r AS MATERIALIZED (SELECT DISTINCT Source, ObjectType, ExternalID FROM new_rows ORDER BY Source, ObjectType, ExternalID)
+        SELECT 1 FROM r CROSS JOIN LATERAL (
+            SELECT 1 FROM hubsync_lane_inbound l WHERE l.LaneKey = (length(r.Source)::text || ':' || length(r.ObjectType)::text || ':' || r.Source || r.ObjectType || r.ExternalID) FOR UPDATE OF l) x) locks;
     WITH r AS (
         SELECT DISTINCT Source, ObjectType, ExternalID FROM new_rows
     ), c AS (
@@ -86,11 +99,14 @@ BEGIN
             SELECT MAX(x.LeaseExpiresDate) AS until FROM _System_IntegrationInbound x
             WHERE x.Source = r.Source AND x.ObjectType = r.ObjectType AND x.ExternalID = r.ExternalID AND x.LeaseExpiresDate IS NOT NULL) lz ON true
     ), gone AS (
-        DELETE FROM hubsync_lane_inbound l USING c WHERE l.Source = c.Source AND l.ObjectType = c.ObjectType AND l.ExternalID = c.ExternalID AND c.head_id IS NULL
+        DELETE FROM hubsync_lane_inbound WHERE ctid = ANY (ARRAY(
+            SELECT x.ctid FROM c CROSS JOIN LATERAL (
+                SELECT l.ctid FROM hubsync_lane_inbound l WHERE l.LaneKey = (length(c.Source)::text || ':' || length(c.ObjectType)::text || ':' || c.Source || c.ObjectType || c.ExternalID)) x
+            WHERE c.head_id IS NULL))
     )
     INSERT INTO hubsync_lane_inbound AS l (Source, ObjectType, ExternalID, DueDate, HeadId)
     SELECT Source, ObjectType, ExternalID, due, head_id FROM c WHERE head_id IS NOT NULL
-    ON CONFLICT (Source, ObjectType, ExternalID) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
+    ON CONFLICT (LaneKey) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
     WHERE (l.DueDate, l.HeadId) IS DISTINCT FROM (EXCLUDED.DueDate, EXCLUDED.HeadId);
     RETURN NULL;
 END $$;
@@ -98,9 +114,10 @@ END $$;
 CREATE FUNCTION hubsync_lane_inbound_deleted() RETURNS trigger LANGUAGE plpgsql
     SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 BEGIN
-    PERFORM 1 FROM hubsync_lane_inbound l
-    WHERE (l.Source, l.ObjectType, l.ExternalID) IN (SELECT Source, ObjectType, ExternalID FROM old_rows WHERE Status IN ('pending', 'processing'))
-    ORDER BY l.Source, l.ObjectType, l.ExternalID FOR UPDATE OF l;
+    PERFORM 1 FROM (
+        WITH r AS MATERIALIZED (SELECT DISTINCT Source, ObjectType, ExternalID FROM old_rows WHERE Status IN ('pending', 'processing') ORDER BY Source, ObjectType, ExternalID)
+        SELECT 1 FROM r CROSS JOIN LATERAL (
+            SELECT 1 FROM hubsync_lane_inbound l WHERE l.LaneKey = (length(r.Source)::text || ':' || length(r.ObjectType)::text || ':' || r.Source || r.ObjectType || r.ExternalID) FOR UPDATE OF l) x) locks;
     WITH r AS (
         SELECT DISTINCT Source, ObjectType, ExternalID FROM old_rows WHERE Status IN ('pending', 'processing')
     ), c AS (
@@ -116,11 +133,14 @@ BEGIN
             SELECT MAX(x.LeaseExpiresDate) AS until FROM _System_IntegrationInbound x
             WHERE x.Source = r.Source AND x.ObjectType = r.ObjectType AND x.ExternalID = r.ExternalID AND x.LeaseExpiresDate IS NOT NULL) lz ON true
     ), gone AS (
-        DELETE FROM hubsync_lane_inbound l USING c WHERE l.Source = c.Source AND l.ObjectType = c.ObjectType AND l.ExternalID = c.ExternalID AND c.head_id IS NULL
+        DELETE FROM hubsync_lane_inbound WHERE ctid = ANY (ARRAY(
+            SELECT x.ctid FROM c CROSS JOIN LATERAL (
+                SELECT l.ctid FROM hubsync_lane_inbound l WHERE l.LaneKey = (length(c.Source)::text || ':' || length(c.ObjectType)::text || ':' || c.Source || c.ObjectType || c.ExternalID)) x
+            WHERE c.head_id IS NULL))
     )
     INSERT INTO hubsync_lane_inbound AS l (Source, ObjectType, ExternalID, DueDate, HeadId)
     SELECT Source, ObjectType, ExternalID, due, head_id FROM c WHERE head_id IS NOT NULL
-    ON CONFLICT (Source, ObjectType, ExternalID) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
+    ON CONFLICT (LaneKey) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
     WHERE (l.DueDate, l.HeadId) IS DISTINCT FROM (EXCLUDED.DueDate, EXCLUDED.HeadId);
     RETURN NULL;
 END $$;
@@ -159,7 +179,7 @@ CREATE TABLE hubsync_lane_outbound (
     RecordID VARCHAR(255) NOT NULL,
     DueDate TIMESTAMPTZ NOT NULL,
     HeadId VARCHAR(255) NOT NULL,
-    PRIMARY KEY (Destination, ObjectType, RecordID)
+    LaneKey TEXT GENERATED ALWAYS AS (length(Destination)::text || ':' || length(ObjectType)::text || ':' || Destination || ObjectType || RecordID) STORED PRIMARY KEY
 ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000);
 CREATE INDEX idx_lane_outbound_due ON hubsync_lane_outbound (Destination, DueDate, HeadId);
 
@@ -174,16 +194,17 @@ BEGIN
         CASE WHEN Status = 'processing' THEN LeaseExpiresDate + interval '1 microsecond' ELSE NextAttemptDate END, Id
     FROM new_rows WHERE Status IN ('pending', 'processing')
     ORDER BY Destination, ObjectType, RecordID, Lane
-    ON CONFLICT (Destination, ObjectType, RecordID) DO UPDATE SET HeadId = l.HeadId;
+    ON CONFLICT (LaneKey) DO UPDATE SET HeadId = l.HeadId;
     RETURN NULL;
 END $$;
 
 CREATE FUNCTION hubsync_lane_outbound_updated() RETURNS trigger LANGUAGE plpgsql
     SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 BEGIN
-    PERFORM 1 FROM hubsync_lane_outbound l
-    WHERE (l.Destination, l.ObjectType, l.RecordID) IN (SELECT Destination, ObjectType, RecordID FROM new_rows)
-    ORDER BY l.Destination, l.ObjectType, l.RecordID FOR UPDATE OF l;
+    PERFORM 1 FROM (
+        WITH r AS MATERIALIZED (SELECT DISTINCT Destination, ObjectType, RecordID FROM new_rows ORDER BY Destination, ObjectType, RecordID)
+        SELECT 1 FROM r CROSS JOIN LATERAL (
+            SELECT 1 FROM hubsync_lane_outbound l WHERE l.LaneKey = (length(r.Destination)::text || ':' || length(r.ObjectType)::text || ':' || r.Destination || r.ObjectType || r.RecordID) FOR UPDATE OF l) x) locks;
     WITH r AS (
         SELECT DISTINCT Destination, ObjectType, RecordID FROM new_rows
     ), c AS (
@@ -199,11 +220,14 @@ BEGIN
             SELECT MAX(x.LeaseExpiresDate) AS until FROM _System_IntegrationOutbound x
             WHERE x.Destination = r.Destination AND x.ObjectType = r.ObjectType AND x.RecordID = r.RecordID AND x.LeaseExpiresDate IS NOT NULL) lz ON true
     ), gone AS (
-        DELETE FROM hubsync_lane_outbound l USING c WHERE l.Destination = c.Destination AND l.ObjectType = c.ObjectType AND l.RecordID = c.RecordID AND c.head_id IS NULL
+        DELETE FROM hubsync_lane_outbound WHERE ctid = ANY (ARRAY(
+            SELECT x.ctid FROM c CROSS JOIN LATERAL (
+                SELECT l.ctid FROM hubsync_lane_outbound l WHERE l.LaneKey = (length(c.Destination)::text || ':' || length(c.ObjectType)::text || ':' || c.Destination || c.ObjectType || c.RecordID)) x
+            WHERE c.head_id IS NULL))
     )
     INSERT INTO hubsync_lane_outbound AS l (Destination, ObjectType, RecordID, DueDate, HeadId)
     SELECT Destination, ObjectType, RecordID, due, head_id FROM c WHERE head_id IS NOT NULL
-    ON CONFLICT (Destination, ObjectType, RecordID) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
+    ON CONFLICT (LaneKey) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
     WHERE (l.DueDate, l.HeadId) IS DISTINCT FROM (EXCLUDED.DueDate, EXCLUDED.HeadId);
     RETURN NULL;
 END $$;
@@ -211,9 +235,10 @@ END $$;
 CREATE FUNCTION hubsync_lane_outbound_deleted() RETURNS trigger LANGUAGE plpgsql
     SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 BEGIN
-    PERFORM 1 FROM hubsync_lane_outbound l
-    WHERE (l.Destination, l.ObjectType, l.RecordID) IN (SELECT Destination, ObjectType, RecordID FROM old_rows WHERE Status IN ('pending', 'processing'))
-    ORDER BY l.Destination, l.ObjectType, l.RecordID FOR UPDATE OF l;
+    PERFORM 1 FROM (
+        WITH r AS MATERIALIZED (SELECT DISTINCT Destination, ObjectType, RecordID FROM old_rows WHERE Status IN ('pending', 'processing') ORDER BY Destination, ObjectType, RecordID)
+        SELECT 1 FROM r CROSS JOIN LATERAL (
+            SELECT 1 FROM hubsync_lane_outbound l WHERE l.LaneKey = (length(r.Destination)::text || ':' || length(r.ObjectType)::text || ':' || r.Destination || r.ObjectType || r.RecordID) FOR UPDATE OF l) x) locks;
     WITH r AS (
         SELECT DISTINCT Destination, ObjectType, RecordID FROM old_rows WHERE Status IN ('pending', 'processing')
     ), c AS (
@@ -229,11 +254,14 @@ BEGIN
             SELECT MAX(x.LeaseExpiresDate) AS until FROM _System_IntegrationOutbound x
             WHERE x.Destination = r.Destination AND x.ObjectType = r.ObjectType AND x.RecordID = r.RecordID AND x.LeaseExpiresDate IS NOT NULL) lz ON true
     ), gone AS (
-        DELETE FROM hubsync_lane_outbound l USING c WHERE l.Destination = c.Destination AND l.ObjectType = c.ObjectType AND l.RecordID = c.RecordID AND c.head_id IS NULL
+        DELETE FROM hubsync_lane_outbound WHERE ctid = ANY (ARRAY(
+            SELECT x.ctid FROM c CROSS JOIN LATERAL (
+                SELECT l.ctid FROM hubsync_lane_outbound l WHERE l.LaneKey = (length(c.Destination)::text || ':' || length(c.ObjectType)::text || ':' || c.Destination || c.ObjectType || c.RecordID)) x
+            WHERE c.head_id IS NULL))
     )
     INSERT INTO hubsync_lane_outbound AS l (Destination, ObjectType, RecordID, DueDate, HeadId)
     SELECT Destination, ObjectType, RecordID, due, head_id FROM c WHERE head_id IS NOT NULL
-    ON CONFLICT (Destination, ObjectType, RecordID) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
+    ON CONFLICT (LaneKey) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
     WHERE (l.DueDate, l.HeadId) IS DISTINCT FROM (EXCLUDED.DueDate, EXCLUDED.HeadId);
     RETURN NULL;
 END $$;
@@ -271,7 +299,7 @@ CREATE TABLE hubsync_lane_internal (
     RecordID VARCHAR(255) NOT NULL,
     DueDate TIMESTAMPTZ NOT NULL,
     HeadId VARCHAR(255) NOT NULL,
-    PRIMARY KEY (ObjectType, RecordID)
+    LaneKey TEXT GENERATED ALWAYS AS (length(ObjectType)::text || ':' || ObjectType || RecordID) STORED PRIMARY KEY
 ) WITH (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000);
 CREATE INDEX idx_lane_internal_due ON hubsync_lane_internal (DueDate, HeadId);
 
@@ -286,16 +314,17 @@ BEGIN
         CASE WHEN Status = 'processing' THEN LeaseExpiresDate + interval '1 microsecond' ELSE NextAttemptDate END, Id
     FROM new_rows WHERE Status IN ('pending', 'processing')
     ORDER BY ObjectType, RecordID, Lane
-    ON CONFLICT (ObjectType, RecordID) DO UPDATE SET HeadId = l.HeadId;
+    ON CONFLICT (LaneKey) DO UPDATE SET HeadId = l.HeadId;
     RETURN NULL;
 END $$;
 
 CREATE FUNCTION hubsync_lane_internal_updated() RETURNS trigger LANGUAGE plpgsql
     SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 BEGIN
-    PERFORM 1 FROM hubsync_lane_internal l
-    WHERE (l.ObjectType, l.RecordID) IN (SELECT ObjectType, RecordID FROM new_rows)
-    ORDER BY l.ObjectType, l.RecordID FOR UPDATE OF l;
+    PERFORM 1 FROM (
+        WITH r AS MATERIALIZED (SELECT DISTINCT ObjectType, RecordID FROM new_rows ORDER BY ObjectType, RecordID)
+        SELECT 1 FROM r CROSS JOIN LATERAL (
+            SELECT 1 FROM hubsync_lane_internal l WHERE l.LaneKey = (length(r.ObjectType)::text || ':' || r.ObjectType || r.RecordID) FOR UPDATE OF l) x) locks;
     WITH r AS (
         SELECT DISTINCT ObjectType, RecordID FROM new_rows
     ), c AS (
@@ -311,11 +340,14 @@ BEGIN
             SELECT MAX(x.LeaseExpiresDate) AS until FROM _System_OutboxEvent x
             WHERE x.ObjectType = r.ObjectType AND x.RecordID = r.RecordID AND x.LeaseExpiresDate IS NOT NULL) lz ON true
     ), gone AS (
-        DELETE FROM hubsync_lane_internal l USING c WHERE l.ObjectType = c.ObjectType AND l.RecordID = c.RecordID AND c.head_id IS NULL
+        DELETE FROM hubsync_lane_internal WHERE ctid = ANY (ARRAY(
+            SELECT x.ctid FROM c CROSS JOIN LATERAL (
+                SELECT l.ctid FROM hubsync_lane_internal l WHERE l.LaneKey = (length(c.ObjectType)::text || ':' || c.ObjectType || c.RecordID)) x
+            WHERE c.head_id IS NULL))
     )
     INSERT INTO hubsync_lane_internal AS l (ObjectType, RecordID, DueDate, HeadId)
     SELECT ObjectType, RecordID, due, head_id FROM c WHERE head_id IS NOT NULL
-    ON CONFLICT (ObjectType, RecordID) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
+    ON CONFLICT (LaneKey) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
     WHERE (l.DueDate, l.HeadId) IS DISTINCT FROM (EXCLUDED.DueDate, EXCLUDED.HeadId);
     RETURN NULL;
 END $$;
@@ -323,9 +355,10 @@ END $$;
 CREATE FUNCTION hubsync_lane_internal_deleted() RETURNS trigger LANGUAGE plpgsql
     SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET jit = off AS $$
 BEGIN
-    PERFORM 1 FROM hubsync_lane_internal l
-    WHERE (l.ObjectType, l.RecordID) IN (SELECT ObjectType, RecordID FROM old_rows WHERE Status IN ('pending', 'processing'))
-    ORDER BY l.ObjectType, l.RecordID FOR UPDATE OF l;
+    PERFORM 1 FROM (
+        WITH r AS MATERIALIZED (SELECT DISTINCT ObjectType, RecordID FROM old_rows WHERE Status IN ('pending', 'processing') ORDER BY ObjectType, RecordID)
+        SELECT 1 FROM r CROSS JOIN LATERAL (
+            SELECT 1 FROM hubsync_lane_internal l WHERE l.LaneKey = (length(r.ObjectType)::text || ':' || r.ObjectType || r.RecordID) FOR UPDATE OF l) x) locks;
     WITH r AS (
         SELECT DISTINCT ObjectType, RecordID FROM old_rows WHERE Status IN ('pending', 'processing')
     ), c AS (
@@ -341,11 +374,14 @@ BEGIN
             SELECT MAX(x.LeaseExpiresDate) AS until FROM _System_OutboxEvent x
             WHERE x.ObjectType = r.ObjectType AND x.RecordID = r.RecordID AND x.LeaseExpiresDate IS NOT NULL) lz ON true
     ), gone AS (
-        DELETE FROM hubsync_lane_internal l USING c WHERE l.ObjectType = c.ObjectType AND l.RecordID = c.RecordID AND c.head_id IS NULL
+        DELETE FROM hubsync_lane_internal WHERE ctid = ANY (ARRAY(
+            SELECT x.ctid FROM c CROSS JOIN LATERAL (
+                SELECT l.ctid FROM hubsync_lane_internal l WHERE l.LaneKey = (length(c.ObjectType)::text || ':' || c.ObjectType || c.RecordID)) x
+            WHERE c.head_id IS NULL))
     )
     INSERT INTO hubsync_lane_internal AS l (ObjectType, RecordID, DueDate, HeadId)
     SELECT ObjectType, RecordID, due, head_id FROM c WHERE head_id IS NOT NULL
-    ON CONFLICT (ObjectType, RecordID) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
+    ON CONFLICT (LaneKey) DO UPDATE SET DueDate = EXCLUDED.DueDate, HeadId = EXCLUDED.HeadId
     WHERE (l.DueDate, l.HeadId) IS DISTINCT FROM (EXCLUDED.DueDate, EXCLUDED.HeadId);
     RETURN NULL;
 END $$;
