@@ -276,3 +276,60 @@ func TestClaimPlanIndependentOfStatistics(t *testing.T) {
 		})
 	}
 }
+
+// TestLaneTriggersProbeWithoutStatistics checks the other half of a claim's
+// cost, which EXPLAIN does not show: the lane triggers that its UPDATE and
+// the Complete fire. Without statistics the planner once turned them into
+// scans of every lane per changed record (2,000 lanes × 100 records). The
+// index tuples they read from the lanes table must stay proportional to the
+// records claimed. One connection, so the backend's counters can be flushed
+// (pg_stat_force_next_flush) and read back in order.
+func TestLaneTriggersProbeWithoutStatistics(t *testing.T) {
+	ctx := context.Background()
+	s, p := staleBacklog(t)
+	db := s.DB()
+	db.SetMaxOpenConns(1)
+	laneReads := func() (tuples, seqScans int64) {
+		t.Helper()
+		if _, err := db.ExecContext(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT COALESCE(SUM(idx_tup_read), 0) FROM pg_stat_user_indexes
+			WHERE schemaname = current_schema() AND relname = 'hubsync_lane_outbound'`).Scan(&tuples); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.QueryRowContext(ctx, `SELECT seq_scan FROM pg_stat_user_tables
+			WHERE schemaname = current_schema() AND relname = 'hubsync_lane_outbound'`).Scan(&seqScans); err != nil {
+			t.Fatal(err)
+		}
+		return tuples, seqScans
+	}
+	if cols, analysed := statisticsRows(t, db, "hubsync_lane_outbound"); cols != 0 || analysed {
+		t.Fatalf("fixture: the lanes table has %d statistics rows (analysed %v), want none", cols, analysed)
+	}
+	t0, s0 := laneReads()
+	evs, err := s.Outbound().Claim(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 300 {
+		t.Fatalf("claimed %d events, want 300", len(evs))
+	}
+	ls := make([]store.Lease, len(evs))
+	for i, e := range evs {
+		ls[i] = e.Lease()
+	}
+	if err := s.Outbound().Complete(ctx, ls...); err != nil {
+		t.Fatal(err)
+	}
+	t1, s1 := laneReads()
+	t.Logf("claim and complete of 100 records (2,000 lanes): %d lane index tuples read, %d seq scans of the lanes", t1-t0, s1-s0)
+	if s1 != s0 {
+		t.Errorf("the lanes table was scanned %d times", s1-s0)
+	}
+	// The claim reads its 100 lanes and the triggers probe each record's lane
+	// a few times (lock, update or delete): a few hundred, never 100 × 2,000.
+	if got := t1 - t0; got > 20*100 {
+		t.Errorf("claim and complete read %d lane index tuples for 100 records, want at most 2,000", got)
+	}
+}
