@@ -136,6 +136,14 @@ func TestLanesFollowEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLanes(t, db, "a raw UPDATE")
+	if _, err := q.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "r9",
+		EventType: "update", Payload: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, `DELETE FROM _System_IntegrationOutbound WHERE RecordID IN ('r0', 'r9') AND Status = 'pending'`); err != nil {
+		t.Fatal(err)
+	}
+	checkLanes(t, db, "a raw DELETE of pending events")
 	if _, err := db.ExecContext(ctx, `TRUNCATE _System_IntegrationOutbound`); err != nil {
 		t.Fatal(err)
 	}
