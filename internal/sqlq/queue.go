@@ -176,7 +176,8 @@ func (qu *Queue[E]) GetPending(ctx context.Context, key string, limit int) ([]E,
 // claimWindowFactor sizes a claim's window: how many due pending events, in
 // claim order, a claim walks looking for heads before it turns to a walk over
 // records (see the backends' queries). Ten times the limit leaves room for the
-// heads that concurrent claimers have locked.
+// heads that concurrent claimers have locked. PostgreSQL's claim reads record
+// lanes instead (migration 018) and has no window.
 const claimWindowFactor = 10
 
 // claimWindow is the window of a claim with this limit.
