@@ -279,7 +279,9 @@ func (m *Migrator) lock(ctx context.Context, conn *sql.Conn) (func(), error) {
 
 // SplitStatements splits a migration into statements at semicolons that end a
 // line, skipping comment-only and blank chunks. Migrations must not put two
-// statements on one line or end a line inside a string with a semicolon.
+// statements on one line or end a line inside a string with a semicolon. A
+// PostgreSQL function body between $$ quotes is one statement with the
+// CREATE FUNCTION around it: its lines never end one.
 func SplitStatements(sqlText string) []string {
 	var out []string
 	var cur strings.Builder
@@ -299,9 +301,13 @@ func SplitStatements(sqlText string) []string {
 			out = append(out, s)
 		}
 	}
+	inBody := false
 	for _, line := range strings.Split(sqlText, "\n") {
 		trimmed := strings.TrimRight(line, " \t\r")
-		if strings.HasSuffix(trimmed, ";") {
+		if strings.Count(line, "$$")%2 == 1 {
+			inBody = !inBody
+		}
+		if !inBody && strings.HasSuffix(trimmed, ";") {
 			cur.WriteString(strings.TrimSuffix(trimmed, ";"))
 			flush()
 			continue

@@ -94,3 +94,12 @@ func TestSplitStatements(t *testing.T) {
 		t.Fatalf("SplitStatements = %q", got)
 	}
 }
+
+func TestSplitStatementsFunctionBody(t *testing.T) {
+	text := "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n    PERFORM 1;\n    RETURN NULL;\nEND $$;\nCREATE TABLE b (y INT);\n"
+	got := migrate.SplitStatements(text)
+	want := []string{"CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$\nBEGIN\n    PERFORM 1;\n    RETURN NULL;\nEND $$", "CREATE TABLE b (y INT)"}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("SplitStatements = %q, want %q", got, want)
+	}
+}

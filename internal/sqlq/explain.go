@@ -14,15 +14,7 @@ import (
 // first), one line per plan row with the columns joined by " | ". Backends' tests
 // use it to check that claims use their indexes. It changes nothing.
 func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.ClaimParams) ([]string, error) {
-	var qs map[string]query
-	switch dir {
-	case store.DirectionInbound:
-		qs = s.inbound.q
-	case store.DirectionOutbound:
-		qs = s.outbound.q
-	default:
-		qs = s.internal.q
-	}
+	qs := s.queueQueries(dir)
 	name := "Claim"
 	if s.d.Mode == ClaimLockThenUpdate {
 		name = "ClaimLockPending"
@@ -45,6 +37,11 @@ func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.C
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
+	if _, ok := qs["ClaimPlan"]; ok && name == "Claim" {
+		if _, err := tx.ExecContext(ctx, qs["ClaimPlan"].text); err != nil {
+			return nil, fmt.Errorf("explain: claim plan settings: %w", err)
+		}
+	}
 	rows, err := tx.QueryContext(ctx, prefix+qs[name].text, args...)
 	if err != nil {
 		return nil, fmt.Errorf("explain %s: %w", name, err)
@@ -71,4 +68,50 @@ func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.C
 		out = append(out, strings.Join(parts, " | "))
 	}
 	return out, rows.Err()
+}
+
+// ExplainClaimAnalyze runs the claim statement of queue dir (Claim) under
+// EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) in a transaction that is rolled
+// back, and returns the plan document. Only for dialects whose claim is one
+// statement (ClaimReturning) and whose EXPLAIN speaks JSON (PostgreSQL). The
+// claim really runs, so it also shows what the claim reads, not only what the
+// planner expected; the rollback undoes its leases.
+func (s *Store) ExplainClaimAnalyze(ctx context.Context, dir store.Direction, p store.ClaimParams) ([]byte, error) {
+	if s.d.Name != store.Postgres {
+		return nil, fmt.Errorf("explain analyze: not supported on %s", s.d.Name)
+	}
+	qs := s.queueQueries(dir)
+	p = p.WithDefaults()
+	now := s.now()
+	args, err := qs["Claim"].args(params{"key": p.Key, "limit": p.Limit, "window": claimWindow(p.Limit), "max_per_record": p.MaxPerRecord, "owner": p.Owner, "now": s.encodeTime(now),
+		"lease_expires": s.encodeTime(now.Add(p.LeaseDuration))})
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // the claim must not stay
+	if plan, ok := qs["ClaimPlan"]; ok {
+		if _, err := tx.ExecContext(ctx, plan.text); err != nil {
+			return nil, fmt.Errorf("explain analyze: claim plan settings: %w", err)
+		}
+	}
+	var doc []byte
+	if err := tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+qs["Claim"].text, args...).Scan(&doc); err != nil {
+		return nil, fmt.Errorf("explain analyze claim: %w", err)
+	}
+	return doc, nil
+}
+
+func (s *Store) queueQueries(dir store.Direction) map[string]query {
+	switch dir {
+	case store.DirectionInbound:
+		return s.inbound.q
+	case store.DirectionOutbound:
+		return s.outbound.q
+	default:
+		return s.internal.q
+	}
 }

@@ -177,7 +177,8 @@ func (qu *Queue[E]) GetPending(ctx context.Context, key string, limit int) ([]E,
 // claimWindowFactor sizes a claim's window: how many due pending events, in
 // claim order, a claim walks looking for heads before it turns to a walk over
 // records (see the backends' queries). Ten times the limit leaves room for the
-// heads that concurrent claimers have locked.
+// heads that concurrent claimers have locked. PostgreSQL's claim reads record
+// lanes instead (migration 018) and has no window.
 const claimWindowFactor = 10
 
 // claimWindow is the window of a claim with this limit.
@@ -216,6 +217,19 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 		name := "Claim"
 		if ids != nil {
 			name = "ClaimIDs"
+		}
+		if _, ok := qu.q["ClaimPlan"]; ok && ids == nil {
+			// The claim runs in its own transaction after the dialect's
+			// planner settings for it (SET LOCAL), retried on a deadlock.
+			err = qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
+				if _, err := qu.exec(ctx, tx, "ClaimPlan", params{}); err != nil {
+					return err
+				}
+				var err error
+				evs, err = qu.events(ctx, tx, name, args)
+				return err
+			})
+			break
 		}
 		unlock := qu.s.lockWrites()
 		evs, err = qu.events(ctx, qu.s.db, name, args)

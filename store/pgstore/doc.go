@@ -4,10 +4,15 @@
 // Open (or OpenDB) opens a postgres:// URL with the pgx driver and a bounded
 // connection pool.
 //
-// A claim is one statement: CTEs select the due record heads of one key
-// (records in CreatedDate order, each record's events in the Lane order the
-// database assigned) with FOR UPDATE SKIP LOCKED and each head's due followers, and an
-// UPDATE … RETURNING leases them. EnqueueBatch inserts a whole batch with one
+// A claim reads the record lanes of migration 018 (hubsync_lane_<queue>: one
+// row per record with unfinished events, its head and the time it becomes
+// due, kept by statement-level triggers in the transaction of every change to
+// the queue), not the backlog: one statement takes up to Limit due lanes in
+// due order with FOR UPDATE SKIP LOCKED, reads each one's events in Lane order
+// by index, and an UPDATE … RETURNING leases them. It runs in a transaction
+// whose planner settings (sql/ClaimPlan.sql) keep that plan whatever the
+// table statistics say, so its cost follows what it returns, not the backlog.
+// EnqueueBatch inserts a whole batch with one
 // INSERT … SELECT from a JSON parameter, after taking each event's sequence.
 // Applications that use pgx natively can enqueue inside their pgx.Tx with the
 // …Pgx methods.

@@ -11,7 +11,8 @@ import (
 )
 
 // TestClaimPlanUsesIndex checks that with a large backlog, most of it processed
-// history, the claim reads the claim index rather than scanning the table.
+// history, the claim reads the record lanes' due index in order (no sort of
+// the due lanes) and never scans the queue table.
 func TestClaimPlanUsesIndex(t *testing.T) {
 	ctx := context.Background()
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -38,7 +39,10 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 	if strings.Contains(text, "Seq Scan on _system_integrationoutbound") {
 		t.Errorf("claim plan scans the table")
 	}
-	if !strings.Contains(text, "Index Scan using idx_outbound_claim") && !strings.Contains(text, "Index Scan using idx_outbound_poll") {
-		t.Errorf("claim plan does not read the (Destination, Status, CreatedDate) index")
+	if !strings.Contains(text, "Index Scan using idx_lane_outbound_due on hubsync_lane_outbound") {
+		t.Errorf("claim plan does not read the lanes' (Destination, DueDate, HeadId) index")
+	}
+	if strings.Contains(text, "Sort Key: n.duedate") || strings.Contains(text, "Seq Scan on hubsync_lane_outbound") {
+		t.Errorf("claim plan reads every due lane and sorts them")
 	}
 }

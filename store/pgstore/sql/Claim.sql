@@ -1,6 +1,59 @@
-WITH RECURSIVE {{template "due" locked .}}, {{template "followers" .}}
+-- A claim reads its record lanes (hubsync_lane_<queue>, migration 018), not
+-- the backlog: lanes takes up to @limit due lanes of the key in (DueDate,
+-- HeadId) order, straight from idx_lane_<queue>_due, skipping lanes another
+-- claimer holds; evs walks each claimed record's unfinished events in Lane
+-- order on its open index, up to @max_per_record, while they are claimable
+-- (the first that is not stops the record: backoff, or a live lease); and
+-- the UPDATE leases them. Every step is an index range with a LIMIT or an
+-- index probe, so the cost follows what the claim returns, whatever the
+-- backlog and whatever the planner's statistics say (plan tests in
+-- stale_stats_test.go). The UPDATE's trigger moves each lane's DueDate to the
+-- new lease's expiry.
+--
+-- The lane row lock arbitrates between claimers: one record, one claimer. A
+-- lane changed by a commit after this statement's snapshot is re-checked by
+-- PostgreSQL (DueDate <= @now) on its newest version before it is locked, and
+-- the UPDATE re-checks each event (claimable), so a stale read at worst
+-- leaves a record for the next claim; it never hands an event out twice or
+-- out of order. locked takes the events' row locks without waiting, and ok
+-- keeps each record's events up to the first one another transaction holds
+-- (a Complete, Release or ClaimIDs of the same record in flight): a claim
+-- never waits for a row lock while it holds lanes, so it cannot deadlock with
+-- a writer that holds an event and waits for its lane (the lane triggers).
+-- The lease probe keeps a record whose later event is leased
+-- (a pending head released behind a still-leased follower) for its holder.
+WITH lanes AS MATERIALIZED (
+    SELECT {{tuple . "n"}} FROM hubsync_lane_{{.Dir}} n
+    WHERE {{if .Key}}n.{{.Key}} = @key AND {{end}}n.DueDate <= @now
+    ORDER BY {{if .Key}}n.{{.Key}}, {{end}}n.DueDate, n.HeadId
+    LIMIT @limit
+    FOR UPDATE SKIP LOCKED
+), evs AS MATERIALIZED (
+    SELECT s.Id, s.pos, {{tuple . "l"}} FROM lanes l
+    CROSS JOIN LATERAL (
+        SELECT f.Id, ROW_NUMBER() OVER (ORDER BY f.Lane) AS pos,
+            SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
+                       OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
+                     THEN 0 ELSE 1 END) OVER (ORDER BY f.Lane) AS blocked
+        FROM {{.Table}} f
+        WHERE {{same . "f" "l"}} AND f.Status IN ('pending', 'processing')
+        ORDER BY f.Lane LIMIT @max_per_record
+    ) s
+    WHERE s.blocked = 0
+      AND NOT EXISTS (
+        SELECT 1 FROM {{.Table}} x
+        WHERE {{same . "x" "l"}} AND x.LeaseExpiresDate >= @now OFFSET 0)
+), locked AS MATERIALIZED (
+    SELECT v.* FROM evs v JOIN {{.Table}} e ON e.Id = v.Id
+    FOR UPDATE OF e SKIP LOCKED
+), ok AS MATERIALIZED (
+    SELECT z.Id FROM (
+        SELECT k.Id, k.pos, ROW_NUMBER() OVER (PARTITION BY {{tuple . "k"}} ORDER BY k.pos) AS n
+        FROM locked k) z
+    WHERE z.pos = z.n
+)
 UPDATE {{.Table}} AS t
 {{template "leaseset"}}
-FROM (SELECT Id FROM cand UNION ALL SELECT Id FROM fol) AS c
+FROM ok AS c
 WHERE t.Id = c.Id AND {{template "claimable"}}
 RETURNING {{cols . "t"}}

@@ -5,8 +5,9 @@
 -- parameters with internal/dialectsql.
 -- Lists of ids and leases arrive as one JSON array parameter.
 --
--- A claim is one statement: CTEs pick the due heads of one key in order with
--- FOR UPDATE SKIP LOCKED, and their followers, and the UPDATE leases them.
+-- A claim is one statement (Claim.sql) over the record lanes of migration 018,
+-- run after the planner settings of ClaimPlan.sql in its own transaction.
+-- ClaimIDs tests each named event with the template "head".
 
 {{/* A candidate e is the head of its record: the record's earliest unfinished
      event, and no other event of the record holds a live lease. So a record is
@@ -44,117 +45,12 @@
         WHERE {{same . "x" "e"}} AND x.LeaseExpiresDate >= @now OFFSET 0)
 {{end}}
 
-{{/* The due events of one key in claim order: pending heads whose time has
-     come and processing heads whose lease expired.
-
-     Pending heads come from two places. p walks the first @window due pending
-     events in CreatedDate order (win) and keeps the heads: enough when most
-     events are heads. When records are hot, most pending events wait behind
-     their record's head (or its lease), and a walk in CreatedDate order would
-     pass thousands of them to find nothing: so when the window is full and p
-     found fewer than @limit, and not because concurrent claimers hold the
-     window's heads (wh counts them, unlocked), ps visits the records with
-     unfinished events instead (a loose index scan over idx_*_open, one probe
-     per record: recs) and takes their heads past the window. A claim thus
-     reads at most @window events, or, when those are mostly not heads, one
-     head per record with unfinished events; never a hot record's backlog.
-     When the window is full of heads but concurrent claimers hold them, pd
-     reads the next @window events in CreatedDate order, as p would have. */}}
-{{define "due"}}win AS MATERIALIZED (
-    SELECT COUNT(*) AS n, MAX(w.CreatedDate) AS upto FROM (
-        SELECT e.CreatedDate FROM {{.Table}} e
-        WHERE {{template "keyed" .}}e.Status = 'pending' AND e.NextAttemptDate <= @now
-        ORDER BY e.CreatedDate, e.Id LIMIT @window) w
-), p AS MATERIALIZED (
-    SELECT e.Id, e.CreatedDate FROM (
-        SELECT w.Id, w.CreatedDate FROM {{.Table}} w
-        WHERE {{if .Key}}w.{{.Key}} = @key AND {{end}}w.Status = 'pending' AND w.NextAttemptDate <= @now
-        ORDER BY w.CreatedDate, w.Id LIMIT @window) w
-    JOIN {{.Table}} e ON e.Id = w.Id
-    WHERE e.Status = 'pending' AND e.NextAttemptDate <= @now AND {{template "head" .}}
-    ORDER BY w.CreatedDate, w.Id LIMIT @limit{{if .Lock}} FOR UPDATE OF e SKIP LOCKED{{end}}
-), wh AS MATERIALIZED (
-    SELECT COUNT(*) AS n FROM (
-        SELECT e.Id FROM (
-            SELECT w.Id FROM {{.Table}} w
-            WHERE {{if .Key}}w.{{.Key}} = @key AND {{end}}w.Status = 'pending' AND w.NextAttemptDate <= @now
-            ORDER BY w.CreatedDate, w.Id LIMIT @window) w
-        JOIN {{.Table}} e ON e.Id = w.Id
-        WHERE {{template "head" .}}
-        LIMIT @limit) z
-), pd AS MATERIALIZED (
-    SELECT e.Id, e.CreatedDate FROM (
-        SELECT w.Id, w.CreatedDate FROM {{.Table}} w
-        WHERE {{if .Key}}w.{{.Key}} = @key AND {{end}}w.Status = 'pending' AND w.NextAttemptDate <= @now
-          AND (SELECT n FROM win) >= @window AND (SELECT COUNT(*) FROM p) < @limit
-          AND (SELECT n FROM wh) >= @limit
-        ORDER BY w.CreatedDate, w.Id LIMIT @window OFFSET @window) w
-    JOIN {{.Table}} e ON e.Id = w.Id
-    WHERE e.Status = 'pending' AND e.NextAttemptDate <= @now AND {{template "head" .}}
-    ORDER BY w.CreatedDate, w.Id LIMIT @limit{{if .Lock}} FOR UPDATE OF e SKIP LOCKED{{end}}
-), recs AS (
-    (SELECT {{tuple . "x"}} FROM {{.Table}} x
-    WHERE {{if .Key}}x.{{.Key}} = @key AND {{end}}x.Status IN ('pending', 'processing')
-      AND (SELECT n FROM win) >= @window AND (SELECT COUNT(*) FROM p) < @limit
-      AND (SELECT n FROM wh) < @limit
-    ORDER BY {{tuple . "x"}} LIMIT 1)
-    UNION ALL
-    SELECT nx.* FROM recs r CROSS JOIN LATERAL (
-        SELECT {{tuple . "x"}} FROM {{.Table}} x
-        WHERE x.Status IN ('pending', 'processing') AND ({{tuple . "x"}}) > ({{tuple . "r"}})
-        ORDER BY {{tuple . "x"}} LIMIT 1) nx
-    {{- if .Key}}
-    -- The key is tested out here: inside, an equality on the index's first
-    -- column would position the scan at the key's first entry and leave the row
-    -- comparison to filter, a walk over every earlier record at each step.
-    WHERE nx.{{.Key}} = @key{{end}}
-), ps AS MATERIALIZED (
-    SELECT e.Id, e.CreatedDate FROM recs r
-    CROSS JOIN LATERAL (
-        SELECT x.Id FROM {{.Table}} x
-        WHERE {{same . "x" "r"}} AND x.Status IN ('pending', 'processing')
-        ORDER BY x.Lane LIMIT 1) h
-    JOIN {{.Table}} e ON e.Id = h.Id
-    WHERE e.Status = 'pending' AND e.NextAttemptDate <= @now AND e.CreatedDate > (SELECT upto FROM win)
-      AND {{template "head" .}}
-    ORDER BY e.CreatedDate, e.Id LIMIT @limit{{if .Lock}} FOR UPDATE OF e SKIP LOCKED{{end}}
-), xp AS MATERIALIZED (
-    SELECT e.Id, e.CreatedDate FROM {{.Table}} e
-    WHERE {{template "keyed" .}}e.Status = 'processing' AND e.LeaseExpiresDate < @now
-      AND {{template "head" .}}
-    ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}
-), cand AS MATERIALIZED (
-    SELECT Id FROM (SELECT Id, CreatedDate FROM p UNION ALL SELECT Id, CreatedDate FROM pd
-        UNION ALL SELECT Id, CreatedDate FROM ps UNION ALL SELECT Id, CreatedDate FROM xp) u
-    ORDER BY CreatedDate, Id LIMIT @limit
-){{end}}
-
 {{/* A row that the claim may lease: due pending, or processing with an expired
      lease. The UPDATE repeats it so that a row changed by a concurrent commit
      after the claim's snapshot (PostgreSQL re-checks the new version) is not
      leased: this is what keeps a follower from being handed out twice. */}}
 {{define "claimable"}}((t.Status = 'pending' AND t.NextAttemptDate <= @now)
       OR (t.Status = 'processing' AND t.LeaseExpiresDate < @now)){{end}}
-
-{{/* The followers of each head in cand: the later unfinished events of its
-     record, in order, while they are due, at most @max_per_record - 1 of them.
-     Safe against concurrent claimers: while the head is unfinished no follower
-     is a head (an earlier event of its record is unfinished), so no other Claim
-     or ClaimIDs can select one; and the head itself was locked FOR UPDATE SKIP
-     LOCKED in cand, so only one claimer reaches its followers. */}}
-{{define "followers"}}fol AS MATERIALIZED (
-    SELECT s.Id FROM cand c JOIN {{.Table}} h ON h.Id = c.Id
-    CROSS JOIN LATERAL (
-        SELECT f.Id, SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
-                                OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
-                              THEN 0 ELSE 1 END) OVER (ORDER BY f.Lane) AS blocked
-        FROM {{.Table}} f
-        WHERE {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
-          AND f.Lane > h.Lane
-        ORDER BY f.Lane LIMIT @max_per_record - 1
-    ) s
-    WHERE s.blocked = 0
-){{end}}
 
 {{/* leaseset is the SET of a claim's UPDATE: Attempt+1 is the new fence. */}}
 {{define "leaseset"}}SET Status = 'processing', LeaseOwner = @owner, LeaseExpiresDate = @lease_expires,
