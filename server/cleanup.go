@@ -34,18 +34,7 @@ func (c *cleaner) Start(ctx context.Context) error { return c.svc.Start(ctx, c.r
 func (c *cleaner) Stop(ctx context.Context) error { return c.svc.Stop(ctx) }
 
 func (c *cleaner) run(ctx context.Context, stop <-chan struct{}) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	t := time.NewTicker(c.interval)
-	defer t.Stop()
-	for {
+	periodic(ctx, stop, c.interval, true, func(ctx context.Context) {
 		res, err := ops.Cleanup(ctx, c.st, c.cfg)
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):
@@ -56,10 +45,5 @@ func (c *cleaner) run(ctx context.Context, stop <-chan struct{}) {
 		if c.ran != nil {
 			c.ran(res, err)
 		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
+	})
 }

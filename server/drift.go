@@ -248,23 +248,7 @@ func (d *driftScheduler) Start(ctx context.Context) error { return d.svc.Start(c
 func (d *driftScheduler) Stop(ctx context.Context) error  { return d.svc.Stop(ctx) }
 
 func (d *driftScheduler) run(ctx context.Context, stop <-chan struct{}) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	t := time.NewTicker(d.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	periodic(ctx, stop, d.interval, false, func(ctx context.Context) {
 		rep, err := d.runner.run(ctx, drift.Options{})
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):
@@ -273,7 +257,7 @@ func (d *driftScheduler) run(ctx context.Context, stop <-chan struct{}) {
 			d.log.Info("drift scan", "differences", len(rep.Differences), "repaired_to_hubspot", rep.Repaired[drift.ToHubSpot],
 				"repaired_to_local", rep.Repaired[drift.ToLocal], "remaining", rep.Remaining)
 		}
-	}
+	})
 }
 
 // driftPart builds the drift scanner (with its share of the budget), its
