@@ -147,8 +147,6 @@ func (p *PublishService) Stop(ctx context.Context) error { return p.svc.Stop(ctx
 func (p *PublishService) Done() <-chan struct{} { return p.svc.Done() }
 
 func (p *PublishService) run(ctx context.Context, stop <-chan struct{}) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	for {
 		select {
 		case <-stop:
@@ -164,16 +162,7 @@ func (p *PublishService) run(ctx context.Context, stop <-chan struct{}) {
 		if err == nil && s.Claimed > 0 {
 			continue
 		}
-		timer.Reset(p.cfg.PollInterval)
-		select {
-		case <-timer.C:
-		case <-p.notify:
-			timer.Stop()
-		case <-stop:
-			timer.Stop()
-			return
-		case <-ctx.Done():
-			timer.Stop()
+		if !service.Idle(ctx, stop, p.notify, p.cfg.PollInterval) {
 			return
 		}
 	}

@@ -239,17 +239,8 @@ func (w *Worker) run(ctx context.Context, stop <-chan struct{}) {
 			// whatever arrived meanwhile) becomes claimable only now.
 			continue
 		}
-		t := time.NewTimer(w.cfg.PollInterval)
-		select {
-		case <-stop:
-			t.Stop()
+		if !service.Idle(ctx, stop, w.notify, w.cfg.PollInterval) {
 			return
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-w.notify:
-			t.Stop()
-		case <-t.C:
 		}
 	}
 }

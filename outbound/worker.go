@@ -341,8 +341,6 @@ func (w *Worker) run(ctx context.Context, stop <-chan struct{}) {
 // cycle found nothing (PollInterval, cut short by Notify), failed
 // (PollInterval) or was refused by the budget (until it has room).
 func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}) {
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
 	for {
 		select {
 		case <-stop:
@@ -367,16 +365,7 @@ func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}) {
 		if wait <= 0 {
 			continue
 		}
-		timer.Reset(wait)
-		select {
-		case <-timer.C:
-		case <-notify:
-			timer.Stop()
-		case <-stop:
-			timer.Stop()
-			return
-		case <-ctx.Done():
-			timer.Stop()
+		if !service.Idle(ctx, stop, notify, wait) {
 			return
 		}
 	}

@@ -5,6 +5,7 @@ package service
 
 import (
 	"cmp"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -47,4 +48,21 @@ func OwnerDefault(component string) string {
 	r := make([]byte, 4)
 	_, _ = rand.Read(r)
 	return fmt.Sprintf("%s/%d/%s-%s", cmp.Or(host, "host"), os.Getpid(), component, hex.EncodeToString(r))
+}
+
+// Idle waits between a service's cycles: d, or less when notify fires (new
+// work). It reports false when stop closed or ctx ended, and the loop must
+// return.
+func Idle(ctx context.Context, stop, notify <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-notify:
+	case <-t.C:
+	}
+	return true
 }

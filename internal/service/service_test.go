@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"log/slog"
 	"strings"
 	"testing"
@@ -20,5 +21,27 @@ func TestNewBaseFillsDefaultsAndKeepsWhatIsSet(t *testing.T) {
 	b = NewBase("inbound", Base{Logger: log, Now: func() time.Time { return at }, Owner: "me"})
 	if b.Logger != log || !b.Now().Equal(at) || b.Owner != "me" {
 		t.Fatalf("set fields replaced: %+v", b)
+	}
+}
+
+func TestIdle(t *testing.T) {
+	ctx := context.Background()
+	if !Idle(ctx, nil, nil, time.Millisecond) {
+		t.Fatal("Idle stopped on its timer; want true")
+	}
+	notify := make(chan struct{}, 1)
+	notify <- struct{}{}
+	if !Idle(ctx, nil, notify, time.Hour) {
+		t.Fatal("Idle woken by notify returned false")
+	}
+	stop := make(chan struct{})
+	close(stop)
+	if Idle(ctx, stop, nil, time.Hour) {
+		t.Fatal("Idle after stop returned true")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if Idle(cctx, nil, nil, time.Hour) {
+		t.Fatal("Idle after the context ended returned true")
 	}
 }
