@@ -7,12 +7,12 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/simserve"
 )
 
 // Sentinel errors of the programmatic control API.
@@ -49,10 +49,7 @@ type Server struct {
 	once    sync.Once
 	wg      sync.WaitGroup
 
-	lnMu   sync.Mutex
-	srv    *http.Server
-	url    string
-	closed bool
+	ln simserve.Listener
 
 	// mu guards everything below. Handlers hold it while they touch the store;
 	// it is never held across network I/O or sleeps.
@@ -132,40 +129,12 @@ func (s *Server) Handler() http.Handler { return s.mux }
 
 // Start listens on addr (e.g. "127.0.0.1:0") and serves in the background.
 func (s *Server) Start(addr string) error {
-	s.lnMu.Lock()
-	defer s.lnMu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if s.srv != nil {
-		return errors.New("hubspotsim: already started")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("hubspotsim: listen %s: %w", addr, err)
-	}
-	s.srv = &http.Server{
-		Handler:           s.mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	s.url = "http://" + ln.Addr().String()
-	srv := s.srv
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("hubspotsim: serve", "err", err)
-		}
-	}()
-	return nil
+	return s.ln.Start(addr, s.mux, "hubspotsim", s.log, ErrClosed)
 }
 
 // URL is the base URL ("http://127.0.0.1:port") after Start, else "".
 func (s *Server) URL() string {
-	s.lnMu.Lock()
-	defer s.lnMu.Unlock()
-	return s.url
+	return s.ln.URL()
 }
 
 // Close stops the listener, hanging requests and the webhook dispatcher and
@@ -173,13 +142,7 @@ func (s *Server) URL() string {
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
-		s.lnMu.Lock()
-		s.closed = true
-		srv := s.srv
-		s.lnMu.Unlock()
-		if srv != nil {
-			err = srv.Close()
-		}
+		err = s.ln.Close()
 		close(s.closeCh)
 		s.cancel()
 		s.wg.Wait()

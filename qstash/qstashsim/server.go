@@ -8,11 +8,11 @@ import (
 	"log/slog"
 	"maps"
 	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/hubsync/hubsync/internal/simserve"
 )
 
 // ErrClosed means the server has been closed.
@@ -36,10 +36,7 @@ type Server struct {
 	client  *http.Client
 	tr      *http.Transport
 
-	lnMu   sync.Mutex
-	srv    *http.Server
-	url    string
-	closed bool
+	ln simserve.Listener
 
 	wake chan struct{}
 
@@ -136,41 +133,13 @@ func (s *Server) Start(addr string) error { return s.StartWith(addr, http.NotFou
 // handler (the HubSpot simulator's) on one address, so QSTASH_URL is that
 // simulator's base URL.
 func (s *Server) StartWith(addr string, next http.Handler) error {
-	s.lnMu.Lock()
-	defer s.lnMu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	if s.srv != nil {
-		return errors.New("qstashsim: already started")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("qstashsim: listen %s: %w", addr, err)
-	}
-	s.srv = &http.Server{
-		Handler:           s.Wrap(next),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
-	}
-	s.url = "http://" + ln.Addr().String()
-	srv := s.srv
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("qstashsim: serve", "err", err)
-		}
-	}()
-	return nil
+	return s.ln.Start(addr, s.Wrap(next), "qstashsim", s.log, ErrClosed)
 }
 
 // URL is the base URL ("http://127.0.0.1:port") after Start, else "": the
 // QSTASH_URL of clients.
 func (s *Server) URL() string {
-	s.lnMu.Lock()
-	defer s.lnMu.Unlock()
-	return s.url
+	return s.ln.URL()
 }
 
 // Close stops the listener, the scheduler and deliveries in flight, and
@@ -178,13 +147,7 @@ func (s *Server) URL() string {
 func (s *Server) Close() error {
 	var err error
 	s.once.Do(func() {
-		s.lnMu.Lock()
-		s.closed = true
-		srv := s.srv
-		s.lnMu.Unlock()
-		if srv != nil {
-			err = srv.Close()
-		}
+		err = s.ln.Close()
 		close(s.closeCh)
 		s.cancel()
 		s.wg.Wait()
