@@ -277,8 +277,10 @@ func testOutOfOrderDelivery(t *testing.T, d store.Dialect) {
 	if len(evs) != 2 {
 		t.Fatalf("%d events", len(evs))
 	}
-	// While another delivery holds the first event, the second waits.
-	if _, err := b.st.Outbound().ClaimIDs(ctx, []string{evs[0].ID}, store.ClaimParams{Key: "hubspot", LeaseDuration: time.Minute, Owner: "other"}); err != nil {
+	// While another delivery holds the first event, the second waits. (The
+	// holder took the first alone, as a delivery that claimed it before the
+	// second was queued did.)
+	if _, err := b.st.Outbound().ClaimIDs(ctx, []string{evs[0].ID}, store.ClaimParams{Key: "hubspot", LeaseDuration: time.Minute, Owner: "other", MaxPerRecord: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if w := b.deliver(t, evs[1].ID); w.Code != http.StatusServiceUnavailable {
@@ -308,6 +310,53 @@ func testOutOfOrderDelivery(t *testing.T, d store.Dialect) {
 	}
 	if c2, _ := b.contact("a@example.com"); c2.Properties["firstname"] != "Two" {
 		t.Fatal("late delivery changed HubSpot")
+	}
+}
+
+// A delivery of a record's head pushes the record's due changes with it,
+// coalesced into one write, as poll mode does; the followers' own deliveries
+// are then no-ops.
+func TestDeliveryCoalesces(t *testing.T) { dbtest.Each(t, testDeliveryCoalesces) }
+
+func testDeliveryCoalesces(t *testing.T, d store.Dialect) {
+	b := setup(t, d, options{})
+	ctx := context.Background()
+	r, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "a@example.com", "first_name": "One"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Two", "Three"} {
+		if r, err = b.recs.Update(ctx, "contacts", r.ID, r.Version, map[string]any{"first_name": name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	evs := b.events(t, r.ID)
+	if len(evs) != 3 {
+		t.Fatalf("%d events, want 3", len(evs))
+	}
+	calls := b.sim.Counters().Requests
+	if w := b.deliver(t, evs[0].ID); w.Code != http.StatusOK {
+		t.Fatalf("delivery of the head: %d %s", w.Code, w.Body)
+	}
+	for _, e := range evs {
+		if got := b.event(t, e.ID); got.Status != store.StatusProcessed {
+			t.Fatalf("event %s is %s after its head's delivery; want processed with it", e.ID, got.Status)
+		}
+	}
+	if got := b.sim.Counters().Requests - calls; got != 1 {
+		t.Fatalf("the head's delivery made %d HubSpot calls, want 1 write of the coalesced changes", got)
+	}
+	c, ok := b.contact("a@example.com")
+	if !ok || c.Properties["firstname"] != "Three" {
+		t.Fatalf("HubSpot has %v, want firstname Three", c.Properties)
+	}
+	for _, e := range evs[1:] {
+		if w := b.deliver(t, e.ID); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "already processed") {
+			t.Fatalf("follower's own delivery: %d %s, want 200 already processed", w.Code, w.Body)
+		}
+	}
+	if got := b.sim.Counters().Requests - calls; got != 1 {
+		t.Fatalf("followers' deliveries called HubSpot %d more times", got-1)
 	}
 }
 
@@ -434,7 +483,7 @@ func testPublishRecordHeadsOnly(t *testing.T, d store.Dialect) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.recs.Update(ctx, "contacts", r.ID, r.Version, map[string]any{"first_name": "Two"}); err != nil {
+	if r, err = b.recs.Update(ctx, "contacts", r.ID, r.Version, map[string]any{"first_name": "Two"}); err != nil {
 		t.Fatal(err)
 	}
 	evs := b.events(t, r.ID)
@@ -444,11 +493,38 @@ func testPublishRecordHeadsOnly(t *testing.T, d store.Dialect) {
 	if got := b.qs.published()[0].Body.EventID; got != evs[0].ID {
 		t.Fatalf("published %s, want the head %s", got, evs[0].ID)
 	}
+	// The head's delivery takes the second event along (coalescing): it is
+	// never published.
 	if w := b.deliver(t, evs[0].ID); w.Code != http.StatusOK {
 		t.Fatalf("head: %d %s", w.Code, w.Body)
 	}
-	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 1 || b.qs.published()[1].Body.EventID != evs[1].ID {
-		t.Fatalf("after the head: %+v, %v; want the second event published", s, err)
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 0 {
+		t.Fatalf("after the head's delivery: %+v, %v; want nothing published (the second went with the head)", s, err)
+	}
+	// A change queued while the record's head is out waits for it; once the
+	// head is done, it is the new head and is published.
+	if r, err = b.recs.Update(ctx, "contacts", r.ID, r.Version, map[string]any{"first_name": "Three"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.recs.Update(ctx, "contacts", r.ID, r.Version, map[string]any{"first_name": "Four"}); err != nil {
+		t.Fatal(err)
+	}
+	evs = b.events(t, r.ID)[2:]
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 1 || b.qs.published()[1].Body.EventID != evs[0].ID {
+		t.Fatalf("after two more changes: %+v, %v; want their head %s published alone", s, err, evs[0].ID)
+	}
+	held, err := b.st.Outbound().ClaimIDs(ctx, []string{evs[0].ID}, store.ClaimParams{Key: "hubspot", LeaseDuration: time.Minute, Owner: "other", MaxPerRecord: 1})
+	if err != nil || len(held) != 1 {
+		t.Fatalf("ClaimIDs of the head alone = %v, %v", held, err)
+	}
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 0 {
+		t.Fatalf("while the head is out: %+v, %v; want nothing published", s, err)
+	}
+	if err := b.st.Outbound().Complete(ctx, held[0].Lease()); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := b.pub.RunOnce(ctx); err != nil || s.Published != 1 || b.qs.published()[2].Body.EventID != evs[1].ID {
+		t.Fatalf("after the head: %+v, %v; want the next event %s published", s, err, evs[1].ID)
 	}
 }
 

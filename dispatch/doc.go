@@ -35,15 +35,18 @@
 // a permanent failure dead-letters the event and answers 489 with
 // Upstash-NonRetryable-Error: true.
 //
-// Per-record order: only record heads are published, so a record's next
-// event goes out once the one before it finished. Should an event still be
-// delivered while its record has an earlier unfinished event (a re-publish,
-// an event published before an earlier one was re-queued), it is never
-// applied first: the Handler pushes the record's earlier events first,
-// one by one, in their order, and then the delivered one; when an earlier
-// event is held by another delivery or waits for its retry, it answers 503
-// with Retry-After so that QStash delivers again later. (Unlike poll mode,
-// the events of a record are pushed one write each, not coalesced.)
+// Per-record order and coalescing: only record heads are published, and the
+// claim by id hands a head out with its record's due followers (as poll
+// mode's claim does, up to store.ClaimParams.MaxPerRecord), so one delivery
+// pushes a record's pending changes together, coalesced into one write in
+// Lane order; a follower's own later delivery, if it was published at all,
+// finds it processed. Should an event still be delivered while its record has
+// an earlier unfinished event (a re-publish, an event published before an
+// earlier one was re-queued), it is never applied first: the Handler pushes
+// the record's head, which takes the delivered event along when it is due;
+// when an earlier event is held by another delivery or waits for its retry,
+// it answers 503 with Retry-After so that QStash delivers again later.
+// Records are not batched together: each delivery is one record's write.
 //
 // # Reconcile
 //

@@ -68,7 +68,8 @@
 // claimer holds a live lease on that record: followers are never heads while
 // their head is unfinished, so only the claimer that took the head can take
 // them. Failed and processed events do not block their record. ClaimIDs takes
-// only the named events that are heads.
+// the named events that are heads, each with its due followers as Claim
+// does.
 //
 // Requeue and RequeueAll return a dead letter to pending with a new Lane from
 // its record's counter: it goes to the end of its record's lane, behind every

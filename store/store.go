@@ -54,7 +54,7 @@ type ClaimParams struct {
 	Limit int
 	// MaxPerRecord is the most events of one record a claim hands out, head
 	// included; default MaxPerRecordDefault. 1 hands out heads only. ClaimIDs
-	// ignores it (it takes only the named events).
+	// honours it too: each named head comes with its due followers.
 	MaxPerRecord int
 	// LeaseDuration is how long the claim holds the events; default LeaseDurationDefault.
 	LeaseDuration time.Duration
@@ -135,7 +135,11 @@ type Queue[E Event] interface {
 	// Claim leases the claimable events of up to p.Limit records of key p.Key,
 	// each record's head with its due followers (see the package doc).
 	Claim(ctx context.Context, p ClaimParams) ([]E, error)
-	// ClaimIDs leases the named events if they are claimable (push dispatch).
+	// ClaimIDs leases the named events that are claimable heads of their
+	// records, each with its record's due followers up to p.MaxPerRecord (push
+	// dispatch: a delivery names a record's head and pushes the record's due
+	// changes together). A named event that is not a head is skipped; it
+	// comes with its head. p.Key and p.Limit are ignored.
 	ClaimIDs(ctx context.Context, ids []string, p ClaimParams) ([]E, error)
 	// Get reads one event; ErrNotFound when absent.
 	Get(ctx context.Context, id string) (E, error)

@@ -189,7 +189,8 @@ func (qu *Queue[E]) Claim(ctx context.Context, p store.ClaimParams) ([]E, error)
 	return qu.claim(ctx, p, nil)
 }
 
-// ClaimIDs leases the named events that are claimable.
+// ClaimIDs leases the named events that are their records' heads, each with
+// up to p.MaxPerRecord-1 of its record's due followers, as Claim does.
 func (qu *Queue[E]) ClaimIDs(ctx context.Context, ids []string, p store.ClaimParams) ([]E, error) {
 	if len(ids) == 0 {
 		return nil, nil
@@ -275,7 +276,7 @@ func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, by
 	for i, c := range cands {
 		ids[i] = c.id
 	}
-	if !byID && perRecord > 1 {
+	if perRecord > 1 {
 		args["ids"] = idsJSON(ids)
 		fol, err := qu.followers(ctx, tx, args, perRecord)
 		if err != nil {

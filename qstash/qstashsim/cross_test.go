@@ -55,6 +55,9 @@ func TestHubsyncClientAndVerifierAgainstTheEmulator(t *testing.T) {
 			t.Fatalf("a second publish of %s: %v %+v", id, err, dup)
 		}
 	}
+	// The emulator counts a delivery once the receiver has answered, which is
+	// after the receiver reported its verdict above.
+	testwait.For(t, "both deliveries counted", func() bool { return b.sim.Stats().Delivered == 2 })
 	if st := b.sim.Stats(); st.Delivered != 2 || st.Deduplicated != 2 || st.FlowControl["hubspot"].Rate != 150 {
 		t.Fatalf("stats %+v", st)
 	}

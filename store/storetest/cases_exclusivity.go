@@ -102,9 +102,9 @@ func (q *queue) sharedRecords(ctx context.Context) ([]string, error) {
 	return out, rows.Err()
 }
 
-// testConcurrentMixedClaimers runs claimers with different MaxPerRecord (1 as
-// the outbound worker's ClaimIDs push path and heads-only claims use, 2, and
-// the default) and, on keyed queues, ClaimIDs of arbitrary events, while each
+// testConcurrentMixedClaimers runs claimers with different MaxPerRecord (1 for
+// heads only, 2, and the default) and, on keyed queues, ClaimIDs of arbitrary
+// events with the same choice of MaxPerRecord, while each
 // claimer completes the first event of each record it got and keeps the
 // record's followers leased for one more round. After every claim the database
 // itself is asked whether any record has live leases of two owners: it never
@@ -152,7 +152,7 @@ func testConcurrentMixedClaimers(t *testing.T, b *bundle) {
 					for range batch {
 						pick = append(pick, all[rng.IntN(len(all))])
 					}
-					evs, err = q.claimIDs(ctx, pick, store.ClaimParams{Limit: batch, LeaseDuration: time.Hour, Owner: owner, MaxPerRecord: 1})
+					evs, err = q.claimIDs(ctx, pick, store.ClaimParams{Limit: batch, LeaseDuration: time.Hour, Owner: owner, MaxPerRecord: rng.IntN(3)})
 				default:
 					evs, err = q.claim(ctx, store.ClaimParams{Key: keyDefault, Limit: batch, LeaseDuration: time.Hour, Owner: owner, MaxPerRecord: mode})
 				}

@@ -40,6 +40,7 @@ var cases = []testCase{
 	{name: "GetNotFound", run: testGetNotFound},
 	{name: "GetPending", run: testGetPending},
 	{name: "ClaimIDs", run: testClaimIDs},
+	{name: "ClaimIDsFollowers", only: []store.Direction{store.DirectionInbound, store.DirectionOutbound}, run: testClaimIDsFollowers},
 	{name: "ClaimSetsLease", run: testClaimSetsLease},
 	{name: "ClaimExactKey", only: []store.Direction{store.DirectionInbound, store.DirectionOutbound}, run: testClaimExactKey},
 	{name: "ConcurrentClaimers", run: testConcurrentClaimers},

@@ -247,8 +247,10 @@ func (q *queue) mustClaimKey(t testing.TB, key string, limit int, lease time.Dur
 }
 
 // claimIDsFor claims the named events for owner.
+// claimIDsFor is ClaimIDs of the named heads alone (MaxPerRecord 1);
+// testClaimIDsFollowers covers the followers that come with them.
 func (q *queue) claimIDsFor(ctx context.Context, ids []string, lease time.Duration, owner string) ([]item, error) {
-	return q.claimIDs(ctx, ids, store.ClaimParams{Limit: len(ids), LeaseDuration: lease, Owner: owner})
+	return q.claimIDs(ctx, ids, store.ClaimParams{Limit: len(ids), LeaseDuration: lease, Owner: owner, MaxPerRecord: 1})
 }
 
 func (q *queue) mustGet(t testing.TB, id string) item {
