@@ -353,7 +353,12 @@ func (s *Server) handleBatch(r *http.Request, body []byte) apiResp {
 	var res batchResult
 	var status int
 	var bad *apiResp
-	switch action := r.PathValue("action"); action {
+	action := r.PathValue("action")
+	if action != "read" {
+		s.counters.BatchWrites++
+		s.counters.BatchWriteInputs += int64(len(in.Inputs))
+	}
+	switch action {
 	case "create":
 		res, status, bad = s.batchCreateLocked(ts, in.Inputs)
 	case "read":

@@ -223,6 +223,11 @@ type Counters struct {
 	WebhooksSuppressed int64 `json:"webhooksSuppressed"`
 	// WebhooksPending is a gauge: events queued, in flight or awaiting retry.
 	WebhooksPending int64 `json:"webhooksPending"`
+	// BatchWrites counts batch create, update, upsert and archive calls that
+	// reached the CRM (not refused by auth, the rate limit or a fault);
+	// BatchWriteInputs counts the records they carried.
+	BatchWrites      int64 `json:"batchWrites"`
+	BatchWriteInputs int64 `json:"batchWriteInputs"`
 	// ObjectsCreated counts objects created through the API or User* calls.
 	ObjectsCreated int64 `json:"objectsCreated"`
 	// Conflicts409 counts 409 answers of the API (not of /_sim/).

@@ -3,6 +3,7 @@ package demo
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/mapping"
@@ -98,5 +99,16 @@ func TestCompareExpectations(t *testing.T) {
 	}
 	if got[ProblemExpectedField] != 1 || got[ProblemShouldBeGone] != 2 || got[ProblemShouldExist] != 1 || len(c.Differences) != 4 {
 		t.Fatalf("differences = %v", c.Differences)
+	}
+}
+
+func TestLatencyOf(t *testing.T) {
+	ms := []float64{5, 1, 4, 2, 3, 100, 6, 7, 8, 9}
+	l := latencyOf(ms)
+	if l.N != 10 || l.P50 != 6*time.Millisecond || l.P99 != 100*time.Millisecond || l.Max != 100*time.Millisecond {
+		t.Fatalf("latencyOf = %+v, want N 10, p50 6ms, p99 100ms, max 100ms", l)
+	}
+	if got := latencyOf(nil); got.N != 0 || got.String() != "none" {
+		t.Fatalf("latencyOf(nil) = %+v %q", got, got)
 	}
 }

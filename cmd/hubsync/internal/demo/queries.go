@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
@@ -130,4 +132,57 @@ func (q *queries) recordOutbound(ctx context.Context, objectType, recordID strin
 		}
 	}
 	return open, failed, rows.Err()
+}
+
+// Latency summarises how long events took, queued to processed.
+type Latency struct {
+	N             int
+	P50, P99, Max time.Duration
+}
+
+func (l Latency) String() string {
+	if l.N == 0 {
+		return "none"
+	}
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("p50 %s, p99 %s, max %s over %d events", r(l.P50), r(l.P99), r(l.Max), l.N)
+}
+
+func latencyOf(ms []float64) Latency {
+	if len(ms) == 0 {
+		return Latency{}
+	}
+	slices.Sort(ms)
+	at := func(q float64) time.Duration {
+		return time.Duration(ms[min(len(ms)-1, int(q*float64(len(ms))))] * float64(time.Millisecond))
+	}
+	return Latency{N: len(ms), P50: at(0.50), P99: at(0.99), Max: at(1)}
+}
+
+// outboundLatency summarises the processed outbound events' time from queued
+// to processed: all of them, and those claimed more than once without a
+// failed attempt (their lease was lost with a killed replica, or they were
+// released for the budget), which is how long a crash delays a change.
+func (q *queries) outboundLatency(ctx context.Context) (all, reclaimed Latency, err error) {
+	rows, err := q.db.QueryContext(ctx, q.q.Get("outbound_latency"))
+	if err != nil {
+		return all, reclaimed, fmt.Errorf("demo: outbound latency: %w", err)
+	}
+	defer rows.Close()
+	var every, again []float64
+	for rows.Next() {
+		var ms float64
+		var attempt, retries int
+		if err := rows.Scan(&ms, &attempt, &retries); err != nil {
+			return all, reclaimed, fmt.Errorf("demo: outbound latency: %w", err)
+		}
+		every = append(every, ms)
+		if attempt > retries+1 {
+			again = append(again, ms)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return all, reclaimed, fmt.Errorf("demo: outbound latency: %w", err)
+	}
+	return latencyOf(every), latencyOf(again), nil
 }

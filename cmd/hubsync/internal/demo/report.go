@@ -45,6 +45,10 @@ type Report struct {
 
 	// Queues counts each queue's events by status and its failed attempts.
 	Queues map[store.Direction]QueueCount
+	// OutboundLatency is queued → processed of the processed outbound events;
+	// OutboundReclaimed of those claimed again without a failed attempt
+	// (lease lost with a killed replica, or released for the budget).
+	OutboundLatency, OutboundReclaimed Latency
 	// FirstDeadLetters are the dead letters when both sides first settled,
 	// with their error messages; Requeued is how many of them were re-queued
 	// (with the faults cleared) before the comparison.
@@ -168,6 +172,9 @@ func collect(ctx context.Context, in collectInput) (*Report, error) {
 	if r.Queues, err = in.q.queueCounts(ctx); err != nil {
 		return nil, err
 	}
+	if r.OutboundLatency, r.OutboundReclaimed, err = in.q.outboundLatency(ctx); err != nil {
+		return nil, err
+	}
 	r.HubSpot = in.sim.Counters()
 	if r.EchoesReceived, err = in.q.count(ctx, "inbound_echoes", appID); err != nil {
 		return nil, err
@@ -212,6 +219,8 @@ func (r *Report) Write(w io.Writer) {
 		p("  %-9s %6d total: %d processed, %d dead, %d open; %d failed attempts retried",
 			d, q.Total(), q.ByStatus[store.StatusProcessed], q.ByStatus[store.StatusFailed], q.Open(), q.Retries)
 	}
+	p("  outbound queued → processed: %s", r.OutboundLatency)
+	p("    claimed again without a failure (lease lost with a killed replica, or released for the budget): %s", r.OutboundReclaimed)
 	c := r.HubSpot
 	writes := int64(0)
 	for path, n := range c.RequestsByPath {
@@ -223,6 +232,9 @@ func (r *Report) Write(w io.Writer) {
 	p("")
 	p("HubSpot API:")
 	p("  %d calls (%d batch writes for %d outbound events: coalesced and batched)", c.Requests, writes, ob)
+	if c.BatchWrites > 0 {
+		p("  %.1f records per write call (%d records in %d batch writes the CRM took)", float64(c.BatchWriteInputs)/float64(c.BatchWrites), c.BatchWriteInputs, c.BatchWrites)
+	}
 	for _, path := range slices.Sorted(maps.Keys(c.RequestsByPath)) {
 		p("    %5d %s", c.RequestsByPath[path], path)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/records"
+	"github.com/hubsync/hubsync/store"
 )
 
 func TestMain(m *testing.M) {
@@ -43,6 +44,12 @@ func TestRunSmallIsConsistent(t *testing.T) {
 	}
 	if rep.EchoesReceived == 0 {
 		t.Error("no echo webhook received: the demo did not exercise the anti-loop")
+	}
+	if l, n := rep.OutboundLatency, rep.Queues[store.DirectionOutbound].ByStatus[store.StatusProcessed]; int64(l.N) != n || l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max {
+		t.Errorf("outbound latency %+v of %d processed events: want one per event, 0 < p50 ≤ p99 ≤ max", l, n)
+	}
+	if c := rep.HubSpot; c.BatchWrites == 0 || c.BatchWriteInputs < c.BatchWrites || c.BatchWriteInputs > c.BatchWrites*100 {
+		t.Errorf("HubSpot took %d records in %d batch writes: want 1 to 100 per call", c.BatchWriteInputs, c.BatchWrites)
 	}
 	if rep.HubSpot.FaultsInjected["error500"]+rep.HubSpot.FaultsInjected["error503"]+rep.HubSpot.FaultsInjected["latency"] == 0 {
 		t.Error("no fault injected")
