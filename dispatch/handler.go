@@ -163,6 +163,11 @@ func (h *Handler) deliver(ctx context.Context, id string) answer {
 		if err != nil && sum.Claimed == 0 {
 			return answer{code: http.StatusInternalServerError, msg: err.Error()}
 		}
+		if sum.Claimed == 0 && sum.BudgetRetryAfter > 0 {
+			// The budget refused a recent delivery and has no room yet:
+			// nothing was claimed.
+			return answer{code: http.StatusServiceUnavailable, retryAfter: sum.BudgetRetryAfter, msg: "HubSpot budget unavailable"}
+		}
 		if sum.Claimed > 0 {
 			if h.cfg.Wake != nil && sum.Completed+sum.Failed > 0 {
 				h.cfg.Wake()
@@ -204,6 +209,9 @@ func (h *Handler) deliver(ctx context.Context, id string) answer {
 		hs, err := h.cfg.Worker.ProcessIDs(ctx, []string{hd.id})
 		if err != nil && hs.Claimed == 0 {
 			return answer{code: http.StatusInternalServerError, msg: err.Error()}
+		}
+		if hs.Claimed == 0 && hs.BudgetRetryAfter > 0 {
+			return answer{code: http.StatusServiceUnavailable, retryAfter: hs.BudgetRetryAfter, msg: "HubSpot budget unavailable"}
 		}
 		if hs.Claimed == 0 {
 			continue // taken by another delivery, or it finished meanwhile: look again

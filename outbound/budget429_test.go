@@ -97,3 +97,50 @@ func TestOutbound429PausesOtherReplicas(t *testing.T) {
 		}
 	})
 }
+
+// TestBudgetRefusalStopsClaims checks that once the budget refused one of a
+// worker's cycles, the worker claims nothing until the budget said it has
+// room: events claimed only to be released would be written twice for
+// nothing, and their scattered due times would split the backlog into small
+// calls afterwards.
+func TestBudgetRefusalStopsClaims(t *testing.T) {
+	b := setup(t, options{budgetLimit: 1})
+	ctx := context.Background()
+	// Someone else spent the window.
+	if res, err := b.budget.Reserve(ctx, budgetKey, 1); err != nil || !res.Granted {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	w := b.worker(t, nil)
+	wl := newWorkload(b, 3)
+	wl.insert(t, "contacts", map[string]any{"email": "first@example.com", "first_name": "A"})
+	s1, err := w.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s1.Claimed == 0 || s1.Released != s1.Claimed || s1.BudgetRetryAfter <= 0 {
+		t.Fatalf("refused cycle = %+v; want its events released with a budget wait", s1)
+	}
+	// A change queued during the wait is due at once, but the budget still
+	// has no room: the next cycle leaves it pending.
+	wl.insert(t, "contacts", map[string]any{"email": "second@example.com", "first_name": "B"})
+	b.clock.Advance(s1.BudgetRetryAfter / 2)
+	s2, err := w.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s2.Claimed != 0 || s2.BudgetRetryAfter <= 0 || s2.BudgetRetryAfter > s1.BudgetRetryAfter {
+		t.Fatalf("cycle during the budget's wait = %+v; want nothing claimed and the rest of the wait (at most %s)", s2, s1.BudgetRetryAfter)
+	}
+	if got := b.counts(t)[store.StatusProcessing]; got != 0 {
+		t.Fatalf("%d events processing during the budget's wait", got)
+	}
+	// Once the wait is over, both changes go out together.
+	b.clock.Advance(s2.BudgetRetryAfter + time.Second)
+	s3, err := w.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s3.Claimed != 2 || s3.Completed != 2 || s3.Calls != 1 {
+		t.Fatalf("cycle after the wait = %+v; want both events in one call", s3)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -281,6 +282,13 @@ type Worker struct {
 	// in everything else, while the queue sees one claimer per worker
 	// (concurrent claims of one queue contend for the same head rows).
 	claimSem chan struct{}
+	// budgetShut is when (Config.Now, Unix ns) the budget last said it has
+	// room again after refusing a cycle: until then no cycle of this worker
+	// claims. Claiming events only to release them, with the refused cycle's
+	// wait, would use an attempt's writes for nothing and scatter the events'
+	// due times, so that the claims after the wait come back with a few
+	// records each instead of the backlog that built up.
+	budgetShut atomic.Int64
 
 	svc    startstop.Service
 	tracer trace.Tracer
@@ -407,8 +415,13 @@ func (s *Summary) add(o Summary) {
 	s.BudgetRetryAfter = max(s.BudgetRetryAfter, o.BudgetRetryAfter)
 }
 
-// RunOnce claims up to BatchSize events and pushes them: one cycle.
+// RunOnce claims up to BatchSize events and pushes them: one cycle. While
+// the budget refused an earlier cycle of this worker and has no room yet, it
+// claims nothing and reports the wait in BudgetRetryAfter.
 func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
+	if wait := w.budgetWait(); wait > 0 {
+		return Summary{BudgetRetryAfter: wait}, nil
+	}
 	select {
 	case w.claimSem <- struct{}{}:
 	case <-ctx.Done():
@@ -421,7 +434,28 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 	}
 	evs, err = w.fill(ctx, evs)
 	s, perr := w.process(ctx, evs)
+	w.budgetRefused(s.BudgetRetryAfter)
 	return s, errors.Join(err, perr)
+}
+
+// budgetWait is how long the budget still has no room, by its last refusal
+// of one of this worker's cycles; 0 when it may have.
+func (w *Worker) budgetWait() time.Duration {
+	return time.Duration(w.budgetShut.Load() - w.cfg.Now().UnixNano())
+}
+
+// budgetRefused notes a refusal that asked to wait d (0: none).
+func (w *Worker) budgetRefused(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	until := w.cfg.Now().Add(d).UnixNano()
+	for {
+		cur := w.budgetShut.Load()
+		if cur >= until || w.budgetShut.CompareAndSwap(cur, until) {
+			return
+		}
+	}
 }
 
 // fill claims more events while the first claim came back full and the
@@ -484,11 +518,16 @@ func (w *Worker) ProcessIDs(ctx context.Context, ids []string) (Summary, error) 
 	if len(ids) == 0 {
 		return Summary{}, nil
 	}
+	if wait := w.budgetWait(); wait > 0 {
+		return Summary{BudgetRetryAfter: wait}, nil
+	}
 	evs, err := w.cfg.Store.ClaimIDs(ctx, ids, w.claimParams())
 	if err != nil {
 		return Summary{}, fmt.Errorf("outbound: claim ids: %w", err)
 	}
-	return w.process(ctx, evs)
+	s, err := w.process(ctx, evs)
+	w.budgetRefused(s.BudgetRetryAfter)
+	return s, err
 }
 
 func (w *Worker) claimParams() store.ClaimParams {
