@@ -1,6 +1,14 @@
 -- The links of many records as they are now, after a link write: the third
 -- argument is a JSON array of record ids. Under READ COMMITTED a new
--- statement sees the other writers' commits the write waited for.
-SELECT RecordID, ExternalID FROM hubsync_link
-WHERE Destination = ? AND ObjectType = ?
-  AND RecordID = ANY(ARRAY(SELECT jsonb_array_elements_text(CAST(? AS jsonb))))
+-- statement sees the other writers' commits the write waited for. One probe
+-- of the primary key per id, as in lookup_many.sql (which says why).
+SELECT l.RecordID, l.ExternalID
+FROM (SELECT CAST(? AS text) AS d, CAST(? AS text) AS o) AS k
+CROSS JOIN jsonb_array_elements_text(CAST(? AS jsonb)) AS j(id)
+CROSS JOIN LATERAL (
+    SELECT Destination, ObjectType, RecordID, ExternalID FROM hubsync_link
+    WHERE (Destination, ObjectType, RecordID) >= (k.d, k.o, j.id)
+    ORDER BY Destination, ObjectType, RecordID
+    LIMIT 1
+) AS l
+WHERE l.Destination = k.d AND l.ObjectType = k.o AND l.RecordID = j.id
