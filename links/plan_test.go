@@ -73,6 +73,25 @@ var manyLookups = []manyLookup{
 	{"lookup_owed_many", "hubsync_owed", "hubsync_owed_pkey", "recordid", recordIDs},
 }
 
+// keyStatement is one of the statements that read or write the row of one
+// id: the table, the index it must probe, that index's id column, and its
+// arguments (an id that is there).
+type keyStatement struct {
+	query, table, index, column string
+	args                        []any
+	returns                     float64
+}
+
+// keyStatements are the lookups of one link. Without statistics PostgreSQL
+// read every link of the object type for Lookup, through the external-id
+// index. (The UPDATE and DELETEs of one link, relink and unlink, still may:
+// they keep their plain WHERE, as a probe by ctid would not follow a
+// concurrent update of the row the way the plain WHERE does.)
+var keyStatements = []keyStatement{
+	{"lookup", "hubsync_link", "hubsync_link_pkey", "recordid", []any{"hubspot", "contacts", "r000010"}, 1},
+	{"lookup_record", "hubsync_link", "idx_hubsync_link_external", "externalid", []any{"hubspot", "contacts", "e000010"}, 1},
+}
+
 // planRows is how many rows of each (Destination, ObjectType) the plan tests
 // load: the size at which issue 16's outbound bench saw the link lookups read
 // every row of the object type.
@@ -188,35 +207,35 @@ func statisticsRows(t *testing.T, db *sql.DB, table string) int {
 	return n
 }
 
-// explainMany runs query under EXPLAIN (ANALYZE, BUFFERS) on one connection,
-// as a custom plan (the parameters' values known) or as the generic plan that
-// a prepared statement may switch to after a few executions.
-func explainMany(t *testing.T, db *sql.DB, query string, generic bool, args ...any) planNode {
+// explainAnalyze runs query under EXPLAIN (ANALYZE, BUFFERS) in a
+// transaction that is rolled back, as a custom plan
+// (the parameters' values known) or as the generic plan that a prepared
+// statement may switch to after a few executions.
+func explainAnalyze(t *testing.T, db *sql.DB, query string, generic bool, args ...any) planNode {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := db.Conn(ctx)
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
+	defer tx.Rollback() //nolint:errcheck // the writes are undone
 	var doc []byte
 	if generic {
-		if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = force_generic_plan`); err != nil {
+		if _, err := tx.ExecContext(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
 			t.Fatal(err)
 		}
-		defer conn.ExecContext(ctx, `RESET plan_cache_mode`)
-		if _, err := conn.ExecContext(ctx, `PREPARE many_probe AS `+query); err != nil {
+		if _, err := tx.ExecContext(ctx, `PREPARE probe AS `+query); err != nil {
 			t.Fatal(err)
 		}
-		defer conn.ExecContext(ctx, `DEALLOCATE many_probe`)
+		defer tx.ExecContext(ctx, `DEALLOCATE probe`) //nolint:errcheck // a prepared statement outlives a rollback
 		// EXECUTE takes no bind parameters: its arguments are literals.
 		lits := make([]string, len(args))
 		for i, a := range args {
 			lits[i] = "'" + strings.ReplaceAll(fmt.Sprint(a), "'", "''") + "'"
 		}
-		err = conn.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE many_probe(`+strings.Join(lits, ", ")+`)`).Scan(&doc)
+		err = tx.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE probe(`+strings.Join(lits, ", ")+`)`).Scan(&doc)
 	} else {
-		err = conn.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+query, args...).Scan(&doc)
+		err = tx.QueryRowContext(ctx, `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) `+query, args...).Scan(&doc)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -230,92 +249,106 @@ func explainMany(t *testing.T, db *sql.DB, query string, generic bool, args ...a
 	return out[0].Plan
 }
 
-// TestManyLookupsProbePerID holds every per-cycle lookup of many ids on
-// PostgreSQL to one probe of its index per id, whatever the statistics: issue
-// 16's outbound cycles spent most of their time in lookups that, on a link
-// table filled faster than it was analysed, read every row of the object type
-// to find 100 (54 ms each). Each lookup of 100 ids (90 present) runs on
-// 20,000 rows of one object type with no statistics, with statistics taken
-// while the tables were empty, and with fresh ones, as a custom and as a
-// generic plan; each must probe the index with the id in its condition, read
-// at most a few rows per id, and keep one plan shape throughout. It measures
-// reads (EXPLAIN ANALYZE), never time.
-func TestManyLookupsProbePerID(t *testing.T) {
+// TestLinkStatementsProbePerID holds every per-cycle lookup of many ids, and
+// the lookups of one link, on PostgreSQL to one probe of its index per id,
+// whatever the statistics: issue 16's outbound cycles spent most of their
+// time in lookups that, on a link table filled faster than it was analysed,
+// read every row of the object type to find 100 (54 ms each). Each lookup of
+// 100 ids (90 present), and each lookup of one id, runs on 20,000 rows of
+// one object type with no statistics, with statistics taken while the tables
+// were empty, and with fresh ones, as a custom and as a generic plan. Each
+// must reach its table by a probe of its index with the id in the condition,
+// read at most a few rows per id, and
+// keep one plan shape throughout. It measures reads (EXPLAIN ANALYZE), never
+// time.
+func TestLinkStatementsProbePerID(t *testing.T) {
 	const present, absent = 90, 10
+	type planCase struct {
+		keyStatement
+		ids int // the ids the statement looks up
+	}
+	var cases []planCase
+	for _, lk := range manyLookups {
+		ids, err := json.Marshal(lk.ids(present, absent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cases = append(cases, planCase{keyStatement{lk.query, lk.table, lk.index, lk.column,
+			[]any{"hubspot", "contacts", string(ids)}, present}, present + absent})
+	}
+	for _, ks := range keyStatements {
+		cases = append(cases, planCase{ks, 1})
+	}
+	// The states of the statistics, in order: a store filled quickly (none),
+	// then analysed (fresh); and one analysed while empty, then filled.
+	filled := newStore(t, store.Postgres)
+	fillQuickly(t, filled)
+	for _, table := range []string{"hubsync_link", "hubsync_pushed", "hubsync_owed"} {
+		if n := statisticsRows(t, filled.DB(), table); n != 0 {
+			t.Fatalf("fixture: %s has %d statistics rows, want none", table, n)
+		}
+	}
+	takenEmpty := newStore(t, store.Postgres)
+	analyzeLinks(t, takenEmpty.DB())
+	fillQuickly(t, takenEmpty)
 	states := []struct {
-		name          string
-		before, after func(t *testing.T, db *sql.DB) // around fillQuickly
+		name   string
+		s      store.Store
+		before func(t *testing.T, db *sql.DB)
 	}{
-		{"none", nil, nil},
-		{"taken-empty", analyzeLinks, nil},
-		{"fresh", nil, analyzeLinks},
+		{"none", filled, nil},
+		{"taken-empty", takenEmpty, nil},
+		{"fresh", filled, analyzeLinks},
 	}
 	shapes := map[string]string{}
 	for _, st := range states {
-		s := newStore(t, store.Postgres)
-		db := s.DB()
+		s, db := st.s, st.s.DB()
 		if st.before != nil {
 			st.before(t, db)
 		}
-		fillQuickly(t, s)
-		if st.after != nil {
-			st.after(t, db)
-		}
-		if st.name == "none" {
-			for _, table := range []string{"hubsync_link", "hubsync_pushed", "hubsync_owed"} {
-				if n := statisticsRows(t, db, table); n != 0 {
-					t.Fatalf("fixture: %s has %d statistics rows, want none", table, n)
-				}
-			}
-		}
 		l := links.New(s)
-		for _, lk := range manyLookups {
+		for _, c := range cases {
 			for _, generic := range []bool{false, true} {
-				name := fmt.Sprintf("%s/%s/custom", st.name, lk.query)
+				name := fmt.Sprintf("%s/%s/custom", st.name, c.query)
 				if generic {
-					name = fmt.Sprintf("%s/%s/generic", st.name, lk.query)
+					name = fmt.Sprintf("%s/%s/generic", st.name, c.query)
 				}
 				t.Run(name, func(t *testing.T) {
-					ids, err := json.Marshal(lk.ids(present, absent))
-					if err != nil {
-						t.Fatal(err)
-					}
-					plan := explainMany(t, db, l.Query(lk.query), generic, "hubspot", "contacts", string(ids))
+					plan := explainAnalyze(t, db, l.Query(c.query), generic, c.args...)
 					var read float64
 					probes := 0
 					plan.walk(func(n planNode) {
-						if n.Relation != lk.table {
+						if n.Relation != c.table {
 							return
 						}
 						// Actual Rows and Rows Removed are averages over the
 						// node's loops.
 						read += (n.ActualRows + n.RemovedFilter + n.RemovedIndex) * n.ActualLoops
-						if n.Index != lk.index || !strings.HasPrefix(n.NodeType, "Index") || !strings.Contains(n.IndexCond, lk.column) {
-							t.Errorf("%s on %s (index %q, condition %q): not a probe of %s by %s", n.NodeType, n.Relation, n.Index, n.IndexCond, lk.index, lk.column)
+						if n.Index != c.index || !strings.HasPrefix(n.NodeType, "Index") || !strings.Contains(n.IndexCond, c.column) {
+							t.Errorf("%s on %s (index %q, condition %q): not a probe of %s by %s", n.NodeType, n.Relation, n.Index, n.IndexCond, c.index, c.column)
 						}
 						probes++
 					})
 					buffers := plan.SharedHit + plan.SharedRead
-					t.Logf("returned %.0f rows, read %.0f rows of %s, %d buffers; plan:\n%s", plan.ActualRows, read, lk.table, buffers, plan.shape())
-					if plan.ActualRows != present {
-						t.Errorf("returned %.0f rows, want %d", plan.ActualRows, present)
+					t.Logf("returned %.0f rows, read %.0f rows of %s, %d buffers; plan:\n%s", plan.ActualRows, read, c.table, buffers, plan.shape())
+					if plan.ActualRows != c.returns {
+						t.Errorf("returned %.0f rows, want %.0f", plan.ActualRows, c.returns)
 					}
 					if probes == 0 {
-						t.Errorf("the plan does not read %s", lk.table)
+						t.Errorf("the plan does not probe %s", c.index)
 					}
 					// One row per probe (the id, or the next key when the id
 					// is absent); never the object type's 20,000.
-					if ids := float64(present + absent); read > 2*ids {
-						t.Errorf("read %.0f rows of %s for %.0f ids: the lookup's cost depends on the table, not the ids", read, lk.table, ids)
+					if read > float64(2*c.ids) {
+						t.Errorf("read %.0f rows of %s for %d ids: the statement's cost depends on the table, not the ids", read, c.table, c.ids)
 					}
 					// A probe is an index descent and a heap page: a few
 					// buffers, never the table's pages.
-					if buffers > 10*(present+absent) {
-						t.Errorf("touched %d buffers for %d ids, want at most %d", buffers, present+absent, 10*(present+absent))
+					if buffers > int64(10*c.ids)+10 {
+						t.Errorf("touched %d buffers for %d ids, want at most %d", buffers, c.ids, 10*c.ids+10)
 					}
-					key := lk.query
-					if first, ok := shapes[key]; !ok {
-						shapes[key] = plan.shape()
+					if first, ok := shapes[c.query]; !ok {
+						shapes[c.query] = plan.shape()
 					} else if plan.shape() != first {
 						t.Errorf("plan shape differs from the first one's:\n%s\nwant:\n%s", plan.shape(), first)
 					}

@@ -13,12 +13,11 @@
 -- row comparison for a third of the table (plan_test.go holds the plan to
 -- this with no statistics, stale ones and fresh ones).
 SELECT l.RecordID, l.ExternalID
-FROM (SELECT CAST(? AS text) AS d, CAST(? AS text) AS o) AS k
-CROSS JOIN jsonb_array_elements_text(CAST(? AS jsonb)) AS j(id)
+FROM jsonb_array_elements_text(CAST($3 AS jsonb)) AS j(id)
 CROSS JOIN LATERAL (
     SELECT Destination, ObjectType, RecordID, ExternalID FROM hubsync_link
-    WHERE (Destination, ObjectType, RecordID) >= (k.d, k.o, j.id)
+    WHERE (Destination, ObjectType, RecordID) >= ($1, $2, j.id)
     ORDER BY Destination, ObjectType, RecordID
     LIMIT 1
 ) AS l
-WHERE l.Destination = k.d AND l.ObjectType = k.o AND l.RecordID = j.id
+WHERE l.Destination = $1 AND l.ObjectType = $2 AND l.RecordID = j.id

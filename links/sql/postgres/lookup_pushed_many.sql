@@ -4,12 +4,11 @@
 -- statistics the planner read its (Destination, ObjectType) prefix and
 -- filtered the ids just the same.
 SELECT p.RecordID, p.ExternalID, p.Version, p.Fields, p.Deleted, p.EventDate, p.Seq
-FROM (SELECT CAST(? AS text) AS d, CAST(? AS text) AS o) AS k
-CROSS JOIN jsonb_array_elements_text(CAST(? AS jsonb)) AS j(id)
+FROM jsonb_array_elements_text(CAST($3 AS jsonb)) AS j(id)
 CROSS JOIN LATERAL (
     SELECT Destination, ObjectType, RecordID, ExternalID, Version, Fields, Deleted, EventDate, Seq FROM hubsync_pushed
-    WHERE (Destination, ObjectType, RecordID) >= (k.d, k.o, j.id)
+    WHERE (Destination, ObjectType, RecordID) >= ($1, $2, j.id)
     ORDER BY Destination, ObjectType, RecordID
     LIMIT 1
 ) AS p
-WHERE p.Destination = k.d AND p.ObjectType = k.o AND p.RecordID = j.id
+WHERE p.Destination = $1 AND p.ObjectType = $2 AND p.RecordID = j.id

@@ -4,12 +4,11 @@
 -- index, so that neither the primary key's (Destination, ObjectType) prefix
 -- nor a sort can stand in for it.
 SELECT l.RecordID, l.ExternalID
-FROM (SELECT CAST(? AS text) AS d, CAST(? AS text) AS o) AS k
-CROSS JOIN jsonb_array_elements_text(CAST(? AS jsonb)) AS j(id)
+FROM jsonb_array_elements_text(CAST($3 AS jsonb)) AS j(id)
 CROSS JOIN LATERAL (
     SELECT Destination, ObjectType, RecordID, ExternalID FROM hubsync_link
-    WHERE (Destination, ObjectType, ExternalID) >= (k.d, k.o, j.id)
+    WHERE (Destination, ObjectType, ExternalID) >= ($1, $2, j.id)
     ORDER BY Destination, ObjectType, ExternalID
     LIMIT 1
 ) AS l
-WHERE l.Destination = k.d AND l.ObjectType = k.o AND l.ExternalID = j.id
+WHERE l.Destination = $1 AND l.ObjectType = $2 AND l.ExternalID = j.id
