@@ -94,6 +94,21 @@ func (l timedLinks) LookupMany(ctx context.Context, destination, objectType stri
 	return l.Links.LookupMany(ctx, destination, objectType, ids)
 }
 
+func (l timedLinks) LookupPushedMany(ctx context.Context, destination, objectType string, ids []string) (map[string]links.Pushed, error) {
+	defer l.p.since("links.LookupPushedMany", time.Now())
+	return l.Links.LookupPushedMany(ctx, destination, objectType, ids)
+}
+
+func (l timedLinks) LookupOwedMany(ctx context.Context, destination, objectType string, ids []string) (map[string][]string, error) {
+	defer l.p.since("links.LookupOwedMany", time.Now())
+	return l.Links.LookupOwedMany(ctx, destination, objectType, ids)
+}
+
+func (l timedLinks) PushedMany(ctx context.Context, destination, objectType string, states []links.Pushed) error {
+	defer l.p.since("links.PushedMany", time.Now())
+	return l.Links.PushedMany(ctx, destination, objectType, states)
+}
+
 func (l timedLinks) LinkMany(ctx context.Context, destination, objectType string, pairs map[string]string) error {
 	defer l.p.since("links.LinkMany", time.Now())
 	return l.Links.LinkMany(ctx, destination, objectType, pairs)
