@@ -68,6 +68,11 @@ func TestBenchOutbound(t *testing.T) {
 	var stores []store.Store
 	for i := range 3 {
 		sdb := dbtest.Open(t, db.URL)
+		// The pool a replica gets from pgstore.Open (hubsync serve): with
+		// database/sql's default of 2 idle connections, a replica's
+		// concurrent cycles would open and close connections every cycle.
+		sdb.SetMaxOpenConns(pgstore.MaxOpenConnsDefault)
+		sdb.SetMaxIdleConns(pgstore.MaxOpenConnsDefault)
 		st, err := pgstore.New(sdb, store.Config{})
 		if err != nil {
 			t.Fatal(err)
