@@ -124,12 +124,18 @@ func TestTraceWebhookToApply(t *testing.T) {
 		for _, d := range spansNamed(exp, "hubsync.webhook.delivery") {
 			ids = append(ids, linkedEvents(t, d)...)
 		}
-		handled := map[string]bool{}
+		handled := map[string]tracetest.SpanStub{}
 		for _, e := range spansNamed(exp, "hubsync.inbound.event") {
-			handled[attr(e.Attributes, eventtrace.AttrEventID)] = true
+			handled[attr(e.Attributes, eventtrace.AttrEventID)] = e
+		}
+		// A cycle's span ends after its events' spans: wait for it too.
+		ended := map[trace.SpanID]bool{}
+		for _, c := range spansNamed(exp, "hubsync.inbound.cycle") {
+			ended[c.SpanContext.SpanID()] = true
 		}
 		for _, id := range ids {
-			if !handled[id] {
+			e, ok := handled[id]
+			if !ok || !slices.ContainsFunc(e.Links, func(l sdktrace.Link) bool { return ended[l.SpanContext.SpanID()] }) {
 				return false
 			}
 		}
