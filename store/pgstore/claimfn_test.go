@@ -20,7 +20,7 @@ import (
 // claimSettings are the planner settings every claim function must carry as
 // SET clauses (migration 019 says why each is there).
 var claimSettings = []string{"enable_seqscan=off", "enable_bitmapscan=off", "enable_sort=off",
-	"enable_hashjoin=off", "enable_mergejoin=off", "jit=off"}
+	"enable_hashjoin=off", "enable_mergejoin=off", "jit=off", "plan_cache_mode=force_generic_plan"}
 
 // withoutComments drops the -- comment lines of a statement and the blank
 // space around it.
@@ -35,8 +35,8 @@ func withoutComments(s string) string {
 }
 
 // TestClaimFunctionsMatchClaimSQL keeps sql/Claim.sql the claim's one source:
-// the body of each migrated claim function must be that file as the engine
-// renders it for the queue, its parameters must be the statement's in the
+// the body of each migrated claim function must be RETURN QUERY of that file
+// as the engine renders it for the queue, its parameters must be the statement's in the
 // order of their first use (so $1, $2, … mean the same in both), the engine's
 // call must pass them in that order, and the function must carry every
 // planner setting of claimSettings.
@@ -64,7 +64,7 @@ func TestClaimFunctionsMatchClaimSQL(t *testing.T) {
 			t.Fatalf("%s: read the claim function: %v", dir, err)
 		}
 		argNames, config := strings.Split(args, ","), strings.Split(settings, ",")
-		if got, want := withoutComments(src), withoutComments(claim); got != want {
+		if got, want := withoutComments(src), "BEGIN\nRETURN QUERY\n"+withoutComments(claim)+";\nEND"; got != want {
 			t.Errorf("%s: the claim function's body differs from sql/Claim.sql rendered for the queue; "+
 				"add a migration that replaces the function with this body:\n%s", dir, want)
 		}

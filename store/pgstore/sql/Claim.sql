@@ -1,10 +1,11 @@
 -- The body of the claim function hubsync_claim_<queue> (migration 019), which
 -- the engine calls (ClaimCall.sql): this file is the statement's one source,
 -- and TestClaimFunctionsMatchClaimSQL requires each migrated function body to
--- equal it, rendered for its queue, without these comments; a change here
--- needs a migration that replaces the functions. The function's SET clauses
--- hold the planner settings the statement needs, and its parameters are this
--- statement's, in the order of their first use ($1, $2, … in the body).
+-- be RETURN QUERY of it, rendered for its queue, without these comments; a
+-- change here needs a migration that replaces the functions. The function's
+-- SET clauses hold the planner settings the statement needs, and its
+-- parameters are this statement's, in the order of their first use ($1, $2,
+-- … in the body).
 --
 -- A claim reads its record lanes (hubsync_lane_<queue>, migration 018), not
 -- the backlog: lanes takes up to @limit due lanes of the key in (DueDate,
