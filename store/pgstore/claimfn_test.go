@@ -89,8 +89,9 @@ func TestClaimFunctionsMatchClaimSQL(t *testing.T) {
 // explainedClaim runs one outbound claim through a store on the database at
 // rawURL, exactly as the engine runs it (the claim function, in autocommit),
 // on a connection where auto_explain logs every nested statement's executed
-// plan, with buffers, as a notice. It returns the plan of the function's
-// statement, so the plan tests read what ran, under the settings the
+// plan, with buffers, as a notice. It requires that the claim called the
+// function and returns the plan of the function's statement, so the plan
+// tests read what ran, under the settings the
 // function really carries, and not an EXPLAIN of a copy. auto_explain needs a
 // superuser to LOAD it, as the tests' default database URL has.
 func explainedClaim(t *testing.T, rawURL string, cfg store.Config, p store.ClaimParams) planNode {
@@ -137,6 +138,7 @@ func explainedClaim(t *testing.T, rawURL string, cfg store.Config, p store.Claim
 	mu.Lock()
 	defer mu.Unlock()
 	var plans []explainedStatement
+	var called bool
 	for _, n := range notices {
 		i := strings.Index(n, "{")
 		if i < 0 {
@@ -149,6 +151,10 @@ func explainedClaim(t *testing.T, rawURL string, cfg store.Config, p store.Claim
 		if strings.Contains(e.QueryText, "WITH lanes AS MATERIALIZED") {
 			plans = append(plans, e)
 		}
+		called = called || strings.Contains(e.QueryText, "FROM hubsync_claim_outbound(")
+	}
+	if !called {
+		t.Fatalf("the claim did not call hubsync_claim_outbound (%d statements logged)", len(notices))
 	}
 	if len(plans) != 1 {
 		t.Fatalf("auto_explain logged %d plans of the claim statement, want 1 (of %d notices)", len(plans), len(notices))
