@@ -19,7 +19,9 @@ type ClaimMode int
 // The claim modes.
 const (
 	// ClaimReturning claims with one UPDATE … RETURNING statement (query Claim,
-	// ClaimIDs), and completes/releases with one UPDATE … RETURNING Id.
+	// ClaimIDs), and completes/releases with one UPDATE … RETURNING Id. A
+	// dialect that has query ClaimCall keeps Claim in a server-side function
+	// and claims by calling it (ClaimIDs stays a statement).
 	ClaimReturning ClaimMode = iota
 	// ClaimLockThenUpdate claims in one short transaction: lock candidates
 	// (ClaimLockPending + ClaimLockExpired, or ClaimLockIDs) with FOR UPDATE SKIP
@@ -164,11 +166,17 @@ func (c SQLConn) QueryRow(ctx context.Context, query string, args []any, dest ..
 }
 
 // inTx runs f in a transaction of the store's database, retrying it when the
-// dialect says the failure was transient (deadlock). Retries wait a short,
-// random and growing time first: transactions that deadlocked each other and
-// retried at once would meet again (MariaDB's claim under eight concurrent
-// claimers did, five times in a row).
+// dialect says the failure was transient (deadlock).
 func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx) error) error {
+	return s.retry(ctx, func() error { return s.tryTx(ctx, opts, f) })
+}
+
+// retry runs f, one statement or one transaction, and runs it again while the
+// dialect says its failure was transient. Retries wait a short, random and
+// growing time first: transactions that deadlocked each other and retried at
+// once would meet again (MariaDB's claim under eight concurrent claimers did,
+// five times in a row).
+func (s *Store) retry(ctx context.Context, f func() error) error {
 	const attempts = 10
 	var err error
 	for i := range attempts {
@@ -180,7 +188,7 @@ func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx
 			case <-time.After(wait):
 			}
 		}
-		err = s.tryTx(ctx, opts, f)
+		err = f()
 		if err == nil || s.d.Retryable == nil || !s.d.Retryable(err) || ctx.Err() != nil {
 			return err
 		}

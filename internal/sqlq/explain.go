@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hubsync/hubsync/store"
@@ -13,8 +14,17 @@ import (
 // claim's candidates of queue dir (Claim, or ClaimLockPending where claims lock
 // first), one line per plan row with the columns joined by " | ". Backends' tests
 // use it to check that claims use their indexes. It changes nothing.
+//
+// A dialect whose claim is a call of a server-side function (ClaimCall) has no
+// statement to explain here: EXPLAIN of the call shows only the function scan,
+// and the function's statement runs under the function's own settings. Its
+// tests read the plan the function ran (PostgreSQL: auto_explain with
+// log_nested_statements).
 func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.ClaimParams) ([]string, error) {
 	qs := s.queueQueries(dir)
+	if _, ok := qs["ClaimCall"]; ok {
+		return nil, fmt.Errorf("explain claim: the %s claim is a server-side function; read its plan with auto_explain", s.d.Name)
+	}
 	name := "Claim"
 	if s.d.Mode == ClaimLockThenUpdate {
 		name = "ClaimLockPending"
@@ -30,18 +40,13 @@ func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.C
 	if s.d.Name == store.SQLite {
 		prefix = "EXPLAIN QUERY PLAN "
 	}
-	// EXPLAIN of a locking read or an UPDATE still takes locks on PostgreSQL and
-	// MySQL: run it in a transaction that is rolled back.
+	// EXPLAIN of a locking read or an UPDATE still takes locks on MySQL: run it
+	// in a transaction that is rolled back.
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	if _, ok := qs["ClaimPlan"]; ok && name == "Claim" {
-		if _, err := tx.ExecContext(ctx, qs["ClaimPlan"].text); err != nil {
-			return nil, fmt.Errorf("explain: claim plan settings: %w", err)
-		}
-	}
 	rows, err := tx.QueryContext(ctx, prefix+qs[name].text, args...)
 	if err != nil {
 		return nil, fmt.Errorf("explain %s: %w", name, err)
@@ -70,41 +75,6 @@ func (s *Store) ExplainClaim(ctx context.Context, dir store.Direction, p store.C
 	return out, rows.Err()
 }
 
-// ExplainClaimAnalyze runs the claim statement of queue dir (Claim) under
-// EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) in a transaction that is rolled
-// back, and returns the plan document. Only for dialects whose claim is one
-// statement (ClaimReturning) and whose EXPLAIN speaks JSON (PostgreSQL). The
-// claim really runs, so it also shows what the claim reads, not only what the
-// planner expected; the rollback undoes its leases.
-func (s *Store) ExplainClaimAnalyze(ctx context.Context, dir store.Direction, p store.ClaimParams) ([]byte, error) {
-	if s.d.Name != store.Postgres {
-		return nil, fmt.Errorf("explain analyze: not supported on %s", s.d.Name)
-	}
-	qs := s.queueQueries(dir)
-	p = p.WithDefaults()
-	now := s.now()
-	args, err := qs["Claim"].args(params{"key": p.Key, "limit": p.Limit, "window": claimWindow(p.Limit), "max_per_record": p.MaxPerRecord, "owner": p.Owner, "now": s.encodeTime(now),
-		"lease_expires": s.encodeTime(now.Add(p.LeaseDuration))})
-	if err != nil {
-		return nil, err
-	}
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback() //nolint:errcheck // the claim must not stay
-	if plan, ok := qs["ClaimPlan"]; ok {
-		if _, err := tx.ExecContext(ctx, plan.text); err != nil {
-			return nil, fmt.Errorf("explain analyze: claim plan settings: %w", err)
-		}
-	}
-	var doc []byte
-	if err := tx.QueryRowContext(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+qs["Claim"].text, args...).Scan(&doc); err != nil {
-		return nil, fmt.Errorf("explain analyze claim: %w", err)
-	}
-	return doc, nil
-}
-
 func (s *Store) queueQueries(dir store.Direction) map[string]query {
 	switch dir {
 	case store.DirectionInbound:
@@ -114,4 +84,14 @@ func (s *Store) queueQueries(dir store.Direction) map[string]query {
 	default:
 		return s.internal.q
 	}
+}
+
+// Query returns the text of query name of queue dir as the engine sends it
+// (rendered for the queue, its @names bound to the dialect's placeholders)
+// and its parameters' names in bind order; ok is false when the queue has no
+// such query. Backends' tests use it to compare what the engine runs with
+// what their migrations hold.
+func (s *Store) Query(dir store.Direction, name string) (text string, names []string, ok bool) {
+	q, ok := s.queueQueries(dir)[name]
+	return q.text, slices.Clone(q.names), ok
 }

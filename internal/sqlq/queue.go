@@ -219,15 +219,13 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 		if ids != nil {
 			name = "ClaimIDs"
 		}
-		if _, ok := qu.q["ClaimPlan"]; ok && ids == nil {
-			// The claim runs in its own transaction after the dialect's
-			// planner settings for it (SET LOCAL), retried on a deadlock.
-			err = qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
-				if _, err := qu.exec(ctx, tx, "ClaimPlan", params{}); err != nil {
-					return err
-				}
+		if _, ok := qu.q["ClaimCall"]; ok && ids == nil {
+			// The dialect keeps the claim in a server-side function that
+			// carries its own planner settings: one call in autocommit,
+			// retried on a deadlock as the engine's transactions are.
+			err = qu.s.retry(ctx, func() error {
 				var err error
-				evs, err = qu.events(ctx, tx, name, args)
+				evs, err = qu.events(ctx, qu.s.db, "ClaimCall", args)
 				return err
 			})
 			break

@@ -3,7 +3,6 @@ package pgstore_test
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,21 +35,6 @@ type planNode struct {
 
 type explained struct {
 	Plan planNode `json:"Plan"`
-}
-
-// analyzeClaim runs the outbound claim under EXPLAIN (ANALYZE, BUFFERS) and
-// rolls it back.
-func analyzeClaim(t *testing.T, s *pgstore.Store, p store.ClaimParams) planNode {
-	t.Helper()
-	doc, err := s.ExplainClaimAnalyze(context.Background(), store.DirectionOutbound, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []explained
-	if err := json.Unmarshal(doc, &out); err != nil || len(out) != 1 {
-		t.Fatalf("explain: %v (%d plans)", err, len(out))
-	}
-	return out[0].Plan
 }
 
 // walk calls f for n and every node under it.
@@ -143,20 +127,23 @@ const outboundTable = "_system_integrationoutbound"
 // 2,000 records (3 each, interleaved in creation order), loaded after
 // migration with autovacuum off and no ANALYZE: the state after a fresh table
 // filled quickly, or a restart that lost the statistics.
-func staleBacklog(t *testing.T) (*pgstore.Store, store.ClaimParams) {
+// It returns the store, the database's URL and the store's config (for
+// explainedClaim) and the claim to run.
+func staleBacklog(t *testing.T) (*pgstore.Store, string, store.Config, store.ClaimParams) {
 	t.Helper()
 	ctx := context.Background()
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	db := dbtest.Migrated(t, store.Postgres).DB
-	noAutovacuum(t, db)
-	s, err := pgstore.New(db, store.Config{Now: func() time.Time { return base.Add(time.Hour) }})
+	tdb := dbtest.Migrated(t, store.Postgres)
+	noAutovacuum(t, tdb.DB)
+	cfg := store.Config{Now: func() time.Time { return base.Add(time.Hour) }}
+	s, err := pgstore.New(tdb.DB, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := storetest.FillOutboundRecords(ctx, s, "hubspot", "s", 6000, 2000, base); err != nil {
 		t.Fatal(err)
 	}
-	return s, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"}
+	return s, tdb.URL, cfg, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"}
 }
 
 // TestClaimWithoutStatistics reproduces issue 16's stale-statistics claim: on
@@ -164,11 +151,11 @@ func staleBacklog(t *testing.T) (*pgstore.Store, store.ClaimParams) {
 // rows and buffers proportional to what it returns, not to the backlog. It
 // measures reads (EXPLAIN ANALYZE), never time.
 func TestClaimWithoutStatistics(t *testing.T) {
-	s, p := staleBacklog(t)
+	s, url, cfg, p := staleBacklog(t)
 	if cols, analysed := statisticsRows(t, s.DB(), outboundTable); cols != 0 || analysed {
 		t.Fatalf("fixture: the outbound table has %d statistics rows (analysed %v), want none", cols, analysed)
 	}
-	plan := analyzeClaim(t, s, p)
+	plan := explainedClaim(t, url, cfg, p)
 	claimed := plan.ActualRows
 	rows := plan.eventRowsRead(outboundTable)
 	buffers := plan.SharedHit + plan.SharedRead
@@ -226,12 +213,14 @@ func TestClaimPlanIndependentOfStatistics(t *testing.T) {
 	for _, st := range states {
 		t.Run(st.name, func(t *testing.T) {
 			base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-			db := dbtest.Migrated(t, store.Postgres).DB
+			tdb := dbtest.Migrated(t, store.Postgres)
+			db := tdb.DB
 			noAutovacuum(t, db)
 			if st.before != nil {
 				st.before(t, db)
 			}
-			s, err := pgstore.New(db, store.Config{Now: func() time.Time { return base.Add(time.Hour) }})
+			cfg := store.Config{Now: func() time.Time { return base.Add(time.Hour) }}
+			s, err := pgstore.New(db, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,7 +238,7 @@ func TestClaimPlanIndependentOfStatistics(t *testing.T) {
 			if st.after != nil {
 				st.after(t, db)
 			}
-			plan := analyzeClaim(t, s, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"})
+			plan := explainedClaim(t, tdb.URL, cfg, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"})
 			shape := plan.shape()
 			rows := plan.eventRowsRead(outboundTable)
 			t.Logf("statistics %s: claimed %.0f, read %.0f event rows, %d buffers; plan:\n%s",
@@ -286,7 +275,7 @@ func TestClaimPlanIndependentOfStatistics(t *testing.T) {
 // (pg_stat_force_next_flush) and read back in order.
 func TestLaneTriggersProbeWithoutStatistics(t *testing.T) {
 	ctx := context.Background()
-	s, p := staleBacklog(t)
+	s, _, _, p := staleBacklog(t)
 	db := s.DB()
 	db.SetMaxOpenConns(1)
 	laneReads := func() (tuples, seqScans int64) {

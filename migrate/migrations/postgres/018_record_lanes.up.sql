@@ -49,7 +49,7 @@
 -- The recomputing triggers run with the planner's scans and joins that could
 -- read a whole table switched off (SET clauses below): each record is one
 -- probe of the open index and one of the lease index, whatever the statistics
--- of the queue table say, as in the claim (store/pgstore/sql/ClaimPlan.sql).
+-- of the queue table say, as in the claim (the SET clauses of the claim functions, migration 019).
 
 -- inbound: _System_IntegrationInbound
 CREATE TABLE hubsync_lane_inbound (

@@ -1,3 +1,12 @@
+-- The body of the claim function hubsync_claim_<queue> (migration 019), which
+-- the engine calls (ClaimCall.sql): this file is the statement's one source,
+-- and TestClaimFunctionsMatchClaimSQL requires each migrated function body to
+-- be RETURN QUERY of it, rendered for its queue, without these comments; a
+-- change here needs a migration that replaces the functions. The function's
+-- SET clauses hold the planner settings the statement needs, and its
+-- parameters are this statement's, in the order of their first use ($1, $2,
+-- … in the body).
+--
 -- A claim reads its record lanes (hubsync_lane_<queue>, migration 018), not
 -- the backlog: lanes takes up to @limit due lanes of the key in (DueDate,
 -- HeadId) order, straight from idx_lane_<queue>_due, skipping lanes another
@@ -22,6 +31,9 @@
 -- a writer that holds an event and waits for its lane (the lane triggers).
 -- The lease probe keeps a record whose later event is leased
 -- (a pending head released behind a still-leased follower) for its holder.
+--
+-- It returns whole rows (t.*): the function returns SETOF the queue's table,
+-- and ClaimCall.sql selects the engine's columns from them by name.
 WITH lanes AS MATERIALIZED (
     SELECT {{tuple . "n"}} FROM hubsync_lane_{{.Dir}} n
     WHERE {{if .Key}}n.{{.Key}} = @key AND {{end}}n.DueDate <= @now
@@ -56,4 +68,4 @@ UPDATE {{.Table}} AS t
 {{template "leaseset"}}
 FROM ok AS c
 WHERE t.Id = c.Id AND {{template "claimable"}}
-RETURNING {{cols . "t"}}
+RETURNING t.*

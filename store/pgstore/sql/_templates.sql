@@ -6,7 +6,9 @@
 -- Lists of ids and leases arrive as one JSON array parameter.
 --
 -- A claim is one statement (Claim.sql) over the record lanes of migration 018,
--- run after the planner settings of ClaimPlan.sql in its own transaction.
+-- the body of the queue's claim function (migration 019), which the engine
+-- calls with ClaimCall.sql; the function carries the statement's planner
+-- settings.
 -- ClaimIDs tests each named event with the template "head".
 
 {{/* A candidate e is the head of its record: the record's earliest unfinished
