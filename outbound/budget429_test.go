@@ -144,3 +144,59 @@ func TestBudgetRefusalStopsClaims(t *testing.T) {
 		t.Fatalf("cycle after the wait = %+v; want both events in one call", s3)
 	}
 }
+
+// TestBudgetHoldKeepsRecords checks Config.BudgetHold: a cycle refused with a
+// short wait keeps its records, waits, and makes the call once the budget
+// grants it, without releasing anything; with holding off it releases them.
+func TestBudgetHoldKeepsRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		hold time.Duration
+	}{{"hold", 0}, {"no hold", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := setup(t, options{})
+			ctx := context.Background()
+			// A short budget window, and the test clock moving on with real
+			// time, so that the refusal's wait really passes while the cycle
+			// holds (it sleeps on a real timer).
+			bud, err := budget.NewMemory(budget.Config{Limit: 1, Window: 300 * time.Millisecond, RetrySpread: -1, Now: b.clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tick := time.NewTicker(5 * time.Millisecond)
+			done := make(chan struct{})
+			defer func() { tick.Stop(); close(done) }()
+			go func() {
+				for {
+					select {
+					case <-tick.C:
+						b.clock.Advance(5 * time.Millisecond)
+					case <-done:
+						return
+					}
+				}
+			}()
+			if res, err := bud.Reserve(ctx, budgetKey, 1); err != nil || !res.Granted {
+				t.Fatalf("reserve: %+v %v", res, err)
+			}
+			w := b.worker(t, func(c *outbound.Config) { c.Budget = bud; c.BudgetHold = tc.hold })
+			newWorkload(b, 4).insert(t, "contacts", map[string]any{"email": "held@example.com", "first_name": "H"})
+			s, err := w.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.hold < 0 {
+				if s.Released != 1 || s.Completed != 0 || s.BudgetRetryAfter <= 0 {
+					t.Fatalf("refused cycle without holding = %+v; want its record released with the budget's wait", s)
+				}
+				return
+			}
+			if s.Released != 0 || s.Completed != 1 || s.Calls != 1 || s.BudgetRetryAfter != 0 {
+				t.Fatalf("refused cycle with holding = %+v; want the record kept and pushed once the budget had room", s)
+			}
+			if n := b.sim.Counters().ObjectsCreated; n != 1 {
+				t.Fatalf("HubSpot created %d contacts, want 1", n)
+			}
+		})
+	}
+}
