@@ -31,7 +31,6 @@ type cycle struct {
 	leaseShort bool               // the lease has too little time left for another call
 	grant      budget.Reservation // of the call being made
 	refusedFor time.Duration      // the budget refused: later calls are released for this long
-	holdLeft   time.Duration      // how long the cycle may still wait for the budget (Config.BudgetHold)
 	sum        Summary
 	errs       []error
 	// spans are the claimed events' own spans, by event id; a HubSpot call
@@ -52,9 +51,7 @@ func (c *cycle) storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(c.ctx), storeOpTimeout)
 }
 
-// process pushes claimed events: one cycle. hold is how long it may wait for
-// the budget with its records kept (Config.BudgetHold; 0 for none).
-func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, hold time.Duration) (Summary, error) {
+func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summary, error) {
 	if len(evs) == 0 {
 		return Summary{}, nil
 	}
@@ -69,7 +66,7 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, hold ti
 		Now: w.cfg.Now, Logger: w.log,
 	})
 	defer keep.Stop()
-	c := &cycle{w: w, ctx: ctx, keep: keep, holdLeft: hold, spans: make(map[string]trace.Span, len(evs))}
+	c := &cycle{w: w, ctx: ctx, keep: keep, spans: make(map[string]trace.Span, len(evs))}
 	for _, ev := range evs {
 		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.outbound.event", ev.ID,
 			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.record_id", ev.RecordID),
@@ -160,67 +157,37 @@ func leaseExpiry(evs []store.OutboundEvent, fallback time.Time) time.Time {
 // too late to use (a replica whose clock is behind the others').
 const reserveAttempts = 3
 
-// reserve takes tokens from the budget for recs' call, to be made at once.
-// When the budget refuses with a wait the cycle may still hold its records
-// for (Config.BudgetHold), it reports that wait: the caller waits and asks
-// again, keeping recs. Otherwise, when refused (or the budget fails), it
-// releases recs and reports false with no wait; after such a refusal the
-// cycle's later calls are released without asking again.
-func (c *cycle) reserve(tokens int, recs []*RecordPlan) (granted bool, hold time.Duration) {
+// reserve takes tokens from the budget for recs' call, to be made at once;
+// when refused (or the budget fails) it releases recs and reports false.
+// After one refusal the cycle's later calls are released without asking again.
+func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
 	cfg := c.w.cfg
 	if c.refusedFor > 0 {
 		c.release(recs, c.refusedFor)
-		return false, 0
+		return false
 	}
 	for range reserveAttempts {
 		res, err := cfg.Budget.Reserve(c.ctx, cfg.BudgetKey, tokens)
 		if err != nil {
 			c.release(recs, 0)
 			c.errs = append(c.errs, fmt.Errorf("outbound: reserve %d calls: %w", tokens, err))
-			return false, 0
-		}
-		if !res.Granted && res.RetryAfter > 0 && res.RetryAfter <= c.holdLeft {
-			c.holdLeft -= res.RetryAfter
-			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.budgetDenied, 1)
-			return false, res.RetryAfter
+			return false
 		}
 		if !res.Granted {
 			c.refusedFor = max(res.RetryAfter, time.Millisecond)
 			c.denied(recs, res.RetryAfter)
-			return false, 0
+			return false
 		}
 		if !res.Late(cfg.Now()) {
 			c.grant = res
-			return true, 0
+			return true
 		}
 		// Granted, but already past the moment its call had to start: the grant
 		// stays counted (stricter, never looser); take another.
 	}
 	c.release(recs, 0)
 	c.errs = append(c.errs, fmt.Errorf("outbound: %d budget grants in a row arrived after their UseBy; is this replica's clock behind the others'?", reserveAttempts))
-	return false, 0
-}
-
-// reserveNow is reserve without holding: refused, recs are released.
-func (c *cycle) reserveNow(tokens int, recs []*RecordPlan) bool {
-	left := c.holdLeft
-	c.holdLeft = 0
-	granted, _ := c.reserve(tokens, recs)
-	c.holdLeft = left
-	return granted
-}
-
-// holdFor waits d for the budget with the cycle's records kept; false when
-// the cycle's context ended first.
-func (c *cycle) holdFor(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-c.ctx.Done():
-		return false
-	}
+	return false
 }
 
 // denied releases recs, without using an attempt, until the budget has room.
@@ -241,23 +208,13 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 	// short, every later call of the cycle is released too. Checked before the
 	// reservation, so that no grant is spent on a call that is not made.
 	margin := min(storeOpTimeout, cfg.HTTPTimeout)
-	for {
-		if c.leaseShort || !c.keep.Ensure(c.ctx, cfg.HTTPTimeout*time.Duration(callsOf(op))+margin) {
-			c.leaseShort = true
-			c.release(recs, 0)
-			return
-		}
-		granted, hold := c.reserve(callsOf(op), recs)
-		if granted {
-			break
-		}
-		if hold == 0 {
-			return // released
-		}
-		if !c.holdFor(hold) {
-			c.release(recs, 0)
-			return
-		}
+	if c.leaseShort || !c.keep.Ensure(c.ctx, cfg.HTTPTimeout*time.Duration(callsOf(op))+margin) {
+		c.leaseShort = true
+		c.release(recs, 0)
+		return
+	}
+	if !c.reserve(callsOf(op), recs) {
+		return
 	}
 	hs := cfg.HubSpot
 	ctx, span := c.callSpan(op, t, recs)
@@ -552,7 +509,7 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 	if len(ids) > 0 && c.grant.Late(c.w.cfg.Now()) {
 		// The read took longer than the grant allows: the archive needs a
 		// grant of its own, counted in the window it is made in.
-		if !c.reserveNow(1, hit) {
+		if !c.reserve(1, hit) {
 			var rest []*RecordPlan
 			for _, r := range recs {
 				if r.HubSpotID == "" {

@@ -48,11 +48,6 @@ const (
 	FillWaitDefault = 250 * time.Millisecond
 	// FillWaitMax bounds Config.FillWait.
 	FillWaitMax = time.Second
-	// BudgetHoldDefault is how long a refused cycle may wait for the budget
-	// with its records kept (Config.BudgetHold).
-	BudgetHoldDefault = 2 * time.Second
-	// BudgetHoldMax bounds Config.BudgetHold.
-	BudgetHoldMax = 10 * time.Second
 	// FillClaimsMax bounds how many BatchSize claims one cycle makes while
 	// filling: a mixed backlog of three object types with creations, updates
 	// and deletions needs about nine claims to fill each call.
@@ -201,17 +196,6 @@ type Config struct {
 	// change before an earlier one. Default FillWaitDefault, at most
 	// FillWaitMax; negative turns filling off.
 	FillWait time.Duration
-	// BudgetHold is how long, in all, a polling cycle whose call the budget
-	// refused may keep its claimed records and wait for the budget instead of
-	// releasing them: a refusal whose wait fits in what is left of BudgetHold
-	// is waited out with the leases kept (the heartbeat extends them) and the
-	// call is made as soon as the budget grants it, so a budget-bound worker
-	// has its next calls ready when the window frees instead of claiming and
-	// planning them then. A longer wait (a pause after a 429) releases the
-	// records. Claims by id (ProcessIDs: a push dispatcher's delivery) never
-	// hold; they answer with the wait. Default BudgetHoldDefault, at most
-	// BudgetHoldMax; negative never holds.
-	BudgetHold time.Duration
 	// PollInterval is the wait after a cycle that found nothing; Notify cuts it short.
 	PollInterval time.Duration
 	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
@@ -246,7 +230,6 @@ func (c Config) withDefaults() Config {
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.FillWait = cmp.Or(c.FillWait, FillWaitDefault)
-	c.BudgetHold = cmp.Or(c.BudgetHold, BudgetHoldDefault)
 	c.AuthRetryDelay = cmp.Or(c.AuthRetryDelay, AuthRetryDelayDefault)
 	b := service.NewBase("outbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
 	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
@@ -278,9 +261,6 @@ func (c Config) validate() error {
 	}
 	if c.LeaseDuration < 0 || c.HTTPTimeout < 0 || c.PollInterval < 0 || c.AuthRetryDelay < 0 {
 		errs = append(errs, errors.New("Config durations must not be negative; use 0 for the defaults"))
-	}
-	if c.BudgetHold > BudgetHoldMax {
-		errs = append(errs, fmt.Errorf("Config.BudgetHold is %s; use at most %s (held records wait that long), 0 for %s, or negative for none", c.BudgetHold, BudgetHoldMax, BudgetHoldDefault))
 	}
 	if c.FillWait > FillWaitMax {
 		errs = append(errs, fmt.Errorf("Config.FillWait is %s; use at most %s (a cycle's first events wait that long), 0 for %s, or negative for none", c.FillWait, FillWaitMax, FillWaitDefault))
@@ -453,7 +433,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 		return Summary{}, fmt.Errorf("outbound: claim: %w", err)
 	}
 	evs, err = w.fill(ctx, evs)
-	s, perr := w.process(ctx, evs, max(w.cfg.BudgetHold, 0))
+	s, perr := w.process(ctx, evs)
 	w.budgetRefused(s.BudgetRetryAfter)
 	return s, errors.Join(err, perr)
 }
@@ -545,7 +525,7 @@ func (w *Worker) ProcessIDs(ctx context.Context, ids []string) (Summary, error) 
 	if err != nil {
 		return Summary{}, fmt.Errorf("outbound: claim ids: %w", err)
 	}
-	s, err := w.process(ctx, evs, 0)
+	s, err := w.process(ctx, evs)
 	w.budgetRefused(s.BudgetRetryAfter)
 	return s, err
 }
