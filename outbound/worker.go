@@ -513,7 +513,10 @@ func callsFilled(evs []store.OutboundEvent) bool {
 
 // ProcessIDs claims the named events, if they are claimable, and pushes
 // them: the entry point of a push dispatcher (QStash) that names events
-// instead of polling. Events another worker holds are skipped.
+// instead of polling. Events another worker holds are skipped. Each named
+// record head comes with its record's due followers (coalescing, as a poll
+// claim). While the budget refused an earlier cycle of this worker and has
+// no room yet, it claims nothing and reports the wait in BudgetRetryAfter.
 func (w *Worker) ProcessIDs(ctx context.Context, ids []string) (Summary, error) {
 	if len(ids) == 0 {
 		return Summary{}, nil
