@@ -43,10 +43,7 @@ WITH lanes AS MATERIALIZED (
 ), evs AS MATERIALIZED (
     SELECT s.Id, s.pos, {{tuple . "l"}} FROM lanes l
     CROSS JOIN LATERAL (
-        SELECT f.Id, ROW_NUMBER() OVER (ORDER BY f.Lane) AS pos,
-            SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
-                       OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
-                     THEN 0 ELSE 1 END) OVER (ORDER BY f.Lane) AS blocked
+        {{template "walk"}}
         FROM {{.Table}} f
         WHERE {{same . "f" "l"}} AND f.Status IN ('pending', 'processing')
         ORDER BY f.Lane LIMIT @max_per_record
@@ -55,15 +52,7 @@ WITH lanes AS MATERIALIZED (
       AND NOT EXISTS (
         SELECT 1 FROM {{.Table}} x
         WHERE {{same . "x" "l"}} AND x.LeaseExpiresDate >= @now OFFSET 0)
-), locked AS MATERIALIZED (
-    SELECT v.* FROM evs v JOIN {{.Table}} e ON e.Id = v.Id
-    FOR UPDATE OF e SKIP LOCKED
-), ok AS MATERIALIZED (
-    SELECT z.Id FROM (
-        SELECT k.Id, k.pos, ROW_NUMBER() OVER (PARTITION BY {{tuple . "k"}} ORDER BY k.pos) AS n
-        FROM locked k) z
-    WHERE z.pos = z.n
-)
+), {{template "lockprefix" .}}
 UPDATE {{.Table}} AS t
 {{template "leaseset"}}
 FROM ok AS c

@@ -2,12 +2,10 @@
 -- (template "head"), with up to @max_per_record - 1 of the record's due
 -- followers, as Claim does: so a delivery that names a record's head pushes
 -- that record's due changes together, coalesced, in Lane order. cand locks
--- the heads, skipping a head another transaction holds. fol walks each
+-- the heads, skipping a head another transaction holds. evs walks each
 -- head's later unfinished events in Lane order on the record's open index
--- while they are claimable (the first that is not, in backoff or leased,
--- stops the record). locked takes their row locks without waiting, and ok
--- keeps each record's followers up to the first one another transaction
--- holds, so a record's events are never handed out with a gap. The UPDATE
+-- (template "walk") while they are claimable (the first that is not, in backoff or leased,
+-- stops the record), and lockprefix locks the prefix it can take. The UPDATE
 -- re-checks each row (claimable) on its newest version. A named follower
 -- is not a head while its head is unfinished, so it comes only with its head.
 WITH cand AS MATERIALIZED (
@@ -17,27 +15,16 @@ WITH cand AS MATERIALIZED (
         OR (e.Status = 'processing' AND e.LeaseExpiresDate < @now))
       AND {{template "head" .}}
     FOR UPDATE SKIP LOCKED
-), fol AS MATERIALIZED (
+), evs AS MATERIALIZED (
     SELECT s.Id, s.pos, {{tuple . "c"}} FROM cand c
     CROSS JOIN LATERAL (
-        SELECT f.Id, ROW_NUMBER() OVER (ORDER BY f.Lane) AS pos,
-            SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
-                       OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
-                     THEN 0 ELSE 1 END) OVER (ORDER BY f.Lane) AS blocked
+        {{template "walk"}}
         FROM {{.Table}} f
         WHERE {{same . "f" "c"}} AND f.Status IN ('pending', 'processing') AND f.Lane > c.Lane
         ORDER BY f.Lane LIMIT GREATEST(@max_per_record::int - 1, 0)
     ) s
     WHERE s.blocked = 0
-), locked AS MATERIALIZED (
-    SELECT v.* FROM fol v JOIN {{.Table}} e ON e.Id = v.Id
-    FOR UPDATE OF e SKIP LOCKED
-), ok AS MATERIALIZED (
-    SELECT z.Id FROM (
-        SELECT k.Id, k.pos, ROW_NUMBER() OVER (PARTITION BY {{tuple . "k"}} ORDER BY k.pos) AS n
-        FROM locked k) z
-    WHERE z.pos = z.n
-)
+), {{template "lockprefix" .}}
 UPDATE {{.Table}} AS t
 {{template "leaseset"}}
 FROM (SELECT Id FROM cand UNION ALL SELECT Id FROM ok) AS c

@@ -47,6 +47,30 @@
         WHERE {{same . "x" "e"}} AND x.LeaseExpiresDate >= @now OFFSET 0)
 {{end}}
 
+{{/* walk is the window over one record's unfinished events f, in Lane order,
+     that Claim and ClaimIDs read: each event's position and how many events
+     up to it are not claimable (in backoff, or leased), so that blocked = 0
+     keeps the record's prefix of due events. */}}
+{{define "walk"}}SELECT f.Id, ROW_NUMBER() OVER (ORDER BY f.Lane) AS pos,
+            SUM(CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
+                       OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now)
+                     THEN 0 ELSE 1 END) OVER (ORDER BY f.Lane) AS blocked{{end}}
+
+{{/* lockprefix follows a CTE evs(Id, pos, record key) of the events a claim
+     would lease: locked takes their row locks without waiting, and ok keeps
+     each record's events up to the first one another transaction holds, so a
+     record's events are never handed out with a gap and a claim never waits
+     for a row lock. */}}
+{{define "lockprefix"}}locked AS MATERIALIZED (
+    SELECT v.* FROM evs v JOIN {{.Table}} e ON e.Id = v.Id
+    FOR UPDATE OF e SKIP LOCKED
+), ok AS MATERIALIZED (
+    SELECT z.Id FROM (
+        SELECT k.Id, k.pos, ROW_NUMBER() OVER (PARTITION BY {{tuple . "k"}} ORDER BY k.pos) AS n
+        FROM locked k) z
+    WHERE z.pos = z.n
+){{end}}
+
 {{/* A row that the claim may lease: due pending, or processing with an expired
      lease. The UPDATE repeats it so that a row changed by a concurrent commit
      after the claim's snapshot (PostgreSQL re-checks the new version) is not
