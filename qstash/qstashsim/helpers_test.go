@@ -15,28 +15,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hubsync/hubsync/internal/testwait"
+	"github.com/hubsync/hubsync/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// fakeClock is the emulator's Now: signature claims, dedup window and
-// Retry-After dates. Delivery waits use the wall clock, scaled.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // received is one request the receiver got.
 type received struct {
@@ -106,7 +88,7 @@ func (rc *receiver) url(path string) string { return rc.srv.URL + path }
 type bundle struct {
 	t      *testing.T
 	sim    *Server
-	clock  *fakeClock
+	clock  *storetest.Clock // the emulator's Now: signature claims, dedup window, Retry-After dates; delivery waits use the wall clock, scaled
 	client *http.Client
 }
 
@@ -114,7 +96,7 @@ type bundle struct {
 // thousandfold unless cfg says otherwise.
 func setup(t *testing.T, cfg Config) *bundle {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
+	clock := storetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	cfg.Now = clock.Now
 	if cfg.DelayScale == 0 {
 		cfg.DelayScale = 0.001
