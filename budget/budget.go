@@ -19,6 +19,10 @@ type Reservation struct {
 	// HubSpot counts it. A call that would start later must be reserved again
 	// (the late grant stays counted; it can only make the budget stricter).
 	UseBy time.Time
+	// Wait is, for a grant booked ahead (Scheduler.Schedule), how long after
+	// the grant its calls may start; zero for a grant to use at once. A call
+	// must not start before it.
+	Wait time.Duration
 }
 
 // Late reports whether a call starting at now is too late for r's grant. A
@@ -48,4 +52,27 @@ type Budget interface {
 	// Observe feeds back what HubSpot answered for key, so the budget can
 	// calibrate; after a 429 it pauses key for every replica.
 	Observe(ctx context.Context, key string, o Observation) error
+}
+
+// Scheduler is a Budget that can also book calls ahead.
+//
+// A caller refused by Reserve learns how long to wait, and cycles refused
+// together come back at about the same time to contend for the room freed
+// meanwhile (RetrySpread only spreads them). A caller that books ahead
+// instead gets the next instant the window has room for it, and that room is
+// its own: callers queue for the window's room in the order they asked, and
+// each can prepare its call before its instant, so room freed in the window
+// is used at once rather than after a caller notices it.
+type Scheduler interface {
+	Budget
+	// Schedule takes tokens calls from key's budget for the earliest moment,
+	// from now to within ahead (at most one Window), at which they fit in
+	// every window they will be counted in, paced (Config.Pace). The grant's
+	// calls must start between its Wait (zero: at once) and its UseBy. When
+	// no such moment is that close, it refuses as Reserve does. Schedule with
+	// within 0 is Reserve.
+	//
+	// A grant booked ahead is not withdrawn by a later pause (a 429): the
+	// budget only makes later grants wait.
+	Schedule(ctx context.Context, key string, tokens int, within time.Duration) (Reservation, error)
 }

@@ -24,6 +24,9 @@ const (
 	CallLeadDefault = 200 * time.Millisecond
 	// RetrySpreadDefault is Config.RetrySpread's default.
 	RetrySpreadDefault = 500 * time.Millisecond
+	// PaceDefault is Config.Pace's default: a full window's calls take at
+	// least half of it.
+	PaceDefault = 2
 )
 
 // Search keys. HubSpot limits its CRM search endpoints to 5 requests per second,
@@ -91,6 +94,18 @@ type Config struct {
 	// negative value means none. Search keys use the same fraction of their
 	// window.
 	RetrySpread time.Duration
+	// Pace caps how fast calls booked ahead (Scheduler.Schedule) are
+	// granted: none is booked into a slice of 1% of Window that already holds
+	// Pace times its even share of Limit (Limit/100, rounded up), so a full
+	// window's booked calls are spread over at least 1/Pace of it.
+	// Calls granted in one burst leave the window in the same burst one Window
+	// later, faster than workers can take the room they free, and room not
+	// taken at once is lost; paced, it frees at a rate the workers keep up
+	// with. A reservation of more tokens than that share gets a slice of its
+	// own. Reserve, and Schedule with nothing to wait for, grant any room
+	// the window has: their callers cannot wait. Default PaceDefault; a
+	// negative value means no cap.
+	Pace int
 	// Now is the clock. Default time.Now. Replicas sharing a database should run
 	// NTP-synced clocks: a replica whose clock runs behind is treated as if it
 	// were at the latest time any replica has recorded (safe, but slower).
@@ -104,6 +119,7 @@ func (c Config) withDefaults() Config {
 	c.SearchLimit = cmp.Or(c.SearchLimit, SearchLimitDefault)
 	c.CallLead = cmp.Or(c.CallLead, CallLeadDefault)
 	c.RetrySpread = cmp.Or(c.RetrySpread, RetrySpreadDefault)
+	c.Pace = cmp.Or(c.Pace, PaceDefault)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -139,9 +155,9 @@ func (c Config) limitsFor(key string, tokens int) (limits, error) {
 		scale := func(d time.Duration) time.Duration {
 			return time.Duration(int64(d) * int64(SearchWindow) / int64(c.Window))
 		}
-		l = newPacedLimits(c.SearchLimit, SearchWindow, -1, scale(c.CallLead), scale(c.RetrySpread))
+		l = newPacedLimits(c.SearchLimit, SearchWindow, -1, scale(c.CallLead), scale(c.RetrySpread), c.Pace)
 	} else {
-		l = newPacedLimits(c.Limit, c.Window, c.DailyLimit, c.CallLead, c.RetrySpread)
+		l = newPacedLimits(c.Limit, c.Window, c.DailyLimit, c.CallLead, c.RetrySpread, c.Pace)
 	}
 	if tokens < 1 {
 		return l, fmt.Errorf("%w (got %d for key %q)", ErrInvalidTokens, tokens, key)

@@ -106,6 +106,122 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		checkWindows(t, calls, window, limit)
 	})
 
+	mustSchedule := func(t *testing.T, b Budget, key string, tokens int, within time.Duration) Reservation {
+		t.Helper()
+		sb, ok := b.(Scheduler)
+		if !ok {
+			t.Fatalf("%T is not a Scheduler", b)
+		}
+		r, err := sb.Schedule(ctx, key, tokens, within)
+		if err != nil {
+			t.Fatalf("Schedule(%q, %d, %s): %v", key, tokens, within, err)
+		}
+		return r
+	}
+
+	t.Run("BookedCallsStayInTheirWindow", func(t *testing.T) {
+		t.Parallel()
+		// Grants for now and grants booked ahead, mixed, on two replicas: calls
+		// made at any moment their grant allows, from At (or the grant) to
+		// UseBy, must fit HubSpot's rolling window.
+		clock := newClock()
+		const limit, window, lead = 20, time.Second, 200 * time.Millisecond
+		a, b := newPaced(t, Config{Limit: limit, Window: window, DailyLimit: -1, CallLead: lead, Now: clock.Now})
+		rng := rand.New(rand.NewPCG(5, 6))
+		var calls [][2]int64
+		granted, booked := 0, 0
+		for i := range 600 {
+			tokens := 1 + rng.IntN(3)
+			now := clock.Now()
+			within := time.Duration(rng.Int64N(int64(2 * window))) // beyond a window is capped
+			if i%3 == 0 {
+				within = 0
+			}
+			r := mustSchedule(t, []Budget{a, b}[i%2], "booked", tokens, within)
+			if !r.Granted {
+				if r.RetryAfter <= min(within, window) {
+					t.Fatalf("refused with RetryAfter %s, within the %s asked for", r.RetryAfter, min(within, window))
+				}
+				clock.Advance(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
+				continue
+			}
+			granted += tokens
+			from := now
+			if r.Wait != 0 {
+				booked++
+				if r.Wait < 0 || r.Wait > min(within, window) {
+					t.Fatalf("booked at %s for %s later, asked within %s", now.Sub(clockStart), r.Wait, within)
+				}
+				from = now.Add(r.Wait)
+			}
+			if r.UseBy.Before(from.Add(lead)) {
+				t.Fatalf("grant from %s: UseBy %s, less than CallLead %s later", from.Sub(clockStart), r.UseBy.Sub(clockStart), lead)
+			}
+			// The call starts at the first or the last moment allowed, or between.
+			at := []time.Time{from, r.UseBy, from.Add(time.Duration(rng.Int64N(int64(r.UseBy.Sub(from)) + 1)))}[rng.IntN(3)]
+			calls = append(calls, [2]int64{at.UnixMicro(), int64(tokens)})
+			clock.Advance(time.Duration(rng.Int64N(int64(40 * time.Millisecond))))
+		}
+		if booked < 50 || granted < limit*5 {
+			t.Fatalf("granted %d tokens, %d grants booked ahead, over %s; the test needs the budget saturated and booked", granted, booked, clock.Now().Sub(clockStart))
+		}
+		checkWindows(t, calls, window, limit)
+	})
+
+	t.Run("BookingQueuesForFreedRoom", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		const window = 10 * time.Second
+		bucket := window / bucketsPerWindow
+		a, b := newReplicas(t, Config{Limit: 5, Window: window, DailyLimit: -1, Pace: 2, Now: clock.Now})
+		wantGranted(t, a, "q", 5) // Reserve is not paced
+		clock.Advance(time.Second)
+		// The 5 calls of 0 s leave the window at 10 s (plus a bucket): the room
+		// they free is booked, in turn, by whoever asks first, paced: with
+		// Pace 2, a bucket takes at most 2*5/100, rounded up, so 1 booked call.
+		for i := range 5 {
+			r := mustSchedule(t, []Budget{a, b}[i%2], "q", 1, window)
+			if !r.Granted || r.Wait == 0 {
+				t.Fatalf("Schedule %d = %+v; want booked ahead", i, r)
+			}
+			lo := window + time.Duration(i)*bucket
+			if at := clock.Now().Add(r.Wait).Sub(clockStart); at < lo || at > lo+bucket {
+				t.Fatalf("Schedule %d booked for %s; want the room the first calls free, one bucket each: %s to %s", i, at, lo, lo+bucket)
+			}
+		}
+		// The room is taken: a sixth caller must wait until the booked calls
+		// leave in turn, ten seconds after them.
+		r := mustSchedule(t, b, "q", 1, window)
+		if r.Granted {
+			t.Fatalf("sixth Schedule = %+v; want refused", r)
+		}
+		if r.RetryAfter < 2*window-time.Second || r.RetryAfter > 2*window-time.Second+3*bucket {
+			t.Fatalf("sixth Schedule RetryAfter = %s; want about %s", r.RetryAfter, 2*window-time.Second)
+		}
+		clock.Advance(window)
+		wantRefused(t, a, "q", 1) // past the booked instant, its room is still theirs
+		if r := mustSchedule(t, a, "q", 1, 0); r.Granted {
+			t.Fatalf("Schedule within 0 = %+v; want refused like Reserve", r)
+		}
+	})
+
+	t.Run("BookingWaitsOutAPause", func(t *testing.T) {
+		t.Parallel()
+		clock := newClock()
+		a, b := newReplicas(t, Config{Limit: 100, Window: 10 * time.Second, DailyLimit: -1, Now: clock.Now})
+		if err := a.Observe(ctx, "p", Observation{RateLimited: true, Policy: PolicyTenSecondlyRolling, RetryAfter: 12 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		if r := mustSchedule(t, b, "p", 1, 5*time.Second); r.Granted || r.RetryAfter != 12*time.Second {
+			t.Fatalf("Schedule during a 12 s pause, within 5 s = %+v; want refused for 12s", r)
+		}
+		clock.Advance(8 * time.Second)
+		r := mustSchedule(t, b, "p", 1, 5*time.Second)
+		if !r.Granted || r.Wait != 4*time.Second {
+			t.Fatalf("Schedule 4 s before the pause ends = %+v; want booked for its end, 4s later", r)
+		}
+	})
+
 	t.Run("RefusalsWakeApart", func(t *testing.T) {
 		t.Parallel()
 		clock := newClock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 )
 
 // Memory is a Budget held in one process: correct for a single replica, and the
@@ -14,7 +15,7 @@ type Memory struct {
 	keys map[string]*state
 }
 
-var _ Budget = (*Memory)(nil)
+var _ Scheduler = (*Memory)(nil)
 
 // NewMemory returns an in-process budget.
 func NewMemory(cfg Config) (*Memory, error) {
@@ -45,6 +46,18 @@ func (m *Memory) Reserve(_ context.Context, key string, tokens int) (Reservation
 	defer m.mu.Unlock()
 	// The clock is read under the lock so grants are recorded in time order.
 	return m.get(key).reserve(l, m.cfg.Now().UnixMicro(), int64(tokens)), nil
+}
+
+// Schedule books tokens from key's budget for the earliest moment within
+// within from now at which they fit; see Scheduler.
+func (m *Memory) Schedule(_ context.Context, key string, tokens int, within time.Duration) (Reservation, error) {
+	l, err := m.cfg.limitsFor(key, tokens)
+	if err != nil {
+		return Reservation{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.get(key).schedule(l, m.cfg.Now().UnixMicro(), int64(tokens), l.ahead(within)), nil
 }
 
 // Observe calibrates key's budget from a HubSpot answer; see (*SQL).Observe.

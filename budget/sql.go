@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
@@ -46,7 +47,7 @@ type SQL struct {
 	known   sync.Map // keys whose row this instance has seen
 }
 
-var _ Budget = (*SQL)(nil)
+var _ Scheduler = (*SQL)(nil)
 
 // NewSQL returns a budget kept in db, which must be migrated (migrate.Up).
 func NewSQL(db *sql.DB, dialect store.Dialect, cfg Config) (*SQL, error) {
@@ -82,6 +83,27 @@ func (b *SQL) Reserve(ctx context.Context, key string, tokens int) (Reservation,
 	})
 	if err != nil {
 		return Reservation{}, fmt.Errorf("budget: reserve %d for %q: %w", tokens, key, err)
+	}
+	return res, nil
+}
+
+// Schedule books tokens from key's budget for the earliest moment within
+// within from now (at most one Window) at which they fit, for every replica;
+// see Scheduler. Like Reserve it is one short transaction on the key's row,
+// so concurrent callers are booked one after another, in the order they take
+// the row lock.
+func (b *SQL) Schedule(ctx context.Context, key string, tokens int, within time.Duration) (Reservation, error) {
+	l, err := b.cfg.limitsFor(key, tokens)
+	if err != nil {
+		return Reservation{}, err
+	}
+	var res Reservation
+	err = b.update(ctx, key, l, func(s *state, now int64) bool {
+		res = s.schedule(l, now, int64(tokens), l.ahead(within))
+		return res.Granted
+	})
+	if err != nil {
+		return Reservation{}, fmt.Errorf("budget: schedule %d for %q: %w", tokens, key, err)
 	}
 	return res, nil
 }

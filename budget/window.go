@@ -22,40 +22,51 @@ type limits struct {
 	window int64 // window length
 	lead   int64 // how long after a grant its calls may start
 	spread int64 // a refusal's RetryAfter gets a random extra of [0, spread)
+	burst  int64 // most tokens granted in one bucket (unless it is empty); 0 for no cap
 	width  int64 // bucket width
 	n      int64 // buckets a grant is counted for, n*width >= window+lead
 	daily  int64 // tokens per UTC day; <= 0 means none
 }
 
 func newLimits(limit int, window time.Duration, daily int) limits {
-	return newPacedLimits(limit, window, daily, 0, 0)
+	return newPacedLimits(limit, window, daily, 0, 0, -1)
 }
 
 // newPacedLimits is newLimits for a budget whose grants may be used up to
-// lead after they are made: each grant is counted for window+lead, so a call
-// made by then still leaves HubSpot's window before the budget forgets it.
-func newPacedLimits(limit int, window time.Duration, daily int, lead, spread time.Duration) limits {
+// lead after they are made (each grant is counted for window+lead, so a call
+// made by then still leaves HubSpot's window before the budget forgets it),
+// and whose buckets get at most pace times their even share of the limit
+// (pace <= 0: no cap).
+func newPacedLimits(limit int, window time.Duration, daily int, lead, spread time.Duration, pace int) limits {
 	w := window.Microseconds()
 	width := max(w/bucketsPerWindow, 1)
 	ld := max(lead.Microseconds(), 0)
+	var burst int64
+	if pace > 0 {
+		burst = (int64(pace)*int64(limit) + bucketsPerWindow - 1) / bucketsPerWindow
+	}
 	return limits{limit: int64(limit), window: w, lead: ld, spread: max(spread.Microseconds(), 0),
-		width: width, n: (w + ld + width - 1) / width, daily: int64(daily)}
+		width: width, n: (w + ld + width - 1) / width, daily: int64(daily), burst: burst}
 }
 
 // state is what a budget keeps per key; the memory budget holds it in a map, the
 // SQL budget in a row. It is a sliding window of per-bucket grant counts.
 //
-// Why it never over-grants: a grant made at time a is counted in bucket
-// floor(a/width). At time t (bucket c) the window counts buckets c-n … c. A grant
-// in bucket c-n-1 or older was made before (c-n)*width <= t-window-lead, so its
-// calls, made by a+lead at the latest (the grant's UseBy), cannot share any
-// window-length interval with t. Hence at every grant the calls counted cover
-// every call in (t-window, t], and checking used+tokens <= limit there keeps
-// every half-open interval of length window at or under the limit, counting
-// each call at the moment it is made.
+// Why it never over-grants: a grant counted in bucket b may be used (its calls
+// started) from the start of b (or, for a grant booked ahead, from its At) until
+// its UseBy, (b+n+1)*width - window, and it is counted in buckets b … b+n, so
+// until (b+n+1)*width. Let W(c) be the tokens counted in buckets c-n … c. A
+// call started at time a, in bucket c_a, was granted in a bucket b <= c_a with
+// a <= UseBy, so it is counted in every bucket from c_a to the bucket of
+// a+window: for any t, W(bucket of t) counts every call started in
+// (t-window, t]. A grant in bucket x is made only when W(c) + tokens <= limit
+// for every c in x … x+n, the buckets it is counted in (later buckets may hold
+// grants booked ahead), so after it no W exceeds the limit, and no
+// half-open interval of length window holds more calls than the limit,
+// counting each call at the moment it starts.
 type state struct {
 	width       int64   // bucket width the counts were recorded with; 0 for a new key
-	head        int64   // bucket index of counts[len(counts)-1]
+	head        int64   // bucket index of counts[len(counts)-1]: the current bucket, or a later one holding grants booked ahead
 	counts      []int64 // counts[i] is the tokens granted in bucket head-len(counts)+1+i
 	clock       int64   // latest clock reading recorded (µs); time never runs backwards
 	day         int64   // UTC day number that dayCount counts
@@ -71,23 +82,35 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
+// first is the bucket index of counts[0].
+func (s *state) first() int64 { return s.head - int64(len(s.counts)) + 1 }
+
+// at returns the tokens counted in bucket b (0 outside what is kept).
+func (s *state) at(b int64) int64 {
+	if i := b - s.first(); i >= 0 && i < int64(len(s.counts)) {
+		return s.counts[i]
+	}
+	return 0
+}
+
 // advance moves the window to now (µs) and returns the effective time: now, or
 // the latest time already recorded if now is earlier (a replica whose clock is
-// behind).
+// behind). Afterwards counts covers the buckets cur-n … max(cur, head), where
+// cur is the effective time's bucket: everything still counted now or later.
 func (s *state) advance(l limits, now int64) int64 {
-	if s.width != l.width || int64(len(s.counts)) != l.n+1 {
+	if s.width != l.width {
 		s.rebucket(l)
 	}
 	eff := max(now, s.clock)
 	s.clock = eff
-	if d := floorDiv(eff, l.width) - s.head; d > 0 {
-		if d >= int64(len(s.counts)) {
-			clear(s.counts)
-		} else {
-			copy(s.counts, s.counts[d:])
-			clear(s.counts[int64(len(s.counts))-d:])
+	cur := floorDiv(eff, l.width)
+	lo, hi := cur-l.n, max(cur, s.head)
+	if s.first() != lo || s.head != hi {
+		c := make([]int64, hi-lo+1)
+		for b := max(lo, s.first()); b <= min(hi, s.head); b++ {
+			c[b-lo] = s.at(b)
 		}
-		s.head += d
+		s.counts, s.head = c, hi
 	}
 	if day := floorDiv(eff, dayMicros); day > s.day {
 		s.day, s.dayCount = day, 0
@@ -108,75 +131,119 @@ func (s *state) rebucket(l limits) {
 		head = floorDiv((s.head+1)*s.width-1, l.width)
 	}
 	s.width, s.head = l.width, head
-	s.counts = make([]int64, l.n+1)
-	s.counts[l.n] = total
+	s.counts = []int64{total}
 }
 
-func (s *state) used() int64 {
+// used returns W(c): the tokens counted in the window that ends with bucket c.
+func (s *state) used(l limits, c int64) int64 {
 	var u int64
-	for _, c := range s.counts {
-		u += c
+	for b := c - l.n; b <= c; b++ {
+		u += s.at(b)
 	}
 	return u
 }
 
-// freeAt returns when (µs) at least need counted tokens will have left the window.
-func (s *state) freeAt(l limits, need int64) int64 {
-	var freed int64
-	first := s.head - int64(len(s.counts)) + 1
-	for i, c := range s.counts {
-		freed += c
-		if freed >= need && c > 0 {
-			// bucket b stops being counted once the current bucket is b+n+1
-			return (first + int64(i) + l.n + 1) * l.width
-		}
+// earliest returns the first bucket x >= from such that tokens more in x
+// keep W(c) + tokens <= limit for every bucket c in x … x+n, the buckets a
+// grant in x is counted in, and, when paced, keep x within l.burst (unless x
+// is empty) (advance has run; tokens <= limit). From the newest bucket plus
+// n+1 on every window and bucket is empty, so the search ends there.
+func (s *state) earliest(l limits, from, tokens int64, paced bool) int64 {
+	last := max(from, s.head+l.n+1)
+	lo, hi := min(s.first(), from-l.n), last+l.n
+	sum := make([]int64, hi-lo+2) // sum[i] is the tokens in buckets lo … lo+i-1
+	for b := lo; b <= hi; b++ {
+		sum[b-lo+1] = sum[b-lo] + s.at(b)
 	}
-	return (s.head + l.n + 1) * l.width // unreachable while need <= used
+	w := func(c int64) int64 { return sum[c-lo+1] - sum[c-l.n-lo] }
+	for x := from; x < last; {
+		if in := s.at(x); paced && l.burst > 0 && in > 0 && in+tokens > l.burst {
+			x++
+			continue
+		}
+		c := x
+		for c <= x+l.n && w(c)+tokens <= l.limit {
+			c++
+		}
+		if c > x+l.n {
+			return x
+		}
+		x = c + 1 // every x' <= c is counted in c, which has no room
+	}
+	return last
 }
 
-// useBy is the latest moment (µs) a call granted at eff may start and still be
-// counted for a whole window after it: the grant leaves the count when the
-// current bucket passes b+n, at (b+n+1)*width.
-func (l limits) useBy(eff int64) int64 {
-	return (floorDiv(eff, l.width)+l.n+1)*l.width - l.window
+// ahead is how far ahead (µs) a grant may be booked when the caller asks for
+// d: at most one window, so that a booked grant is never counted beyond what
+// the stored window keeps.
+func (l limits) ahead(d time.Duration) int64 {
+	return min(max(d.Microseconds(), 0), l.window)
+}
+
+// useBy is the latest moment (µs) a call granted in bucket x may start and
+// still be counted for a whole window after it: the grant leaves the count
+// when the current bucket passes x+n, at (x+n+1)*width.
+func (l limits) useBy(x int64) int64 {
+	return (x+l.n+1)*l.width - l.window
 }
 
 // reserve grants tokens at now (µs) or returns how long until it could.
 // A grant says by when its calls must start (UseBy, on the caller's clock); a
 // refusal's wait gets a random extra of up to l.spread.
 func (s *state) reserve(l limits, now, tokens int64) Reservation {
+	return s.schedule(l, now, tokens, 0)
+}
+
+// schedule grants tokens for the earliest instant from now (µs) on, at most
+// within µs ahead, at which the budget has room, or refuses with how long
+// until it will have room. A grant booked ahead says from when (Wait) and by
+// when (UseBy) its calls may start, on the caller's clock; a grant for now
+// has no Wait.
+func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 	eff := s.advance(l, now)
-	until := int64(0)
-	if s.pausedUntil > eff {
-		until = s.pausedUntil
-	}
-	if need := s.used() + tokens - l.limit; need > 0 {
-		until = max(until, s.freeAt(l, need))
-	}
+	start := max(eff, s.pausedUntil) // the earliest instant a call may start
+	// Grants for now are not paced: a caller that cannot wait gets any room
+	// the window has. Grants booked ahead are.
+	x := s.earliest(l, floorDiv(start, l.width), tokens, within > 0)
+	at := max(start, x*l.width)
 	if l.daily > 0 && s.dayCount+tokens > l.daily {
-		until = max(until, (s.day+1)*dayMicros)
+		at = max(at, (s.day+1)*dayMicros) // never booked: today's count is full
+		within = 0
 	}
-	if until > eff {
-		wait := until - now
+	if at > eff+within {
+		wait := at - now
 		if l.spread > 0 {
 			wait += rand.Int64N(l.spread)
 		}
 		return Reservation{RetryAfter: time.Duration(wait) * time.Microsecond}
 	}
-	s.counts[len(s.counts)-1] += tokens
+	if x > s.head {
+		s.counts = append(s.counts, make([]int64, x-s.head)...)
+		s.head = x
+	}
+	s.counts[x-s.first()] += tokens
 	s.dayCount += tokens
 	// On the caller's clock: a replica whose clock is behind the latest one
 	// recorded (eff > now) gets as much less time.
-	return Reservation{Granted: true, UseBy: time.UnixMicro(l.useBy(eff) - (eff - now)).UTC()}
+	res := Reservation{Granted: true, UseBy: time.UnixMicro(l.useBy(x) - (eff - now)).UTC()}
+	if at > eff {
+		res.Wait = time.Duration(at-eff) * time.Microsecond
+	}
+	return res
 }
 
 // observe applies what HubSpot said at now (µs). See (*SQL).Observe for the rules.
 func (s *state) observe(l limits, now int64, o Observation) {
 	eff := s.advance(l, now)
-	cur := &s.counts[len(s.counts)-1]
+	cur := floorDiv(eff, l.width)
+	add := func(tokens int64) {
+		if tokens > 0 {
+			s.counts[cur-s.first()] += tokens
+		}
+	}
 	if o.Max > 0 { // the headers were present
-		if left, rem := l.limit-s.used(), int64(max(o.Remaining, 0)); rem < left {
-			*cur += left - rem
+		if left, rem := l.limit-s.used(l, cur), int64(max(o.Remaining, 0)); rem < left {
+			add(left - rem)
 		}
 	}
 	if o.DailyMax > 0 && l.daily > 0 {
@@ -197,10 +264,8 @@ func (s *state) observe(l limits, now int64, o Observation) {
 	}
 	// The window is full as far as HubSpot is concerned: count the calls we did
 	// not see as made now, and pause until the oldest call we counted leaves.
-	if u := s.used(); u < l.limit {
-		*cur += l.limit - u
-	}
-	s.pausedUntil = max(s.pausedUntil, retry, s.freeAt(l, 1))
+	add(l.limit - s.used(l, cur))
+	s.pausedUntil = max(s.pausedUntil, retry, s.earliest(l, cur, 1, false)*l.width)
 }
 
 // Policy names of HubSpot's 429 answers (policyName).
@@ -266,9 +331,10 @@ func loadState(l limits, width, head int64, counts string) (state, error) {
 	}
 	s := state{width: width, head: head}
 	if width == l.width {
-		// Same bucket width: keep the n+1 newest buckets; older ones are out of
-		// the window anyway.
-		s.counts = make([]int64, l.n+1)
+		// Same bucket width: keep the newest buckets that can still count, the
+		// window (n+1) and grants booked up to a window ahead (n more); older
+		// ones are out of the window anyway, and advance trims the rest.
+		s.counts = make([]int64, min(int64(len(cs)), 2*l.n+1))
 		for i := 1; i <= len(cs) && i <= len(s.counts); i++ {
 			s.counts[len(s.counts)-i] = cs[len(cs)-i]
 		}

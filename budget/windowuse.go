@@ -51,8 +51,8 @@ func (b *SQL) WindowUse(ctx context.Context, key string) (WindowUse, error) {
 	}
 	s.day, s.dayCount, s.pausedUntil, s.clock = day, dayCount, paused, clock
 	now := b.cfg.Now().UnixMicro()
-	s.advance(l, now)
-	u.Used, u.CallsToday = s.used(), s.dayCount
+	eff := s.advance(l, now)
+	u.Used, u.CallsToday = s.used(l, floorDiv(eff, l.width)), s.dayCount
 	if s.pausedUntil > now {
 		t := time.UnixMicro(s.pausedUntil).UTC()
 		u.PausedUntil = &t

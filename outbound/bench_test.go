@@ -138,12 +138,14 @@ func TestBenchOutbound(t *testing.T) {
 	for _, w := range ws {
 		s := w.Metrics().Snapshot()
 		m.BudgetDenied += s.BudgetDenied
+		m.BudgetBooked += s.BudgetBooked
 		m.RateLimited += s.RateLimited
 		m.Retried += s.Retried
 	}
 	t.Logf("per-operation latency in the steady window (all replicas, %d loops each):\n%s", ws[0].Concurrency(), ph)
 	t.Logf("steady window %s: %d events processed = %.0f records/s = %.1f%% of the 1000/s ceiling; %d calls (%.1f records/call); real 429s total %d; budget refusals %d; retries %d",
 		measure, p1-p0, rate, rate/10, calls, float64(p1-p0)/float64(max(calls, 1)), c1.RateLimited429["TEN_SECONDLY_ROLLING"], m.BudgetDenied, m.Retried)
+	t.Logf("calls booked ahead (Config.BudgetAhead): %d", m.BudgetBooked)
 }
 
 // TestBenchHotRecords compares HubSpot calls per record change for a hot

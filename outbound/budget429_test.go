@@ -144,3 +144,56 @@ func TestBudgetRefusalStopsClaims(t *testing.T) {
 		t.Fatalf("cycle after the wait = %+v; want both events in one call", s3)
 	}
 }
+
+// TestBudgetBookedCallWaitsForItsInstant: when the window is full but frees
+// within Config.BudgetAhead, the cycle books the freed room, keeps its
+// records and calls at the booked instant, not before; with BudgetAhead
+// negative it releases them as before.
+func TestBudgetBookedCallWaitsForItsInstant(t *testing.T) {
+	for _, book := range []bool{true, false} {
+		t.Run(map[bool]string{true: "booked", false: "released"}[book], func(t *testing.T) {
+			b := setup(t, options{budgetLimit: 1})
+			ctx := context.Background()
+			// Someone else spent the window; its room frees in 10 s (plus up to
+			// a bucket and the call lead), of which 9.7 s pass by the fake clock.
+			if res, err := b.budget.Reserve(ctx, budgetKey, 1); err != nil || !res.Granted {
+				t.Fatalf("reserve: %+v %v", res, err)
+			}
+			spent := b.clock.Now()
+			b.clock.Advance(10*time.Second - 300*time.Millisecond)
+			w := b.worker(t, func(c *outbound.Config) {
+				if !book {
+					c.BudgetAhead = -1
+				}
+			})
+			wl := newWorkload(b, 3)
+			wl.insert(t, "contacts", map[string]any{"email": "booked@example.com", "first_name": "A"})
+			// The worker's timer runs on real time; the fake clock stands still,
+			// so the real time waited is the booked instant's distance.
+			started := time.Now()
+			s, err := w.RunOnce(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			waited := time.Since(started)
+			booked := w.Metrics().Snapshot().BudgetBooked
+			if !book {
+				if s.Calls != 0 || s.Released != s.Claimed || s.BudgetRetryAfter <= 0 || booked != 0 {
+					t.Fatalf("cycle with BudgetAhead < 0 = %+v, %d booked; want its events released with a wait", s, booked)
+				}
+				return
+			}
+			if s.Calls != 1 || s.Completed != s.Claimed || s.Released != 0 || booked != 1 {
+				t.Fatalf("cycle = %+v, %d booked; want one booked call and its events completed", s, booked)
+			}
+			// The call may not start before the spent grant leaves the budget's
+			// window: 10 s after it, by the budget's clock.
+			if early := spent.Add(10 * time.Second).Sub(b.clock.Now()); waited < early {
+				t.Fatalf("the cycle called after %s; the room it booked frees only after %s", waited, early)
+			}
+			if res, err := b.budget.Reserve(ctx, budgetKey, 1); err != nil || res.Granted {
+				t.Fatalf("reserve after the booked call: %+v %v; want refused, the room was the booked call's", res, err)
+			}
+		})
+	}
+}

@@ -31,6 +31,7 @@ type cycle struct {
 	leaseShort bool               // the lease has too little time left for another call
 	grant      budget.Reservation // of the call being made
 	refusedFor time.Duration      // the budget refused: later calls are released for this long
+	ahead      time.Duration      // how far ahead the cycle may book its calls (Config.BudgetAhead)
 	sum        Summary
 	errs       []error
 	// spans are the claimed events' own spans, by event id; a HubSpot call
@@ -51,7 +52,9 @@ func (c *cycle) storeCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(c.ctx), storeOpTimeout)
 }
 
-func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summary, error) {
+// process pushes claimed events: one cycle. ahead is how far ahead it may
+// book its calls (Config.BudgetAhead; 0 for none).
+func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, ahead time.Duration) (Summary, error) {
 	if len(evs) == 0 {
 		return Summary{}, nil
 	}
@@ -66,7 +69,7 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent) (Summar
 		Now: w.cfg.Now, Logger: w.log,
 	})
 	defer keep.Stop()
-	c := &cycle{w: w, ctx: ctx, keep: keep, spans: make(map[string]trace.Span, len(evs))}
+	c := &cycle{w: w, ctx: ctx, keep: keep, ahead: ahead, spans: make(map[string]trace.Span, len(evs))}
 	for _, ev := range evs {
 		_, evSpan := eventtrace.Start(ctx, w.tracer, "hubsync.outbound.event", ev.ID,
 			attribute.String("hubsync.object_type", ev.ObjectType), attribute.String("hubsync.record_id", ev.RecordID),
@@ -157,26 +160,45 @@ func leaseExpiry(evs []store.OutboundEvent, fallback time.Time) time.Time {
 // too late to use (a replica whose clock is behind the others').
 const reserveAttempts = 3
 
-// reserve takes tokens from the budget for recs' call, to be made at once;
-// when refused (or the budget fails) it releases recs and reports false.
-// After one refusal the cycle's later calls are released without asking again.
+// reserve takes tokens from the budget for recs' call and returns when the
+// call may be made: at once, or, when the cycle may book ahead (c.ahead) and
+// the budget can, at a booked instant it waits for with recs kept. When
+// refused (or the budget fails) it releases recs and reports false. After
+// one refusal the cycle's later calls are released without asking again.
 func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
 	cfg := c.w.cfg
 	if c.refusedFor > 0 {
 		c.release(recs, c.refusedFor)
 		return false
 	}
+	sched, _ := cfg.Budget.(budget.Scheduler)
 	for range reserveAttempts {
-		res, err := cfg.Budget.Reserve(c.ctx, cfg.BudgetKey, tokens)
+		var res budget.Reservation
+		var err error
+		if sched != nil && c.ahead > 0 {
+			res, err = sched.Schedule(c.ctx, cfg.BudgetKey, tokens, c.ahead)
+		} else {
+			res, err = cfg.Budget.Reserve(c.ctx, cfg.BudgetKey, tokens)
+		}
 		if err != nil {
 			c.release(recs, 0)
 			c.errs = append(c.errs, fmt.Errorf("outbound: reserve %d calls: %w", tokens, err))
 			return false
 		}
 		if !res.Granted {
-			c.refusedFor = max(res.RetryAfter, time.Millisecond)
-			c.denied(recs, res.RetryAfter)
+			// Room further away than the cycle may book: another cycle will
+			// claim these records again in time to book it.
+			wait := max(res.RetryAfter-c.ahead, time.Millisecond)
+			c.refusedFor = wait
+			c.denied(recs, wait)
 			return false
+		}
+		if res.Wait > 0 {
+			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.budgetBooked, 1)
+			if !c.wait(res.Wait) {
+				c.release(recs, 0)
+				return false
+			}
 		}
 		if !res.Late(cfg.Now()) {
 			c.grant = res
@@ -188,6 +210,18 @@ func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
 	c.release(recs, 0)
 	c.errs = append(c.errs, fmt.Errorf("outbound: %d budget grants in a row arrived after their UseBy; is this replica's clock behind the others'?", reserveAttempts))
 	return false
+}
+
+// wait waits d; false when the cycle's context ended first.
+func (c *cycle) wait(d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
 }
 
 // denied releases recs, without using an attempt, until the budget has room.
@@ -214,6 +248,13 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		return
 	}
 	if !c.reserve(callsOf(op), recs) {
+		return
+	}
+	if c.grant.Wait > 0 && !c.keep.Ensure(c.ctx, cfg.HTTPTimeout*time.Duration(callsOf(op))+margin) {
+		// The wait for the booked instant ate the lease: the grant goes
+		// unused (counted, so only stricter).
+		c.leaseShort = true
+		c.release(recs, 0)
 		return
 	}
 	hs := cfg.HubSpot

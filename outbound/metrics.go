@@ -14,7 +14,7 @@ type Metrics struct {
 	calls map[CallLabel]int64
 
 	coalesced, skipped, superseded, completed, retried, dead, failed, released atomic.Int64
-	adopted, leaseLost, rateLimited, budgetDenied, splits                      atomic.Int64
+	adopted, leaseLost, rateLimited, budgetDenied, budgetBooked, splits        atomic.Int64
 }
 
 // CallLabel labels HubSpot calls: Op is the plan operation ("update",
@@ -48,8 +48,9 @@ type MetricsSnapshot struct {
 	// LeaseLost counts events whose lease expired before the worker settled them.
 	LeaseLost int64
 	// RateLimited counts 429 answers; BudgetDenied refused reservations;
+	// BudgetBooked calls made at an instant booked ahead (Config.BudgetAhead);
 	// Splits batches halved to isolate a rejected input.
-	RateLimited, BudgetDenied, Splits int64
+	RateLimited, BudgetDenied, BudgetBooked, Splits int64
 }
 
 // NewMetrics returns zeroed counters.
@@ -91,6 +92,7 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		LeaseLost:    m.leaseLost.Load(),
 		RateLimited:  m.rateLimited.Load(),
 		BudgetDenied: m.budgetDenied.Load(),
+		BudgetBooked: m.budgetBooked.Load(),
 		Splits:       m.splits.Load(),
 	}
 }

@@ -124,6 +124,16 @@ func (b timedBudget) Reserve(ctx context.Context, key string, tokens int) (budge
 	return b.Budget.Reserve(ctx, key, tokens)
 }
 
+// Schedule books ahead when the wrapped budget can (budget.Scheduler), as
+// the worker would without the wrapper.
+func (b timedBudget) Schedule(ctx context.Context, key string, tokens int, within time.Duration) (budget.Reservation, error) {
+	defer b.p.since("budget.Schedule", time.Now())
+	if s, ok := b.Budget.(budget.Scheduler); ok {
+		return s.Schedule(ctx, key, tokens, within)
+	}
+	return b.Budget.Reserve(ctx, key, tokens)
+}
+
 func (b timedBudget) Observe(ctx context.Context, key string, o budget.Observation) error {
 	defer b.p.since("budget.Observe", time.Now())
 	return b.Budget.Observe(ctx, key, o)

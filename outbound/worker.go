@@ -52,6 +52,11 @@ const (
 	// filling: a mixed backlog of three object types with creations, updates
 	// and deletions needs about nine claims to fill each call.
 	FillClaimsMax = 10
+	// BudgetAheadDefault is how far ahead a polling cycle may book its calls
+	// (Config.BudgetAhead).
+	BudgetAheadDefault = 2 * time.Second
+	// BudgetAheadMax bounds Config.BudgetAhead.
+	BudgetAheadMax = 10 * time.Second
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
 )
@@ -196,6 +201,18 @@ type Config struct {
 	// change before an earlier one. Default FillWaitDefault, at most
 	// FillWaitMax; negative turns filling off.
 	FillWait time.Duration
+	// BudgetAhead is how far ahead a polling cycle may book a call when the
+	// budget's window is full, if Budget is a budget.Scheduler (NewMemory and
+	// NewSQL are): the cycle keeps its claimed records (the heartbeat extends
+	// their leases), waits for the booked instant and calls then. Room that
+	// frees in the window is thus taken by a call that is ready, at once,
+	// instead of by the first of the refused cycles to come back, claim and
+	// plan again. When the next room is further away, the cycle releases its
+	// records as before, and the worker claims again BudgetAhead before that
+	// room frees, to book it. Claims by id (ProcessIDs: a push dispatcher's
+	// delivery) never book ahead; they answer with the wait. Default
+	// BudgetAheadDefault, at most BudgetAheadMax; negative never books ahead.
+	BudgetAhead time.Duration
 	// PollInterval is the wait after a cycle that found nothing; Notify cuts it short.
 	PollInterval time.Duration
 	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
@@ -230,6 +247,7 @@ func (c Config) withDefaults() Config {
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.FillWait = cmp.Or(c.FillWait, FillWaitDefault)
+	c.BudgetAhead = cmp.Or(c.BudgetAhead, BudgetAheadDefault)
 	c.AuthRetryDelay = cmp.Or(c.AuthRetryDelay, AuthRetryDelayDefault)
 	b := service.NewBase("outbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
 	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
@@ -264,6 +282,9 @@ func (c Config) validate() error {
 	}
 	if c.FillWait > FillWaitMax {
 		errs = append(errs, fmt.Errorf("Config.FillWait is %s; use at most %s (a cycle's first events wait that long), 0 for %s, or negative for none", c.FillWait, FillWaitMax, FillWaitDefault))
+	}
+	if c.BudgetAhead > BudgetAheadMax {
+		errs = append(errs, fmt.Errorf("Config.BudgetAhead is %s; use at most %s (a booked call's records wait that long), 0 for %s, or negative for none", c.BudgetAhead, BudgetAheadMax, BudgetAheadDefault))
 	}
 	if c.LeaseDuration > 0 && c.LeaseDuration < LeaseDurationMin {
 		errs = append(errs, fmt.Errorf("Config.LeaseDuration is %s; heartbeats run every third of it, so use at least %s; raise LeaseDuration (0 means %s)",
@@ -433,7 +454,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 		return Summary{}, fmt.Errorf("outbound: claim: %w", err)
 	}
 	evs, err = w.fill(ctx, evs)
-	s, perr := w.process(ctx, evs)
+	s, perr := w.process(ctx, evs, max(w.cfg.BudgetAhead, 0))
 	w.budgetRefused(s.BudgetRetryAfter)
 	return s, errors.Join(err, perr)
 }
@@ -528,7 +549,7 @@ func (w *Worker) ProcessIDs(ctx context.Context, ids []string) (Summary, error) 
 	if err != nil {
 		return Summary{}, fmt.Errorf("outbound: claim ids: %w", err)
 	}
-	s, err := w.process(ctx, evs)
+	s, err := w.process(ctx, evs, 0)
 	w.budgetRefused(s.BudgetRetryAfter)
 	return s, err
 }

@@ -69,6 +69,7 @@ const (
 	MetricOutboundAdopted      = "hubsync_outbound_adopted_total"
 	MetricOutboundLeaseLost    = "hubsync_outbound_lease_lost_total"
 	MetricOutboundBudgetDenied = "hubsync_outbound_budget_denied_total"
+	MetricOutboundBudgetBooked = "hubsync_outbound_budget_booked_total"
 	MetricOutboundSplits       = "hubsync_outbound_batch_splits_total"
 )
 
@@ -225,14 +226,34 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// meteredBudget counts reservations of the budget it wraps.
+// meteredBudget counts reservations of the budget it wraps. It is a
+// Scheduler, so that the outbound worker can book ahead through it.
 type meteredBudget struct {
 	budget.Budget
 	in *instruments
 }
 
+var _ budget.Scheduler = meteredBudget{}
+
 func (b meteredBudget) Reserve(ctx context.Context, key string, tokens int) (budget.Reservation, error) {
 	r, err := b.Budget.Reserve(ctx, key, tokens)
+	b.count(key, tokens, r, err)
+	return r, err
+}
+
+// Schedule books ahead when the wrapped budget can (budget.Scheduler; both of
+// newBudget's are), and otherwise reserves for now.
+func (b meteredBudget) Schedule(ctx context.Context, key string, tokens int, within time.Duration) (budget.Reservation, error) {
+	s, ok := b.Budget.(budget.Scheduler)
+	if !ok {
+		return b.Reserve(ctx, key, tokens)
+	}
+	r, err := s.Schedule(ctx, key, tokens, within)
+	b.count(key, tokens, r, err)
+	return r, err
+}
+
+func (b meteredBudget) count(key string, tokens int, r budget.Reservation, err error) {
 	switch {
 	case err != nil:
 		b.in.budgetReservations.WithLabelValues(key, "error").Inc()
@@ -243,7 +264,6 @@ func (b meteredBudget) Reserve(ctx context.Context, key string, tokens int) (bud
 		b.in.budgetReservations.WithLabelValues(key, "denied").Inc()
 		b.in.activity.Add(ui.SeriesBudgetDenied, 1)
 	}
-	return r, err
 }
 
 // processedSeries is the dashboard series counting the processed events of dir.
@@ -354,13 +374,14 @@ var (
 	descOutboundAdopted      = prometheus.NewDesc(MetricOutboundAdopted, "Records linked to an existing HubSpot object after a 409 conflict.", nil, nil)
 	descOutboundLeaseLost    = prometheus.NewDesc(MetricOutboundLeaseLost, "Outbound events whose lease expired before the worker settled them.", nil, nil)
 	descOutboundBudgetDenied = prometheus.NewDesc(MetricOutboundBudgetDenied, "Budget reservations of the outbound worker that were refused (its events wait for room).", nil, nil)
+	descOutboundBudgetBooked = prometheus.NewDesc(MetricOutboundBudgetBooked, "Budget grants the outbound worker booked ahead when the window was full (its cycle kept its records and called at the booked instant).", nil, nil)
 	descOutboundSplits       = prometheus.NewDesc(MetricOutboundSplits, "Batch calls halved to isolate an input HubSpot rejected.", nil, nil)
 )
 
 // Describe implements prometheus.Collector.
 func (c outboundCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descOutboundCalls, descOutboundRateLimited, descOutboundCoalesced, descOutboundEvents,
-		descOutboundAdopted, descOutboundLeaseLost, descOutboundBudgetDenied, descOutboundSplits} {
+		descOutboundAdopted, descOutboundLeaseLost, descOutboundBudgetDenied, descOutboundBudgetBooked, descOutboundSplits} {
 		ch <- d
 	}
 }
@@ -393,5 +414,6 @@ func (c outboundCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descOutboundAdopted, s.Adopted)
 	counter(descOutboundLeaseLost, s.LeaseLost)
 	counter(descOutboundBudgetDenied, s.BudgetDenied)
+	counter(descOutboundBudgetBooked, s.BudgetBooked)
 	counter(descOutboundSplits, s.Splits)
 }

@@ -44,6 +44,7 @@ func testOutboundMetricsExported(t *testing.T, d store.Dialect) {
 		MetricOutboundEvents + `{result="failed"} 0`,
 		MetricOutboundEvents + `{result="superseded"} 0`,
 		MetricOutboundBudgetDenied + " 0",
+		MetricOutboundBudgetBooked + " 0",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, grepLines(body, "hubsync_outbound"))
