@@ -223,7 +223,7 @@ func indexedQueries(t *testing.T, s *pgstore.Store) []planProbe {
 }
 
 // TestQueueQueriesUseIndexes holds every hot or periodic statement on the
-// queue tables to an index path after migration 020 dropped the indexes no
+// queue tables, and the claim function's record probes, to an index path after migration 020 dropped the indexes no
 // PostgreSQL query needed: none may read a queue table with a sequential
 // scan, with statistics or without (a table filled faster than it was
 // analysed), as a custom or as a generic plan, and a statement that pages
@@ -235,7 +235,8 @@ func TestQueueQueriesUseIndexes(t *testing.T) {
 	tdb := dbtest.Migrated(t, store.Postgres)
 	db := tdb.DB
 	noAutovacuum(t, db)
-	s, err := pgstore.New(db, store.Config{Now: func() time.Time { return time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC) }})
+	cfg := store.Config{Now: func() time.Time { return time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC) }}
+	s, err := pgstore.New(db, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,6 +254,23 @@ func TestQueueQueriesUseIndexes(t *testing.T) {
 				if cols, analysed := statisticsRows(t, db, table); cols != 0 || analysed {
 					t.Fatalf("fixture: %s has %d statistics rows (analysed %v), want none", table, cols, analysed)
 				}
+			}
+		}
+		// The claim function (run once, as the engine runs it): each claimed
+		// record's events are read on the open index and its live leases on
+		// the lease index, never on a record's whole history
+		// (idx_outbound_record), which without them still is an index path.
+		claim := explainedClaim(t, tdb.URL, cfg, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"})
+		used := map[string]bool{}
+		claim.walk(func(n planNode) {
+			used[n.Index] = true
+			if n.NodeType == "Seq Scan" && slices.Contains(queueTables, n.Relation) {
+				t.Errorf("claim (%s) reads %s with a sequential scan; plan:\n%s", state, n.Relation, claim.shape())
+			}
+		})
+		for _, ix := range []string{"idx_outbound_open", "idx_outbound_lease"} {
+			if !used[ix] {
+				t.Errorf("claim (%s) does not probe %s; plan:\n%s", state, ix, claim.shape())
 			}
 		}
 		for _, generic := range []bool{false, true} {
