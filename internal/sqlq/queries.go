@@ -63,6 +63,20 @@ var templateFuncs = template.FuncMap{
 		}
 		return strings.Join(parts, ", ")
 	},
+	// lanekey renders the PostgreSQL record lanes' LaneKey (migration 018) of
+	// the record key columns qualified by alias: the length of each column but
+	// the last, each followed by ':', then the columns, so that no two keys
+	// render alike.
+	"lanekey": func(t tableData, a string) string {
+		var parts []string
+		for _, c := range t.Record[:len(t.Record)-1] {
+			parts = append(parts, "length("+a+"."+c+")::text", "':'")
+		}
+		for _, c := range t.Record {
+			parts = append(parts, a+"."+c)
+		}
+		return "(" + strings.Join(parts, " || ") + ")"
+	},
 	// locked returns the data with Lock set, for a shared block rendered both
 	// as a plain read and as a claim's locking read.
 	"locked": func(t tableData) tableData {

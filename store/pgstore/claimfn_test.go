@@ -17,10 +17,13 @@ import (
 	"github.com/hubsync/hubsync/store/pgstore"
 )
 
-// claimSettings are the planner settings every claim function must carry as
-// SET clauses (migration 019 says why each is there).
+// claimSettings are the settings every claim function must carry as SET
+// clauses: the planner's (migration 019 says why each is there) and
+// hubsync.lanes_kept, under which the lane UPDATE trigger leaves the claim's
+// lanes to the claim (migration 021).
 var claimSettings = []string{"enable_seqscan=off", "enable_bitmapscan=off", "enable_sort=off",
-	"enable_hashjoin=off", "enable_mergejoin=off", "jit=off", "plan_cache_mode=force_generic_plan"}
+	"enable_hashjoin=off", "enable_mergejoin=off", "jit=off", "plan_cache_mode=force_generic_plan",
+	"hubsync.lanes_kept=on"}
 
 // withoutComments drops the -- comment lines of a statement and the blank
 // space around it.
@@ -35,11 +38,12 @@ func withoutComments(s string) string {
 }
 
 // TestClaimFunctionsMatchClaimSQL keeps sql/Claim.sql the claim's one source:
-// the body of each migrated claim function must be RETURN QUERY of that file
+// the body of each claim function, as the newest migration that defines it
+// (021) left it, must be RETURN QUERY of that file
 // as the engine renders it for the queue, its parameters must be the statement's in the
 // order of their first use (so $1, $2, … mean the same in both), the engine's
 // call must pass them in that order, and the function must carry every
-// planner setting of claimSettings.
+// setting of claimSettings.
 func TestClaimFunctionsMatchClaimSQL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -88,13 +92,46 @@ func TestClaimFunctionsMatchClaimSQL(t *testing.T) {
 
 // explainedClaim runs one outbound claim through a store on the database at
 // rawURL, exactly as the engine runs it (the claim function, in autocommit),
-// on a connection where auto_explain logs every nested statement's executed
-// plan, with buffers, as a notice. It requires that the claim called the
+// under auto_explain (autoExplained). It requires that the claim called the
 // function and returns the plan of the function's statement, so the plan
-// tests read what ran, under the settings the
-// function really carries, and not an EXPLAIN of a copy. auto_explain needs a
-// superuser to LOAD it, as the tests' default database URL has.
+// tests read what ran, under the settings the function really carries, and
+// not an EXPLAIN of a copy.
 func explainedClaim(t *testing.T, rawURL string, cfg store.Config, p store.ClaimParams) planNode {
+	t.Helper()
+	s, logged := autoExplained(t, rawURL, cfg)
+	if _, err := s.Outbound().Claim(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	return claimPlan(t, logged())
+}
+
+// claimPlan returns the plan of the claim function's statement among the
+// statements of one outbound claim.
+func claimPlan(t *testing.T, stmts []explainedStatement) planNode {
+	t.Helper()
+	var plans []explainedStatement
+	var called bool
+	for _, e := range stmts {
+		if strings.Contains(e.QueryText, "WITH lanes AS MATERIALIZED") {
+			plans = append(plans, e)
+		}
+		called = called || strings.Contains(e.QueryText, "FROM hubsync_claim_outbound(")
+	}
+	if !called {
+		t.Fatalf("the claim did not call hubsync_claim_outbound (%d statements logged)", len(stmts))
+	}
+	if len(plans) != 1 {
+		t.Fatalf("auto_explain logged %d plans of the claim statement, want 1 (of %d statements)", len(plans), len(stmts))
+	}
+	return plans[0].Plan
+}
+
+// autoExplained returns a store on the database at rawURL over one
+// connection where auto_explain logs every statement's executed plan, nested
+// ones (function bodies, triggers) included, with buffers, as a notice; and
+// logged, which returns the statements logged since its last call. auto_explain
+// needs a superuser to LOAD it, as the tests' default database URL has.
+func autoExplained(t *testing.T, rawURL string, cfg store.Config) (s *pgstore.Store, logged func() []explainedStatement) {
 	t.Helper()
 	ctx := context.Background()
 	cc, err := pgx.ParseConfig(rawURL)
@@ -111,6 +148,7 @@ func explainedClaim(t *testing.T, rawURL string, cfg store.Config, p store.Claim
 	db := stdlib.OpenDB(*cc)
 	t.Cleanup(func() { db.Close() })
 	db.SetMaxOpenConns(1) // the session settings below hold for every statement
+	db.SetMaxIdleConns(1)
 	for _, q := range []string{
 		"LOAD 'auto_explain'",
 		"SET auto_explain.log_min_duration = 0",
@@ -125,41 +163,31 @@ func explainedClaim(t *testing.T, rawURL string, cfg store.Config, p store.Claim
 			t.Fatalf("%s: %v (the plan tests need auto_explain, which only a superuser may LOAD)", q, err)
 		}
 	}
-	s, err := pgstore.New(db, cfg)
-	if err != nil {
+	if s, err = pgstore.New(db, cfg); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	notices = nil
 	mu.Unlock()
-	if _, err := s.Outbound().Claim(ctx, p); err != nil {
-		t.Fatal(err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	var plans []explainedStatement
-	var called bool
-	for _, n := range notices {
-		i := strings.Index(n, "{")
-		if i < 0 {
-			continue
+	return s, func() []explainedStatement {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		var out []explainedStatement
+		for _, n := range notices {
+			i := strings.Index(n, "{")
+			if i < 0 {
+				continue
+			}
+			var e explainedStatement
+			if err := json.Unmarshal([]byte(n[i:]), &e); err != nil {
+				t.Fatalf("auto_explain notice: %v\n%s", err, n)
+			}
+			out = append(out, e)
 		}
-		var e explainedStatement
-		if err := json.Unmarshal([]byte(n[i:]), &e); err != nil {
-			t.Fatalf("auto_explain notice: %v\n%s", err, n)
-		}
-		if strings.Contains(e.QueryText, "WITH lanes AS MATERIALIZED") {
-			plans = append(plans, e)
-		}
-		called = called || strings.Contains(e.QueryText, "FROM hubsync_claim_outbound(")
+		notices = nil
+		return out
 	}
-	if !called {
-		t.Fatalf("the claim did not call hubsync_claim_outbound (%d statements logged)", len(notices))
-	}
-	if len(plans) != 1 {
-		t.Fatalf("auto_explain logged %d plans of the claim statement, want 1 (of %d notices)", len(plans), len(notices))
-	}
-	return plans[0].Plan
 }
 
 // explainedStatement is one plan auto_explain logged in JSON.

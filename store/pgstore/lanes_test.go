@@ -5,13 +5,16 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/pgstore"
+	"github.com/hubsync/hubsync/store/storetest"
 )
 
 // lanesFromEvents recomputes the outbound lanes from the events alone (the
@@ -63,7 +66,8 @@ func checkLanes(t *testing.T, db *sql.DB, step string) {
 
 // TestLanesFollowEveryChange drives each operation that changes events of the
 // outbound queue and checks after each that the lanes table is exactly what
-// the events define: the triggers keep it, whoever writes.
+// the events define: the triggers keep it, whoever writes, and the claim
+// statement keeps the lanes of what it leased (migration 021).
 func TestLanesFollowEveryChange(t *testing.T) {
 	ctx := context.Background()
 	var clock atomic.Int64
@@ -156,8 +160,10 @@ func TestLanesFollowEveryChange(t *testing.T) {
 
 // TestLanesUnderConcurrentWriters runs enqueuers, claimers, completers and
 // releasers at once on a few hot records, then checks that the lanes the
-// triggers kept under that concurrency equal what the events define, and
-// that every event can still be claimed and completed.
+// triggers and the claims kept under that concurrency equal what the events
+// define, and that every event can still be claimed and completed. Each
+// worker keeps the leases of its last claim, so that the check also sees
+// lanes that a claim wrote last.
 func TestLanesUnderConcurrentWriters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -166,10 +172,12 @@ func TestLanesUnderConcurrentWriters(t *testing.T) {
 	const records, workers, rounds = 8, 6, 40
 	var wg sync.WaitGroup
 	errs := make(chan error, workers*2)
+	var mu sync.Mutex
+	var held []store.Lease
 	for w := range workers {
 		rng := rand.New(rand.NewPCG(uint64(w), 16))
 		wg.Go(func() {
-			for range rounds {
+			for round := range rounds {
 				if ctx.Err() != nil {
 					return
 				}
@@ -181,6 +189,14 @@ func TestLanesUnderConcurrentWriters(t *testing.T) {
 				evs, err := q.Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 3, MaxPerRecord: 1 + rng.IntN(3), LeaseDuration: time.Minute, Owner: fmt.Sprint("w", w)})
 				if err != nil {
 					errs <- err
+					return
+				}
+				if round == rounds-1 {
+					mu.Lock()
+					for _, e := range evs {
+						held = append(held, e.Lease())
+					}
+					mu.Unlock()
 					return
 				}
 				for _, e := range evs {
@@ -204,6 +220,13 @@ func TestLanesUnderConcurrentWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLanes(t, s.DB(), "concurrent enqueue, claim, complete and release")
+	if len(held) == 0 {
+		t.Fatal("no worker's last claim leased anything: the check saw no lane a claim wrote last")
+	}
+	if err := q.Complete(ctx, held...); err != nil {
+		t.Fatal(err)
+	}
+	checkLanes(t, s.DB(), "the complete of the last claims")
 	drain(t, s)
 	checkLanes(t, s.DB(), "the drain")
 }
@@ -235,4 +258,82 @@ func drain(t *testing.T, s *pgstore.Store) {
 	if open != 0 {
 		t.Fatalf("%d events left unfinished after the drain: some record's lane was lost", open)
 	}
+}
+
+// triggerRecomputes reports whether a lane UPDATE trigger recomputed lanes
+// among the logged statements: its statements read the changed rows
+// (new_rows) and are logged by auto_explain as nested statements.
+func triggerRecomputes(stmts []explainedStatement) bool {
+	for _, e := range stmts {
+		if strings.Contains(e.QueryText, "new_rows") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestClaimKeepsItsLanes checks that the claim statement moves the lanes of
+// the records it leased itself (migration 021) and that the UPDATE trigger
+// skips them: on a backlog without statistics, no trigger statement runs in
+// the claim, the lanes are updated by one probe of their primary key per
+// claimed record, and they equal what the events define. Then, on the same
+// connection, a plain UPDATE outside the claim function must still recompute
+// its lanes: the function's hubsync.lanes_kept ends with the function.
+func TestClaimKeepsItsLanes(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tdb := dbtest.Migrated(t, store.Postgres)
+	noAutovacuum(t, tdb.DB)
+	cfg := store.Config{Now: func() time.Time { return base.Add(time.Hour) }}
+	filler, err := pgstore.New(tdb.DB, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.FillOutboundRecords(ctx, filler, "hubspot", "s", 600, 200, base); err != nil {
+		t.Fatal(err)
+	}
+	s, logged := autoExplained(t, tdb.URL, cfg)
+	evs, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 300 {
+		t.Fatalf("claimed %d events, want 300 (100 records × 3 events)", len(evs))
+	}
+	stmts := logged()
+	if triggerRecomputes(stmts) {
+		t.Errorf("the lane UPDATE trigger recomputed the claim's lanes; the claim function must keep them itself (SET hubsync.lanes_kept)")
+	}
+	plan := claimPlan(t, stmts)
+	t.Logf("claim plan:\n%s", plan.shape())
+	var probes []planNode
+	plan.walk(func(n planNode) {
+		if n.NodeType == "ModifyTable" && n.Operation == "Update" && n.Relation == "hubsync_lane_outbound" {
+			n.walk(func(c planNode) {
+				if c.Relation == "hubsync_lane_outbound" && c.NodeType != "ModifyTable" {
+					probes = append(probes, c)
+				}
+			})
+		}
+	})
+	if len(probes) != 1 || probes[0].NodeType != "Index Scan" || probes[0].Index != "hubsync_lane_outbound_pkey" ||
+		probes[0].ActualLoops != 1 || probes[0].ActualRows != 100 {
+		t.Errorf("the claim's lane update is not one LaneKey probe per claimed record (one primary key scan of 100 lanes); plan:\n%s", plan.shape())
+	}
+	checkLanes(t, tdb.DB, "a claim")
+
+	var kept string
+	if err := s.DB().QueryRowContext(ctx, `SELECT COALESCE(current_setting('hubsync.lanes_kept', true), '')`).Scan(&kept); err != nil {
+		t.Fatal(err)
+	}
+	if kept == "on" {
+		t.Fatalf("hubsync.lanes_kept is still on after the claim function returned")
+	}
+	if _, err := s.DB().ExecContext(ctx, `UPDATE _System_IntegrationOutbound SET NextAttemptDate = NextAttemptDate + interval '1 day' WHERE Status = 'pending'`); err != nil {
+		t.Fatal(err)
+	}
+	if !triggerRecomputes(logged()) {
+		t.Errorf("a plain UPDATE after a claim did not recompute its lanes")
+	}
+	checkLanes(t, tdb.DB, "a plain UPDATE on the claim's connection")
 }

@@ -21,6 +21,7 @@ type planNode struct {
 	Relation      string     `json:"Relation Name"`
 	Index         string     `json:"Index Name"`
 	Strategy      string     `json:"Strategy"`
+	Operation     string     `json:"Operation"`
 	ParentRel     string     `json:"Parent Relationship"`
 	SubplanName   string     `json:"Subplan Name"`
 	CTEName       string     `json:"CTE Name"`

@@ -1,4 +1,4 @@
--- The body of the claim function hubsync_claim_<queue> (migration 019), which
+-- The body of the claim function hubsync_claim_<queue> (migration 021), which
 -- the engine calls (ClaimCall.sql): this file is the statement's one source,
 -- and TestClaimFunctionsMatchClaimSQL requires each migrated function body to
 -- be RETURN QUERY of it, rendered for its queue, without these comments; a
@@ -12,12 +12,19 @@
 -- HeadId) order, straight from idx_lane_<queue>_due, skipping lanes another
 -- claimer holds; evs walks each claimed record's unfinished events in Lane
 -- order on its open index, up to @max_per_record, while they are claimable
--- (the first that is not stops the record: backoff, or a live lease); and
--- the UPDATE leases them. Every step is an index range with a LIMIT or an
--- index probe, so the cost follows what the claim returns, whatever the
--- backlog and whatever the planner's statistics say (plan tests in
--- stale_stats_test.go). The UPDATE's trigger moves each lane's DueDate to the
--- new lease's expiry.
+-- (the first that is not stops the record: backoff, or a live lease);
+-- leased leases them; and kept moves the lanes of the records it leased to
+-- one microsecond after the new lease's expiry, their head unchanged. Every
+-- step is an index range with a LIMIT or an index probe, so the cost follows
+-- what the claim returns, whatever the backlog and whatever the planner's
+-- statistics say (plan tests in stale_stats_test.go).
+--
+-- The statement keeps its own lanes: the function's SET hubsync.lanes_kept
+-- makes the UPDATE trigger of the events table return at once, which would
+-- otherwise lock and recompute the same lanes from the events table (a third
+-- of the claim's time). Migration 021 says why kept's lanes are exact under
+-- concurrent writers. kept finds the lanes by LaneKey, one probe of its
+-- primary key per record (see migration 018 on why not the record's columns).
 --
 -- The lane row lock arbitrates between claimers: one record, one claimer. A
 -- lane changed by a commit after this statement's snapshot is re-checked by
@@ -32,8 +39,8 @@
 -- The lease probe keeps a record whose later event is leased
 -- (a pending head released behind a still-leased follower) for its holder.
 --
--- It returns whole rows (t.*): the function returns SETOF the queue's table,
--- and ClaimCall.sql selects the engine's columns from them by name.
+-- It returns whole rows (leased): the function returns SETOF the queue's
+-- table, and ClaimCall.sql selects the engine's columns from them by name.
 WITH lanes AS MATERIALIZED (
     SELECT {{tuple . "n"}} FROM hubsync_lane_{{.Dir}} n
     WHERE {{if .Key}}n.{{.Key}} = @key AND {{end}}n.DueDate <= @now
@@ -52,9 +59,15 @@ WITH lanes AS MATERIALIZED (
       AND NOT EXISTS (
         SELECT 1 FROM {{.Table}} x
         WHERE {{same . "x" "l"}} AND x.LeaseExpiresDate >= @now OFFSET 0)
-), {{template "lockprefix" .}}
-UPDATE {{.Table}} AS t
-{{template "leaseset"}}
-FROM ok AS c
-WHERE t.Id = c.Id AND {{template "claimable"}}
-RETURNING t.*
+), {{template "lockprefix" .}}, leased AS (
+    UPDATE {{.Table}} AS t
+    {{template "leaseset"}}
+    FROM ok AS c
+    WHERE t.Id = c.Id AND {{template "claimable"}}
+    RETURNING t.*
+), kept AS (
+    UPDATE hubsync_lane_{{.Dir}} AS n
+    SET DueDate = GREATEST(n.DueDate, @lease_expires + interval '1 microsecond')
+    WHERE n.LaneKey = ANY (ARRAY(SELECT {{lanekey . "r"}} FROM leased r))
+)
+SELECT r.* FROM leased r

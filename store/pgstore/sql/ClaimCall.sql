@@ -1,4 +1,4 @@
--- A claim is one call of the queue's claim function (migration 019), in
+-- A claim is one call of the queue's claim function (migration 021), in
 -- autocommit: one round trip, where the statement with its planner settings
 -- (SET LOCAL) in a transaction of its own took four (BEGIN, the settings, the
 -- claim, COMMIT). The settings are the function's SET clauses, in force only

@@ -6,9 +6,9 @@
 -- Lists of ids and leases arrive as one JSON array parameter.
 --
 -- A claim is one statement (Claim.sql) over the record lanes of migration 018,
--- the body of the queue's claim function (migration 019), which the engine
+-- the body of the queue's claim function (migration 021), which the engine
 -- calls with ClaimCall.sql; the function carries the statement's planner
--- settings.
+-- settings, and the statement keeps the lanes of the records it leases.
 -- ClaimIDs tests each named event with the template "head".
 
 {{/* A candidate e is the head of its record: the record's earliest unfinished
