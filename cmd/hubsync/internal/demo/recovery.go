@@ -28,12 +28,21 @@ type Recovery struct {
 	// Latency is, per queue, kill → processed of those of them processed
 	// (Latency.N); Leased - N were dead-lettered or never finished.
 	Latency map[store.Direction]Latency
+	// LeaseLeft is, per queue, how long their leases still had to run at the
+	// kill (0 for one already expired): the part of Latency spent waiting
+	// for the lease rather than for a claim, the budget or HubSpot.
+	LeaseLeft map[store.Direction]Latency
 }
 
 // eventRef names one event of one queue.
 type eventRef struct {
 	dir store.Direction
 	id  string
+}
+
+// cutLease is an event's lease as a kill found it.
+type cutLease struct {
+	killedAt, expires time.Time
 }
 
 // recoveryTracker remembers, for each event leased by a killed process, the
@@ -43,11 +52,11 @@ type recoveryTracker struct {
 
 	mu          sync.Mutex
 	kills, read int
-	cut         map[eventRef]time.Time
+	cut         map[eventRef]cutLease
 }
 
 func newRecoveryTracker(q *queries) *recoveryTracker {
-	return &recoveryTracker{q: q, cut: map[eventRef]time.Time{}}
+	return &recoveryTracker{q: q, cut: map[eventRef]cutLease{}}
 }
 
 // killed records the kill of process pid at at: it reads the leases the
@@ -57,7 +66,7 @@ func newRecoveryTracker(q *queries) *recoveryTracker {
 func (t *recoveryTracker) killed(ctx context.Context, pid int, at time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	refs, err := t.q.leasedBy(ctx, service.OwnerPrefix(pid))
+	leases, err := t.q.leasedBy(ctx, service.OwnerPrefix(pid))
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.kills++
@@ -65,9 +74,9 @@ func (t *recoveryTracker) killed(ctx context.Context, pid int, at time.Time) {
 		return
 	}
 	t.read++
-	for _, r := range refs {
+	for r, expires := range leases {
 		if _, ok := t.cut[r]; !ok {
-			t.cut[r] = at
+			t.cut[r] = cutLease{killedAt: at, expires: expires}
 		}
 	}
 }
@@ -86,20 +95,26 @@ func (t *recoveryTracker) result(ctx context.Context) (Recovery, error) {
 }
 
 // recoveryOf measures, per queue, kill → processed of the events in cut
-// (event → its kill) that processed holds (event → processed date).
-func recoveryOf(cut, processed map[eventRef]time.Time) Recovery {
-	rec := Recovery{Leased: map[store.Direction]int{}, Latency: map[store.Direction]Latency{}}
-	ms := map[store.Direction][]float64{}
-	for r, killedAt := range cut {
+// (event → its lease at its kill) that processed holds (event → processed
+// date), and the lease each had left.
+func recoveryOf(cut map[eventRef]cutLease, processed map[eventRef]time.Time) Recovery {
+	rec := Recovery{Leased: map[store.Direction]int{}, Latency: map[store.Direction]Latency{}, LeaseLeft: map[store.Direction]Latency{}}
+	// The clocks are the chaos run's, the replicas' and the database's, on
+	// one machine; a completion or an expiry the kill raced is 0, not negative.
+	ms := func(d time.Duration) float64 { return float64(max(d, 0)) / float64(time.Millisecond) }
+	done, left := map[store.Direction][]float64{}, map[store.Direction][]float64{}
+	for r, c := range cut {
 		rec.Leased[r.dir]++
-		if done, ok := processed[r]; ok {
-			// The two clocks are the chaos run's and the replicas', on one
-			// machine; a completion the kill raced is 0, not negative.
-			ms[r.dir] = append(ms[r.dir], float64(max(done.Sub(killedAt), 0))/float64(time.Millisecond))
+		left[r.dir] = append(left[r.dir], ms(c.expires.Sub(c.killedAt)))
+		if at, ok := processed[r]; ok {
+			done[r.dir] = append(done[r.dir], ms(at.Sub(c.killedAt)))
 		}
 	}
-	for d, l := range ms {
+	for d, l := range done {
 		rec.Latency[d] = latencyOf(l)
+	}
+	for d, l := range left {
+		rec.LeaseLeft[d] = latencyOf(l)
 	}
 	return rec
 }
@@ -113,26 +128,31 @@ func (r Recovery) write(w io.Writer) {
 			p("  %-9s none", d)
 			continue
 		}
-		l := r.Latency[d]
-		p("  %-9s %s; %d of %d not processed", d, l, n-l.N, n)
+		l, left := r.Latency[d], r.LeaseLeft[d]
+		p("  %-9s %s; %d of %d not processed; lease left at the kill p50 %s, max %s",
+			d, l, n-l.N, n, left.P50.Round(time.Millisecond), left.Max.Round(time.Millisecond))
 	}
 }
 
-// leasedBy lists the events processing under a lease whose owner starts with prefix.
-func (q *queries) leasedBy(ctx context.Context, prefix string) ([]eventRef, error) {
+// leasedBy maps the events processing under a lease whose owner starts with
+// prefix to their LeaseExpiresDate.
+func (q *queries) leasedBy(ctx context.Context, prefix string) (map[eventRef]time.Time, error) {
 	like := prefix + "%"
 	rows, err := q.db.QueryContext(ctx, q.q.Get("leased_by"), like, like, like)
 	if err != nil {
 		return nil, fmt.Errorf("demo: leases of %s: %w", prefix, err)
 	}
 	defer rows.Close()
-	var out []eventRef
+	out := map[eventRef]time.Time{}
 	for rows.Next() {
-		var r eventRef
-		if err := rows.Scan(&r.dir, &r.id); err != nil {
+		var (
+			r       eventRef
+			expires time.Time
+		)
+		if err := rows.Scan(&r.dir, &r.id, dialectsql.TimeDest(&expires)); err != nil {
 			return nil, fmt.Errorf("demo: leases of %s: %w", prefix, err)
 		}
-		out = append(out, r)
+		out[r] = expires
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("demo: leases of %s: %w", prefix, err)

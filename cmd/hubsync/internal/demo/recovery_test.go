@@ -2,7 +2,6 @@ package demo
 
 import (
 	"encoding/json"
-	"slices"
 	"testing"
 	"time"
 
@@ -17,7 +16,12 @@ func TestRecoveryOf(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	out := func(id string) eventRef { return eventRef{store.DirectionOutbound, id} }
 	in := func(id string) eventRef { return eventRef{store.DirectionInbound, id} }
-	cut := map[eventRef]time.Time{out("a"): t0, out("b"): t0, out("c"): t0.Add(time.Minute), out("dead"): t0, in("x"): t0}
+	lease := func(killedAt time.Time, left time.Duration) cutLease { return cutLease{killedAt, killedAt.Add(left)} }
+	cut := map[eventRef]cutLease{
+		out("a"): lease(t0, time.Second), out("b"): lease(t0, 8*time.Second),
+		out("c"):    lease(t0.Add(time.Minute), -time.Second), // its lease had run out
+		out("dead"): lease(t0, 30*time.Second), in("x"): lease(t0, 2*time.Second),
+	}
 	processed := map[eventRef]time.Time{
 		out("a"): t0.Add(2 * time.Second), out("b"): t0.Add(10 * time.Second),
 		out("c"): t0.Add(time.Minute - time.Millisecond), // completed as the kill landed
@@ -32,6 +36,9 @@ func TestRecoveryOf(t *testing.T) {
 	}
 	if l := rec.Latency[store.DirectionInbound]; l.N != 1 || l.Max != 3*time.Second {
 		t.Errorf("inbound %+v; want one, 3 s", l)
+	}
+	if l := rec.LeaseLeft[store.DirectionOutbound]; l.N != 4 || l.P50 != 8*time.Second || l.Max != 30*time.Second {
+		t.Errorf("outbound lease left %+v; want 4 (0, 1 s, 8 s, 30 s): p50 8 s, max 30 s", l)
 	}
 }
 
@@ -77,8 +84,8 @@ func TestRecoveryQueries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := []eventRef{{store.DirectionOutbound, killed.ID}}; !slices.Equal(refs, want) {
-				t.Fatalf("leased by pid 4242: %v; want %v", refs, want)
+			if exp, ok := refs[eventRef{store.DirectionOutbound, killed.ID}]; len(refs) != 1 || !ok || killed.LeaseExpiresDate == nil || !exp.Equal(*killed.LeaseExpiresDate) {
+				t.Fatalf("leased by pid 4242: %v; want only %s, lease until %v", refs, killed.ID, killed.LeaseExpiresDate)
 			}
 			before := time.Now().Add(-time.Minute) // the store's clock may differ a little
 			if err := st.Outbound().Complete(ctx, killed.Lease(), other.Lease()); err != nil {
