@@ -30,6 +30,8 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	dbRestartCmd := fs.String("db-restart-cmd", "", `shell command that restarts the database, e.g. "pg_ctlcluster 16 main restart"`)
 	dbRestarts := fs.Int("db-restarts", 0, "how many times to run -db-restart-cmd, spread over the workload")
 	rateLimit := fs.Int("rate-limit", demo.ChaosRateLimitDefault, "HubSpot calls per 10 s (the simulator's limit and the replicas' budget)")
+	faults := fs.String("faults", demo.FaultsAll, fmt.Sprintf(`the simulator's injected faults: %s, %s, or a comma list of %s; e.g. "5xx,423,latency,partial,webhooks" leaves out the injected 429s, whose budget pauses hide what a kill costs`,
+		demo.FaultsAll, demo.FaultsNone, strings.Join(demo.FaultKinds, ", ")))
 	seed := fs.Int64("seed", demo.SeedDefault, "seed of the workload, the faults and the kills")
 	duration := fs.Duration("duration", demo.ChaosDurationDefault, "give up (and fail) if the run has not settled within this time")
 	dir := fs.String("dir", "", "directory for the replicas' logs; default a new temporary directory")
@@ -57,6 +59,9 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if _, _, err := demo.ParseFaults(*faults); err != nil {
+		return err
+	}
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the hubsync executable: %w", err)
@@ -64,7 +69,7 @@ func runChaos(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rep, err := demo.RunChaos(ctx, demo.ChaosConfig{
 		DatabaseURL: *dbURL, Binary: bin, Replicas: *replicas, Changes: *changes,
 		KillMin: killMin, KillMax: killMax, MaxKills: *maxKills, DBRestartCmd: *dbRestartCmd, DBRestarts: *dbRestarts,
-		RateLimit: *rateLimit, Seed: *seed, Duration: *duration, Dir: *dir, Out: stdout,
+		RateLimit: *rateLimit, Faults: *faults, Seed: *seed, Duration: *duration, Dir: *dir, Out: stdout,
 	})
 	if err != nil {
 		return err

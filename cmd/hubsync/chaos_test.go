@@ -29,6 +29,24 @@ func TestChaosRefusesSQLite(t *testing.T) {
 	}
 }
 
+func TestChaosFaultsFlag(t *testing.T) {
+	t.Parallel()
+	// Refused before any database is reached: the URL's server need not exist.
+	code, _, errOut := runCmd(t, baseEnv(), "chaos", "-database-url", "postgres://nobody@127.0.0.1:1/none", "-faults", "5xx,timeouts")
+	if code != 1 {
+		t.Fatalf("chaos -faults 5xx,timeouts: exit %d, stderr %q; want exit 1", code, errOut)
+	}
+	for _, want := range []string{`-faults "5xx,timeouts": unknown kind "timeouts"`, "all, none, or a comma list of 5xx, 423, 429, latency, partial, webhooks"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr %q lacks %q", errOut, want)
+		}
+	}
+	code, _, errOut = runCmd(t, baseEnv(), "chaos", "-h")
+	if code != 0 || !strings.Contains(errOut, "-faults") {
+		t.Errorf("chaos -h: exit %d, stderr lacks -faults:\n%s", code, errOut)
+	}
+}
+
 // chaosTimeout bounds the short chaos run: a killed replica's claims wait
 // for their lease (the workers' 30 s, no longer extended by its heartbeats)
 // before another replica takes them; the internal relay's leases last a
@@ -56,7 +74,8 @@ func TestChaosPostgres(t *testing.T) {
 	if ee, ok := errors.AsType[*exec.ExitError](err); ok || err != nil {
 		t.Fatalf("chaos: %v (exit %v)\nstdout:\n%s\nstderr:\n%s", err, ee, out, stderr.String())
 	}
-	for _, want := range []string{"CHAOS VERDICT: PASS", "duplicates 0, lost 0, resurrected 0, loops 0", "stuck leases 0"} {
+	for _, want := range []string{"CHAOS VERDICT: PASS", "duplicates 0, lost 0, resurrected 0, loops 0", "stuck leases 0",
+		"injected faults: all", "recovery after a kill: events leased by a replica when it was SIGKILLed"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("verdict lacks %q:\n%s", want, out)
 		}

@@ -44,10 +44,16 @@ func NewBase(component string, b Base) Base {
 // OwnerDefault is "host/pid/component-random": unique per service instance,
 // and readable in a lease row (which host, which process, which loop).
 func OwnerDefault(component string) string {
-	host, _ := os.Hostname()
 	r := make([]byte, 4)
 	_, _ = rand.Read(r)
-	return fmt.Sprintf("%s/%d/%s-%s", cmp.Or(host, "host"), os.Getpid(), component, hex.EncodeToString(r))
+	return OwnerPrefix(os.Getpid()) + component + "-" + hex.EncodeToString(r)
+}
+
+// OwnerPrefix is how OwnerDefault starts for every service of process pid on
+// this host, "host/pid/": `hubsync chaos` finds a killed replica's leases by it.
+func OwnerPrefix(pid int) string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/%d/", cmp.Or(host, "host"), pid)
 }
 
 // Idle waits between a service's cycles: d, or less when notify fires (new

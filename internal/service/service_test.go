@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,9 @@ func TestNewBaseFillsDefaultsAndKeepsWhatIsSet(t *testing.T) {
 	}
 	if a, c := OwnerDefault("x"), OwnerDefault("x"); a == c {
 		t.Fatalf("two default owners are equal: %q", a)
+	}
+	if o, p := OwnerDefault("x"), OwnerPrefix(os.Getpid()); !strings.HasPrefix(o, p) || strings.HasPrefix(o, OwnerPrefix(os.Getpid()+1)) {
+		t.Fatalf("OwnerDefault %q does not start with this process's OwnerPrefix %q alone", o, p)
 	}
 	at := time.Unix(42, 0)
 	log := slog.New(slog.DiscardHandler)

@@ -67,6 +67,10 @@ type ChaosConfig struct {
 	DBRestarts   int
 	// RateLimit is HubSpot's ten-second limit; default ChaosRateLimitDefault.
 	RateLimit int
+	// Faults chooses the simulator's injected faults (ParseFaults): FaultsAll
+	// (the default), FaultsNone, or a comma list of FaultKinds such as
+	// "5xx,423,latency,partial,webhooks".
+	Faults string
 	// Seed seeds the workload, the faults and the kills; default SeedDefault.
 	Seed int64
 	// Duration bounds the run; default ChaosDurationDefault.
@@ -85,6 +89,7 @@ func (c ChaosConfig) withDefaults() ChaosConfig {
 	c.RateLimit = cmp.Or(c.RateLimit, ChaosRateLimitDefault)
 	c.Seed = cmp.Or(c.Seed, SeedDefault)
 	c.Duration = cmp.Or(c.Duration, ChaosDurationDefault)
+	c.Faults = cmp.Or(c.Faults, FaultsAll)
 	if c.Out == nil {
 		c.Out = io.Discard
 	}
@@ -109,6 +114,9 @@ func (c ChaosConfig) validate() error {
 	if c.KillMin >= 0 && c.KillMax < c.KillMin {
 		errs = append(errs, fmt.Errorf("-kill-every %s-%s: the upper bound must not be below the lower", c.KillMin, c.KillMax))
 	}
+	if _, _, err := ParseFaults(c.Faults); err != nil {
+		errs = append(errs, fmt.Errorf("Faults: %w", err))
+	}
 	if c.DBRestarts > 0 && c.DBRestartCmd == "" {
 		errs = append(errs, errors.New("-db-restarts needs -db-restart-cmd, the command that restarts the database"))
 	}
@@ -130,6 +138,10 @@ type ChaosReport struct {
 	Throughput   float64
 	// APIRetries counts records API calls retried after a 5xx or no answer.
 	APIRetries int64
+	// Faults is the injected faults' ChaosConfig.Faults, spelled canonically.
+	Faults string
+	// Recovery is what the kills cost the events they cut.
+	Recovery Recovery
 }
 
 // ReplicaStats describes one replica slot over the run.
@@ -180,9 +192,13 @@ func (r *ChaosReport) WriteChaos(w io.Writer) {
 		dead, len(r.FirstDeadLetters), r.Requeued, r.StuckLeases, r.Limit429(), r.HubSpot.FaultsInjected["error429"])
 	p("throughput: %d local changes in %s = %.0f changes/s (whole run %s); records API calls retried %d",
 		r.Steps[LocalCreate]+r.Steps[LocalUpdate]+r.Steps[LocalDelete], r.WorkloadTime.Round(time.Second), r.Throughput, r.Elapsed.Round(time.Second), r.APIRetries)
+	p("injected faults: %s", r.Faults)
 	p("kills: %d SIGKILLs", r.Kills)
 	for i, s := range r.Replicas {
 		p("  replica %d: %d starts, %d kills, peak RSS %.1f MiB", i, s.Starts, s.Kills, float64(s.PeakRSS)/1024)
+	}
+	if r.Kills > 0 {
+		r.Recovery.write(w)
 	}
 	p("database restarts: %d", len(r.DBRestarts))
 	for _, l := range r.DBRestarts {
@@ -205,6 +221,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
 	cfg = cfg.withDefaults()
+	faults, faultsName, _ := ParseFaults(cfg.Faults) // validated
 	start := time.Now()
 	out := cfg.Out
 	if cfg.Dir == "" {
@@ -241,7 +258,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	}
 
 	sim, err := hubspotsim.New(hubspotsim.Config{
-		TenSecondLimit: cfg.RateLimit, Seed: cfg.Seed, Faults: Faults,
+		TenSecondLimit: cfg.RateLimit, Seed: cfg.Seed, Faults: faults,
 		WebhookRetryBase: 200 * time.Millisecond, WebhookMaxAttempts: 30,
 	})
 	if err != nil {
@@ -289,7 +306,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 			r.kill()
 		}
 	}()
-	fmt.Fprintf(out, "hubsync chaos: simulator %s, %d replicas behind %s on %s, logs in %s\n", sim.URL(), cfg.Replicas, lbURL, st.Dialect(), cfg.Dir)
+	fmt.Fprintf(out, "hubsync chaos: simulator %s (injected faults: %s), %d replicas behind %s on %s, logs in %s\n", sim.URL(), faultsName, cfg.Replicas, lbURL, st.Dialect(), cfg.Dir)
 
 	m := mapping.Default()
 	w := Generate(cfg.Seed, cfg.Changes)
@@ -307,6 +324,7 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 	chaosCtx, stopChaos := context.WithCancel(runCtx)
 	var chaosWG sync.WaitGroup
 	var kills atomic.Int64
+	recovery := newRecoveryTracker(q)
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6b696c6c))
 	if cfg.KillMin >= 0 && cfg.Replicas > 0 {
 		chaosWG.Go(func() {
@@ -321,7 +339,9 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 					return
 				}
 				r := reps[rng.IntN(len(reps))]
-				r.kill()
+				if pid := r.kill(); pid > 0 {
+					recovery.killed(chaosCtx, pid, time.Now())
+				}
 				kills.Add(1)
 				// Restart every slot that is down (a start fails while the
 				// database restarts).
@@ -471,7 +491,10 @@ func RunChaos(ctx context.Context, cfg ChaosConfig) (*ChaosReport, error) {
 		rep.Problem = convergeErr.Error()
 	}
 	rep.LogFile = cfg.Dir
-	cr := &ChaosReport{Report: rep, Kills: int(kills.Load()), DBRestarts: restarts, WorkloadTime: workTime, APIRetries: d.retries.Load()}
+	cr := &ChaosReport{Report: rep, Kills: int(kills.Load()), DBRestarts: restarts, WorkloadTime: workTime, APIRetries: d.retries.Load(), Faults: faultsName}
+	if cr.Recovery, err = recovery.result(rctx); err != nil {
+		return nil, err
+	}
 	cr.Throughput = float64(d.localDone.Load()) / max(workTime.Seconds(), 0.001)
 	cr.StuckLeases = rep.Queues[store.DirectionOutbound].ByStatus[store.StatusProcessing] + rep.Queues[store.DirectionInbound].ByStatus[store.StatusProcessing]
 	for _, r := range reps {
@@ -571,19 +594,20 @@ func (r *chaosReplica) running() bool {
 
 // kill takes the replica out of the balancer, waits for its records API
 // calls to finish (so the workload knows each local change's outcome; its
-// workers and webhooks are cut mid-flight), and SIGKILLs it.
-func (r *chaosReplica) kill() {
+// workers and webhooks are cut mid-flight), and SIGKILLs it. It returns the
+// killed process's pid, or 0 when no process was running.
+func (r *chaosReplica) kill() int {
 	r.lb.drain(r.n)
 	r.sampleRSS()
 	r.mu.Lock()
 	cmd, exited := r.cmd, r.exited
 	r.mu.Unlock()
 	if cmd == nil || cmd.Process == nil {
-		return
+		return 0
 	}
 	select {
 	case <-exited:
-		return
+		return 0
 	default:
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -591,6 +615,7 @@ func (r *chaosReplica) kill() {
 	r.mu.Lock()
 	r.kills++
 	r.mu.Unlock()
+	return cmd.Process.Pid
 }
 
 // sampleRSS reads the process's VmHWM (peak resident set) from /proc.
