@@ -178,15 +178,17 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		clock.Advance(time.Second)
 		// The 5 calls of 0 s leave the window at 10 s (plus a bucket): the room
 		// they free is booked, in turn, by whoever asks first, paced: with
-		// Pace 2, a bucket takes at most 2*5/100, rounded up, so 1 booked call.
+		// Pace 2, a 1% slice of the window takes at most 2*5/100, rounded up,
+		// so 1 booked call.
+		slice := window / 100
 		for i := range 5 {
 			r := mustSchedule(t, []Budget{a, b}[i%2], "q", 1, window)
 			if !r.Granted || r.Wait == 0 {
 				t.Fatalf("Schedule %d = %+v; want booked ahead", i, r)
 			}
-			lo := window + time.Duration(i)*bucket
+			lo := window + time.Duration(i)*slice
 			if at := clock.Now().Add(r.Wait).Sub(clockStart); at < lo || at > lo+bucket {
-				t.Fatalf("Schedule %d booked for %s; want the room the first calls free, one bucket each: %s to %s", i, at, lo, lo+bucket)
+				t.Fatalf("Schedule %d booked for %s; want the room the first calls free, one slice each: %s to %s", i, at, lo, lo+bucket)
 			}
 		}
 		// The room is taken: a sixth caller must wait until the booked calls
@@ -195,7 +197,7 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		if r.Granted {
 			t.Fatalf("sixth Schedule = %+v; want refused", r)
 		}
-		if r.RetryAfter < 2*window-time.Second || r.RetryAfter > 2*window-time.Second+3*bucket {
+		if r.RetryAfter < 2*window-time.Second || r.RetryAfter > 2*window-time.Second+2*bucket {
 			t.Fatalf("sixth Schedule RetryAfter = %s; want about %s", r.RetryAfter, 2*window-time.Second)
 		}
 		clock.Advance(window)

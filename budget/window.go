@@ -10,9 +10,14 @@ import (
 )
 
 // bucketsPerWindow is how finely a window is cut. Grants are counted per bucket
-// (100 ms for a 10 s window), so a refused caller may be told to wait up to one
-// bucket longer than an exact sliding log would say, never shorter.
-const bucketsPerWindow = 100
+// (10 ms for a 10 s window), so a refused caller may be told to wait up to one
+// bucket longer than an exact sliding log would say, never shorter, and a
+// grant is counted for up to one bucket longer than Window + CallLead.
+const bucketsPerWindow = 1000
+
+// bucketsPerSlice is how many buckets make the 1% slice of a window that
+// Config.Pace caps.
+const bucketsPerSlice = bucketsPerWindow / 100
 
 const dayMicros = int64(24 * time.Hour / time.Microsecond)
 
@@ -22,7 +27,7 @@ type limits struct {
 	window int64 // window length
 	lead   int64 // how long after a grant its calls may start
 	spread int64 // a refusal's RetryAfter gets a random extra of [0, spread)
-	burst  int64 // most tokens granted in one bucket (unless it is empty); 0 for no cap
+	burst  int64 // most tokens booked in one slice of bucketsPerSlice buckets (unless it is empty); 0 for no cap
 	width  int64 // bucket width
 	n      int64 // buckets a grant is counted for, n*width >= window+lead
 	daily  int64 // tokens per UTC day; <= 0 means none
@@ -35,7 +40,7 @@ func newLimits(limit int, window time.Duration, daily int) limits {
 // newPacedLimits is newLimits for a budget whose grants may be used up to
 // lead after they are made (each grant is counted for window+lead, so a call
 // made by then still leaves HubSpot's window before the budget forgets it),
-// and whose buckets get at most pace times their even share of the limit
+// and whose 1% slices get at most pace times their even share of the limit
 // (pace <= 0: no cap).
 func newPacedLimits(limit int, window time.Duration, daily int, lead, spread time.Duration, pace int) limits {
 	w := window.Microseconds()
@@ -43,7 +48,7 @@ func newPacedLimits(limit int, window time.Duration, daily int, lead, spread tim
 	ld := max(lead.Microseconds(), 0)
 	var burst int64
 	if pace > 0 {
-		burst = (int64(pace)*int64(limit) + bucketsPerWindow - 1) / bucketsPerWindow
+		burst = (int64(pace)*int64(limit) + 99) / 100
 	}
 	return limits{limit: int64(limit), window: w, lead: ld, spread: max(spread.Microseconds(), 0),
 		width: width, n: (w + ld + width - 1) / width, daily: int64(daily), burst: burst}
@@ -145,8 +150,8 @@ func (s *state) used(l limits, c int64) int64 {
 
 // earliest returns the first bucket x >= from such that tokens more in x
 // keep W(c) + tokens <= limit for every bucket c in x … x+n, the buckets a
-// grant in x is counted in, and, when paced, keep x within l.burst (unless x
-// is empty) (advance has run; tokens <= limit). From the newest bucket plus
+// grant in x is counted in, and, when paced, keep x's slice within l.burst
+// (unless the slice is empty) (advance has run; tokens <= limit). From the newest bucket plus
 // n+1 on every window and bucket is empty, so the search ends there.
 func (s *state) earliest(l limits, from, tokens int64, paced bool) int64 {
 	last := max(from, s.head+l.n+1)
@@ -157,9 +162,12 @@ func (s *state) earliest(l limits, from, tokens int64, paced bool) int64 {
 	}
 	w := func(c int64) int64 { return sum[c-lo+1] - sum[c-l.n-lo] }
 	for x := from; x < last; {
-		if in := s.at(x); paced && l.burst > 0 && in > 0 && in+tokens > l.burst {
-			x++
-			continue
+		if paced && l.burst > 0 {
+			first := floorDiv(x, bucketsPerSlice) * bucketsPerSlice
+			if in := sum[first+bucketsPerSlice-lo] - sum[first-lo]; in > 0 && in+tokens > l.burst {
+				x = first + bucketsPerSlice // the next slice
+				continue
+			}
 		}
 		c := x
 		for c <= x+l.n && w(c)+tokens <= l.limit {

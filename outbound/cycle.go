@@ -162,10 +162,13 @@ const reserveAttempts = 3
 
 // reserve takes tokens from the budget for recs' call and returns when the
 // call may be made: at once, or, when the cycle may book ahead (c.ahead) and
-// the budget can, at a booked instant it waits for with recs kept. When
-// refused (or the budget fails) it releases recs and reports false. After
-// one refusal the cycle's later calls are released without asking again.
-func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
+// the budget can, at a booked instant it waits for with recs kept, their
+// leases extended first to cover the wait and then need (the call and its
+// bookkeeping), so that nothing but the call follows the grant's UseBy check.
+// When refused (or the budget fails, or the lease cannot be extended) it
+// releases recs and reports false. After one refusal the cycle's later calls
+// are released without asking again.
+func (c *cycle) reserve(tokens int, recs []*RecordPlan, need time.Duration) bool {
 	cfg := c.w.cfg
 	if c.refusedFor > 0 {
 		c.release(recs, c.refusedFor)
@@ -195,6 +198,12 @@ func (c *cycle) reserve(tokens int, recs []*RecordPlan) bool {
 		}
 		if res.Wait > 0 {
 			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.budgetBooked, 1)
+			if !c.keep.Ensure(c.ctx, res.Wait+need) {
+				// The grant goes unused (counted, so only stricter).
+				c.leaseShort = true
+				c.release(recs, 0)
+				return false
+			}
 			if !c.wait(res.Wait) {
 				c.release(recs, 0)
 				return false
@@ -241,20 +250,13 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 	// arrive after another worker re-claimed the events. Once the lease is too
 	// short, every later call of the cycle is released too. Checked before the
 	// reservation, so that no grant is spent on a call that is not made.
-	margin := min(storeOpTimeout, cfg.HTTPTimeout)
-	if c.leaseShort || !c.keep.Ensure(c.ctx, cfg.HTTPTimeout*time.Duration(callsOf(op))+margin) {
+	need := cfg.HTTPTimeout*time.Duration(callsOf(op)) + min(storeOpTimeout, cfg.HTTPTimeout)
+	if c.leaseShort || !c.keep.Ensure(c.ctx, need) {
 		c.leaseShort = true
 		c.release(recs, 0)
 		return
 	}
-	if !c.reserve(callsOf(op), recs) {
-		return
-	}
-	if c.grant.Wait > 0 && !c.keep.Ensure(c.ctx, cfg.HTTPTimeout*time.Duration(callsOf(op))+margin) {
-		// The wait for the booked instant ate the lease: the grant goes
-		// unused (counted, so only stricter).
-		c.leaseShort = true
-		c.release(recs, 0)
+	if !c.reserve(callsOf(op), recs, need) {
 		return
 	}
 	hs := cfg.HubSpot
@@ -550,7 +552,7 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 	if len(ids) > 0 && c.grant.Late(c.w.cfg.Now()) {
 		// The read took longer than the grant allows: the archive needs a
 		// grant of its own, counted in the window it is made in.
-		if !c.reserve(1, hit) {
+		if !c.reserve(1, hit, c.w.cfg.HTTPTimeout+min(storeOpTimeout, c.w.cfg.HTTPTimeout)) {
 			var rest []*RecordPlan
 			for _, r := range recs {
 				if r.HubSpotID == "" {
