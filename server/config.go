@@ -110,6 +110,15 @@ type Config struct {
 	// random, so replicas refused together wake apart (budget.Config.RetrySpread).
 	// 0 means budget.RetrySpreadDefault (500 ms); at most 10 s.
 	BudgetRetrySpread time.Duration
+	// BudgetPace caps how fast calls booked ahead are granted: at most this
+	// many times the even share of RateLimit per 1% of the window
+	// (budget.Config.Pace). 0 means budget.PaceDefault (2), negative none.
+	BudgetPace int
+	// OutboundBudgetAhead is how far ahead an outbound cycle may book its call
+	// when the window is full, keeping its records, instead of releasing them
+	// (outbound.Config.BudgetAhead); 0 means outbound.BudgetAheadDefault
+	// (2 s), negative never, at most 10 s.
+	OutboundBudgetAhead time.Duration
 	// OutboundFillWait is how long an outbound cycle may go on claiming to fill
 	// its batch calls (outbound.Config.FillWait); 0 means
 	// outbound.FillWaitDefault (250 ms), negative none, at most 1 s.
@@ -316,6 +325,9 @@ func (c Config) Validate() error {
 	}
 	if c.OutboundFillWait > outbound.FillWaitMax {
 		add("OutboundFillWait is %s; use at most %s, or 0 for %s", c.OutboundFillWait, outbound.FillWaitMax, outbound.FillWaitDefault)
+	}
+	if c.OutboundBudgetAhead > outbound.BudgetAheadMax {
+		add("OutboundBudgetAhead is %s; use at most %s, 0 for %s, or negative for never", c.OutboundBudgetAhead, outbound.BudgetAheadMax, outbound.BudgetAheadDefault)
 	}
 	if c.BudgetRetrySpread > budget.WindowDefault {
 		add("BudgetRetrySpread is %s; use at most %s, or 0 for %s", c.BudgetRetrySpread, budget.WindowDefault, budget.RetrySpreadDefault)

@@ -200,6 +200,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{"bad app id", Config{HubSpotAppID: "abc", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"HubSpotAppID"}},
 		{"bad public url", Config{PublicURL: "crm.example.com", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"PublicURL"}},
 		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"RateLimit"}},
+		{"budget ahead", Config{OutboundBudgetAhead: time.Minute, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"OutboundBudgetAhead", "at most 10s"}},
 	} {
 		_, err := New(tc.cfg)
 		if !errors.Is(err, ErrConfig) {

@@ -26,10 +26,10 @@ import (
 // database, so that all of them together stay under HubSpot's limit.
 func newBudget(db *hubsync.DB, cfg Config) (budget.Budget, error) {
 	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{
-		Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit, CallLead: cfg.BudgetCallLead, RetrySpread: cfg.BudgetRetrySpread,
+		Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit, CallLead: cfg.BudgetCallLead, RetrySpread: cfg.BudgetRetrySpread, Pace: cfg.BudgetPace,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("RateLimit/DailyLimit/BudgetCallLead/BudgetRetrySpread: %w", err)
+		return nil, fmt.Errorf("RateLimit/DailyLimit/BudgetCallLead/BudgetRetrySpread/BudgetPace: %w", err)
 	}
 	return b, nil
 }

@@ -24,6 +24,8 @@ var configNames = map[string]string{
 	"BudgetCallLead":        "HUBSYNC_BUDGET_CALL_LEAD",
 	"BudgetRetrySpread":     "HUBSYNC_BUDGET_RETRY_SPREAD",
 	"OutboundFillWait":      "HUBSYNC_OUTBOUND_FILL_WAIT",
+	"BudgetPace":            "HUBSYNC_BUDGET_PACE",
+	"OutboundBudgetAhead":   "HUBSYNC_OUTBOUND_BUDGET_AHEAD",
 	"InboundRetention":      "HUBSYNC_INBOUND_RETENTION",
 	"OutboundRetention":     "HUBSYNC_OUTBOUND_RETENTION",
 	"InternalRetention":     "HUBSYNC_INTERNAL_RETENTION",

@@ -132,6 +132,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.int(&cfg.DailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
 	e.duration(&cfg.BudgetCallLead, "budget-call-lead", "HUBSYNC_BUDGET_CALL_LEAD", budget.CallLeadDefault, "how long after the shared budget grants a call it may start; each grant is counted for 10 s plus this (at most 10s)")
 	e.duration(&cfg.BudgetRetrySpread, "budget-retry-spread", "HUBSYNC_BUDGET_RETRY_SPREAD", budget.RetrySpreadDefault, "most random extra wait after a budget refusal, so replicas wake apart (at most 10s)")
+	e.int(&cfg.BudgetPace, "budget-pace", "HUBSYNC_BUDGET_PACE", budget.PaceDefault, "calls booked ahead get at most this many times their even share of the limit per 1% of the window (negative: no cap)")
+	e.duration(&cfg.OutboundBudgetAhead, "outbound-budget-ahead", "HUBSYNC_OUTBOUND_BUDGET_AHEAD", outbound.BudgetAheadDefault, "how far ahead an outbound cycle may book its call when the budget's window is full, keeping its records (negative: never; at most 10s)")
 	e.duration(&cfg.OutboundFillWait, "outbound-fill-wait", "HUBSYNC_OUTBOUND_FILL_WAIT", outbound.FillWaitDefault, "how long an outbound cycle may keep claiming to fill its batch calls (at most 1s)")
 	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
 	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
