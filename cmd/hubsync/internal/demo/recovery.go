@@ -138,33 +138,20 @@ func (r Recovery) write(w io.Writer) {
 // prefix to their LeaseExpiresDate.
 func (q *queries) leasedBy(ctx context.Context, prefix string) (map[eventRef]time.Time, error) {
 	like := prefix + "%"
-	rows, err := q.db.QueryContext(ctx, q.q.Get("leased_by"), like, like, like)
-	if err != nil {
-		return nil, fmt.Errorf("demo: leases of %s: %w", prefix, err)
-	}
-	defer rows.Close()
-	out := map[eventRef]time.Time{}
-	for rows.Next() {
-		var (
-			r       eventRef
-			expires time.Time
-		)
-		if err := rows.Scan(&r.dir, &r.id, dialectsql.TimeDest(&expires)); err != nil {
-			return nil, fmt.Errorf("demo: leases of %s: %w", prefix, err)
-		}
-		out[r] = expires
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("demo: leases of %s: %w", prefix, err)
-	}
-	return out, nil
+	return q.eventTimes(ctx, "leases of "+prefix, "leased_by", like, like, like)
 }
 
 // processedDates maps every processed event of the three queues to its ProcessedDate.
 func (q *queries) processedDates(ctx context.Context) (map[eventRef]time.Time, error) {
-	rows, err := q.db.QueryContext(ctx, q.q.Get("processed_dates"))
+	return q.eventTimes(ctx, "processed dates", "processed_dates")
+}
+
+// eventTimes runs query, whose rows are (queue, event id, time), and maps
+// each event to its time; what names the read in errors.
+func (q *queries) eventTimes(ctx context.Context, what, query string, args ...any) (map[eventRef]time.Time, error) {
+	rows, err := q.db.QueryContext(ctx, q.q.Get(query), args...)
 	if err != nil {
-		return nil, fmt.Errorf("demo: processed dates: %w", err)
+		return nil, fmt.Errorf("demo: %s: %w", what, err)
 	}
 	defer rows.Close()
 	out := map[eventRef]time.Time{}
@@ -174,12 +161,12 @@ func (q *queries) processedDates(ctx context.Context) (map[eventRef]time.Time, e
 			at time.Time
 		)
 		if err := rows.Scan(&r.dir, &r.id, dialectsql.TimeDest(&at)); err != nil {
-			return nil, fmt.Errorf("demo: processed dates: %w", err)
+			return nil, fmt.Errorf("demo: %s: %w", what, err)
 		}
 		out[r] = at
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("demo: processed dates: %w", err)
+		return nil, fmt.Errorf("demo: %s: %w", what, err)
 	}
 	return out, nil
 }
