@@ -32,7 +32,11 @@ import (
 const (
 	// LeaseDurationDefault is how long a claim holds its events without a
 	// heartbeat; while a cycle runs, heartbeats extend it every third of it.
-	LeaseDurationDefault = 30 * time.Second
+	// It is how long a crashed replica's events wait, so it is short: 15 s
+	// keeps that well within 30 s (issue 16). A late HubSpot read needs no
+	// longer lease: what it returns is applied in a transaction fenced by the
+	// lease (CompleteTx).
+	LeaseDurationDefault = 15 * time.Second
 	// BatchSizeDefault is how many events one cycle claims.
 	BatchSizeDefault = 100
 	// PollIntervalDefault is how long an idle worker waits before claiming again

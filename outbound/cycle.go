@@ -245,12 +245,14 @@ func (c *cycle) denied(recs []*RecordPlan, retryAfter time.Duration) {
 // every record.
 func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*RecordPlan) {
 	cfg := c.w.cfg
-	// The calls must be answered, and their results stored (links, pushed
-	// state, completion), before the lease expires; otherwise the answer could
-	// arrive after another worker re-claimed the events. Once the lease is too
-	// short, every later call of the cycle is released too. Checked before the
-	// reservation, so that no grant is spent on a call that is not made.
-	need := cfg.HTTPTimeout*time.Duration(callsOf(op)) + min(storeOpTimeout, cfg.HTTPTimeout)
+	// The call must be answered, and its result stored (links, pushed state,
+	// completion), before the lease expires; otherwise the answer could arrive
+	// after another worker re-claimed the events. So the lease must hold for
+	// the call's deadline and a margin (Config.callLease; a resolve-archive's
+	// second call ensures its own). Once the lease is too short, every later
+	// call of the cycle is released too. Checked before the reservation, so
+	// that no grant is spent on a call that is not made.
+	need := cfg.callLease()
 	if c.leaseShort || !c.keep.Ensure(c.ctx, need) {
 		c.leaseShort = true
 		c.release(recs, 0)
@@ -262,6 +264,8 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 	hs := cfg.HubSpot
 	ctx, span := c.callSpan(op, t, recs)
 	defer span.End()
+	ctx, cancel := c.callCtx(ctx)
+	defer cancel()
 	var res *hubspot.BatchResult
 	var err error
 	c.sum.Calls++
@@ -297,6 +301,7 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		}
 		res, err = hs.BatchRead(ctx, t, ids, []string{idProperty}, idProperty)
 	}
+	err = c.callErr(ctx, err)
 	c.countRateLimited(err)
 	eventtrace.Fail(span, err)
 	if err != nil {
@@ -333,6 +338,26 @@ func (c *cycle) callSpan(op Op, t hubspot.ObjectType, recs []*RecordPlan) (conte
 	return c.w.tracer.Start(c.ctx, "hubsync.outbound.call", trace.WithLinks(ls...), trace.WithAttributes(
 		attribute.String("hubsync.hubspot.op", op.String()), attribute.String("hubsync.hubspot.object_type", string(t)),
 		attribute.Int("hubsync.records", len(recs))))
+}
+
+// callCtx bounds one HubSpot call: by Config.HTTPTimeout, and never past the
+// lease's known expiry less the margin for storing the result, so that no
+// answer can arrive after another worker could have re-claimed the events,
+// however long the reservation before it took.
+func (c *cycle) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	cfg := c.w.cfg
+	margin := cfg.callLease() - cfg.HTTPTimeout
+	return context.WithTimeout(ctx, min(cfg.HTTPTimeout, c.keep.Expiry().Sub(cfg.Now())-margin))
+}
+
+// callErr turns the end of a call's own deadline (callCtx) into a retryable
+// failure, as the client's own timeout is; the cycle's cancellation stays
+// as it is (released, no attempt used).
+func (c *cycle) callErr(callCtx context.Context, err error) error {
+	if err == nil || c.ctx.Err() != nil || !errors.Is(callCtx.Err(), context.DeadlineExceeded) {
+		return err
+	}
+	return &hubspot.Error{Kind: hubspot.KindRetryable, Err: fmt.Errorf("no answer within the call's deadline (outbound Config.HTTPTimeout %s, or the lease): %w", c.w.cfg.HTTPTimeout, err)}
 }
 
 func callsOf(op Op) int {
@@ -552,7 +577,7 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 	if len(ids) > 0 && c.grant.Late(c.w.cfg.Now()) {
 		// The read took longer than the grant allows: the archive needs a
 		// grant of its own, counted in the window it is made in.
-		if !c.reserve(1, hit, c.w.cfg.HTTPTimeout+min(storeOpTimeout, c.w.cfg.HTTPTimeout)) {
+		if !c.reserve(1, hit, c.w.cfg.callLease()) {
 			var rest []*RecordPlan
 			for _, r := range recs {
 				if r.HubSpotID == "" {
@@ -563,9 +588,25 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 			return
 		}
 	}
+	if len(ids) > 0 && !c.keep.Ensure(c.ctx, c.w.cfg.callLease()) {
+		// Too little lease left for the archive: the found records wait for
+		// another cycle; the rest (not in HubSpot) are done.
+		c.leaseShort = true
+		c.release(hit, 0)
+		var rest []*RecordPlan
+		for _, r := range recs {
+			if r.HubSpotID == "" {
+				rest = append(rest, r)
+			}
+		}
+		c.succeed(rest, nil)
+		return
+	}
 	if len(ids) > 0 {
 		c.sum.Calls++
-		err := c.w.cfg.HubSpot.BatchArchive(c.ctx, t, ids)
+		ctx, cancel := c.callCtx(c.ctx)
+		err := c.callErr(ctx, c.w.cfg.HubSpot.BatchArchive(ctx, t, ids))
+		cancel()
 		c.countRateLimited(err)
 		if err != nil {
 			c.w.cfg.Metrics.call(OpArchive, outcomeOf(c.ctx, err))

@@ -143,16 +143,20 @@
 // # Leases
 //
 // A claim's lease runs from the start of the claim (the earliest
-// LeaseExpiresDate of the claimed events) for LeaseDuration, 30 s by default.
+// LeaseExpiresDate of the claimed events) for LeaseDuration, 15 s by default.
 // While the cycle runs, a heartbeat extends the leases of its events every
-// LeaseDuration/3 (store ExtendLease, fenced by Attempt), so a replica that
-// dies leaves its events claimable again within LeaseDuration, while a live
-// cycle keeps them however long it takes. Before each call the worker
-// requires Now + the call's requests × HTTPTimeout + a margin for storing
-// the result (min(15 s, HTTPTimeout)) to be before the lease's expiry, and
-// extends the leases at once when it is not; when that fails (the store is
-// unreachable, or a heartbeat found an event claimed again) it releases that
-// call's and every later call's events, without using an attempt.
+// LeaseDuration/3 (store ExtendLease, fenced by Attempt), so a live cycle
+// keeps them however long it takes. Before each call the worker requires
+// Now + HTTPTimeout + a margin for storing the result (HTTPTimeout/2, at most
+// 15 s) to be before the lease's expiry, and extends the leases at once when
+// it is not; when that fails (the store is unreachable, or a heartbeat found
+// an event claimed again) it releases that call's and every later call's
+// events, without using an attempt. The call itself runs under its own
+// deadline: HTTPTimeout (10 s by default), and never past the lease's expiry
+// less the margin, so no answer arrives after another worker could have
+// claimed its events again. A replica that dies thus leaves its events
+// claimable again within max(LeaseDuration, 1.5 × HTTPTimeout + 1 s): 16 s
+// with the defaults.
 //
 // # Metrics
 //

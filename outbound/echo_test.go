@@ -183,7 +183,7 @@ func (s *slowCalls) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []
 
 // TestLeaseCheckLeavesRoomForBookkeeping: with a 10 s lease and a 2 s HTTP
 // timeout, a call is made only while the lease leaves room for the call and
-// for storing its result. When the lease cannot be extended (the store fails
+// for storing its result (half the HTTP timeout). When the lease cannot be extended (the store fails
 // ExtendLease), the claim's own lease (stamped when the claim started) is all
 // there is, and the rest of the cycle is released without using an attempt,
 // and sent by a later cycle. When it can, the worker extends the lease before
@@ -196,14 +196,14 @@ func TestLeaseCheckLeavesRoomForBookkeeping(t *testing.T) {
 		extendFails         bool
 		wantCalls           int
 	}{
-		// The claim took 7 s: 7 + 2 (call) + 2 (margin) is not before 10.
+		// The claim took 7 s: 7 + 2 (call) + 1 (margin) is not before 10.
 		{"slow claim", 7 * time.Second, 0, true, 0},
-		// The first call took 6 s: 6 + 2 + 2 is not before 10, so the second
+		// The first call took 7 s: 7 + 2 + 1 is not before 10, so the second
 		// call (another operation) is released.
-		{"slow first call", 0, 6 * time.Second, true, 1},
+		{"slow first call", 0, 7 * time.Second, true, 1},
 		// The same with a store that extends leases: both calls are made.
 		{"slow claim, extended", 7 * time.Second, 0, false, 2},
-		{"slow first call, extended", 0, 6 * time.Second, false, 2},
+		{"slow first call, extended", 0, 7 * time.Second, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -97,12 +97,16 @@ func (c *cycle) handOff(evs []store.OutboundEvent) []store.OutboundEvent {
 		group := groups[k]
 		c.sum.Records++
 		cfg := c.w.cfg
-		if c.ctx.Err() != nil || !c.keep.Ensure(c.ctx, 2*cfg.HTTPTimeout) {
+		if c.ctx.Err() != nil || !c.keep.Ensure(c.ctx, cfg.callLease()) {
 			// Cancelled, or too little lease left for a call and its bookkeeping.
 			c.releaseEvents(group, 0)
 			continue
 		}
-		outs := hs[k.objectType].Push(c.ctx, group, calls)
+		// The handler's reads and call share one call's deadline, so that its
+		// call is answered under the lease whatever its client's timeout.
+		ctx, cancel := c.callCtx(c.ctx)
+		outs := hs[k.objectType].Push(ctx, group, calls)
+		cancel()
 		if len(outs) != len(group) {
 			c.errs = append(c.errs, fmt.Errorf("outbound: handler of %s returned %d outcomes for %d events", k.objectType, len(outs), len(group)))
 			c.releaseEvents(group, 0)

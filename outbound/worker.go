@@ -31,13 +31,20 @@ const (
 	// LeaseDurationDefault is how long a claim holds its events without a
 	// heartbeat. While a cycle runs, heartbeats extend it every third of it, so
 	// it bounds how long a crashed replica's events wait, not how long a cycle
-	// may take.
-	LeaseDurationDefault = 30 * time.Second
+	// may take. With HTTPTimeoutDefault, the lease a killed replica leaves is
+	// at most 16 s (the extension before a call), so its events are claimed
+	// again well within 30 s (issue 16).
+	LeaseDurationDefault = 15 * time.Second
 	// LeaseDurationMin is the shortest LeaseDuration: heartbeats run every
 	// third of it.
 	LeaseDurationMin = time.Second
-	// HTTPTimeoutDefault is the per-request timeout the worker assumes of its client.
-	HTTPTimeoutDefault = hubspot.TimeoutDefault
+	// HTTPTimeoutDefault bounds each HubSpot call the worker makes. A batch
+	// write of 100 records takes HubSpot a second or two; a call that runs out
+	// is retried like any timeout. Every call must be answered under the lease,
+	// so this, not the lease, decides how long a crashed replica's events can
+	// stay leased (see Config.LeaseDuration): 30 s here left them leased for
+	// 46 s.
+	HTTPTimeoutDefault = 10 * time.Second
 	// PollIntervalDefault is the wait after a cycle that found nothing to do.
 	PollIntervalDefault = time.Second
 	// ConcurrencyDefault is how many cycles one worker runs at once: while one
@@ -65,6 +72,15 @@ const (
 // even when the cycle's context was cancelled, so that what HubSpot accepted
 // is recorded.
 const storeOpTimeout = 15 * time.Second
+
+// callLease is how much lease a HubSpot call needs left when it starts: the
+// call's own deadline (HTTPTimeout), then a margin to store its result. The
+// storing takes milliseconds and runs under the heartbeat as well, so half the
+// call's timeout is margin enough; the margin is what the lease outlives the
+// latest answer by.
+func (c Config) callLease() time.Duration {
+	return c.HTTPTimeout + min(storeOpTimeout, c.HTTPTimeout/2)
+}
 
 // HubSpot is the part of *hubspot.Client the worker calls.
 type HubSpot interface {
@@ -182,12 +198,15 @@ type Config struct {
 	// LeaseDuration is how long a claim holds its events unless extended: a
 	// heartbeat extends the leases every LeaseDuration/3 while the cycle runs,
 	// and before each HubSpot call the worker extends them to cover the call
-	// (its requests × HTTPTimeout, plus the storing of the result). So it is
-	// how long a crashed replica's events wait. At least LeaseDurationMin;
-	// default LeaseDurationDefault.
+	// (HTTPTimeout, plus half of it to store the result). So a crashed
+	// replica's events wait at most max(LeaseDuration, 1.5 × HTTPTimeout + 1 s).
+	// At least LeaseDurationMin; default LeaseDurationDefault.
 	LeaseDuration time.Duration
-	// HTTPTimeout is the HubSpot client's per-request timeout; default
-	// HTTPTimeoutDefault. The worker makes no call that could outlive its lease.
+	// HTTPTimeout bounds each HubSpot call the worker makes (its own deadline,
+	// within the client's Timeout); default HTTPTimeoutDefault. A call that
+	// runs out of it is retried. The worker makes no call that could be
+	// answered after its lease expired, so a longer HTTPTimeout leaves a
+	// crashed replica's events leased longer.
 	HTTPTimeout time.Duration
 	// FillWait is how long a cycle may go on claiming, after a full claim,
 	// while its batch calls are partly filled: one claim of a mixed backlog

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/leasekeep"
 	"github.com/hubsync/hubsync/internal/service"
 	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/store"
@@ -16,9 +17,13 @@ import (
 
 // Defaults of Config.
 const (
-	BatchSizeDefault     = 100
-	PollIntervalDefault  = time.Second
-	LeaseDurationDefault = time.Minute
+	BatchSizeDefault    = 100
+	PollIntervalDefault = time.Second
+	// LeaseDurationDefault is how long a claim holds its events unless
+	// extended. A heartbeat extends the batch's leases every third of it while
+	// the batch is delivered, so it bounds how long a crashed relay's events
+	// wait (issue 16: well within 30 s), not how long a delivery may take.
+	LeaseDurationDefault = 15 * time.Second
 	// ReleaseTimeoutDefault bounds releasing leases when a stop cancels work.
 	ReleaseTimeoutDefault = 5 * time.Second
 )
@@ -41,17 +46,20 @@ type Config struct {
 	// PollInterval is the wait between claims when the queue is empty; default
 	// PollIntervalDefault. Notify wakes the relay early.
 	PollInterval time.Duration
-	// LeaseDuration is how long a claim holds its events; it must cover
-	// delivering a whole batch. Default LeaseDurationDefault.
+	// LeaseDuration is how long a claim holds its events unless extended: a
+	// heartbeat extends the batch's leases every LeaseDuration/3 while it is
+	// delivered, so it is how long a crashed relay's events wait, however
+	// long the subscribers take. At least a second (the heartbeat's period is
+	// a third of it); default LeaseDurationDefault.
 	LeaseDuration time.Duration
 	// RetryDelay is the least wait before an event whose subscriber failed is
 	// tried again; the store's retry policy may wait longer. Default 0.
 	RetryDelay time.Duration
 	// Logger defaults to slog.Default().
 	Logger *slog.Logger
-	// Now is the relay's clock; default time.Now. The relay itself reads no
-	// time (the store stamps leases with its own clock); it is here so that
-	// every service fills the same base the same way.
+	// Now is the relay's clock, which should be the store's; default
+	// time.Now. The store stamps leases with its own clock; the relay reads
+	// this one only to know when its heartbeat began.
 	Now func() time.Time
 }
 
@@ -70,8 +78,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("relay: Config.BatchSize is %d; use a positive number (0 means %d)", c.BatchSize, BatchSizeDefault)
 	case c.PollInterval < 0:
 		return fmt.Errorf("relay: Config.PollInterval is %s; use a positive duration (0 means %s)", c.PollInterval, PollIntervalDefault)
-	case c.LeaseDuration < 0:
-		return fmt.Errorf("relay: Config.LeaseDuration is %s; use a positive duration (0 means %s)", c.LeaseDuration, LeaseDurationDefault)
+	case c.LeaseDuration < time.Second:
+		return fmt.Errorf("relay: Config.LeaseDuration is %s; heartbeats run every third of it, so use at least 1s (0 means %s)", c.LeaseDuration, LeaseDurationDefault)
 	case c.RetryDelay < 0:
 		return fmt.Errorf("relay: Config.RetryDelay is %s; it must not be negative", c.RetryDelay)
 	}
@@ -200,18 +208,40 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 	if stopCtx.Err() != nil {
 		return 0, stopCtx.Err()
 	}
+	// The lease runs from before the claim at the latest.
+	expiry := r.cfg.Now().Add(r.cfg.LeaseDuration)
 	evs, err := r.st.Internal().Claim(workCtx, store.ClaimParams{
 		Limit: r.cfg.BatchSize, LeaseDuration: r.cfg.LeaseDuration, Owner: r.cfg.Owner,
 	})
 	if err != nil {
 		return 0, fmt.Errorf("relay: claim: %w", err)
 	}
+	if len(evs) == 0 {
+		return 0, nil
+	}
+	leases := make([]store.Lease, len(evs))
+	for i, ev := range evs {
+		leases[i] = ev.Lease()
+	}
+	// Deliveries take as long as the subscribers do: the heartbeat keeps the
+	// batch leased meanwhile, so the lease itself can be short.
+	keep := leasekeep.Start(workCtx, r.st.Internal(), leasekeep.Config{
+		Leases: leases, Duration: r.cfg.LeaseDuration, Expiry: expiry, Now: r.cfg.Now, Logger: r.log,
+	})
+	defer keep.Stop()
 	var errs []error
 	held := map[string]bool{} // records with a failed event in this batch
 	for i, ev := range evs {
 		if stopCtx.Err() != nil || workCtx.Err() != nil {
 			r.release(evs[i:])
 			return len(evs), errors.Join(append(errs, context.Canceled)...)
+		}
+		if keep.Lost() {
+			// This relay stalled past its lease and another claimed some of
+			// the batch again: deliver no more of it (the rest is released,
+			// fenced, so only what is still ours goes back).
+			r.release(evs[i:])
+			return len(evs), errors.Join(append(errs, fmt.Errorf("relay: batch of %d events: %w", len(evs), store.ErrLeaseLost))...)
 		}
 		key := ev.ObjectType + "\x00" + ev.RecordID
 		if held[key] {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/hubsync/hubsync/internal/testwait"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -284,3 +285,69 @@ func TestStopIsGracefulAndIdempotent(t *testing.T) {
 }
 
 var quiet = slog.New(slog.DiscardHandler)
+
+// TestHeartbeatKeepsSlowDeliveryLeased: with a 1 s lease, a delivery that
+// lasts several leases keeps its batch leased while it runs (a heartbeat
+// extends the leases every third of it), so no other relay claims it, and
+// the event is completed once the subscriber returns. Without a heartbeat the
+// lease would have to cover the slowest delivery, and a crashed relay's
+// events would wait that long.
+func TestHeartbeatKeepsSlowDeliveryLeased(t *testing.T) {
+	b := setup(t)
+	entered, release := make(chan string, 1), make(chan struct{})
+	if err := b.bus.Subscribe("slow", func(_ context.Context, ev store.InternalEvent) error {
+		entered <- ev.ID
+		<-release
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ids := b.enqueue(t, "r1", 1)
+	r, err := New(b.st, b.bus, Config{Owner: "relay-1", PollInterval: time.Hour, LeaseDuration: time.Second, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := r.Stop(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(unblock) // before the Stop above, should the test fail first
+	id := testwait.Recv(t, "the slow delivery", entered)
+
+	// Step the clock 3 leases ahead, 0.6 s at a time; after each step a
+	// heartbeat must have moved the expiry to at least the new now + 0.6 s,
+	// which no heartbeat from before the step could do.
+	for range 5 {
+		b.clock.Advance(600 * time.Millisecond)
+		want := b.clock.Now().Add(600 * time.Millisecond)
+		testwait.For(t, "a heartbeat extending the lease past "+want.String(), func() bool {
+			ev, err := b.st.Internal().Get(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ev.LeaseExpiresDate != nil && !ev.LeaseExpiresDate.Before(want)
+		})
+	}
+	stolen, err := b.st.Internal().Claim(context.Background(), store.ClaimParams{Limit: 10, LeaseDuration: time.Minute, Owner: "relay-2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stolen) != 0 {
+		t.Fatalf("another relay claimed %d events while the slow delivery's heartbeat held them", len(stolen))
+	}
+	unblock()
+	testwait.For(t, "the slow delivery completed", b.allProcessed(t, ids))
+}
+
+func TestConfigRejectsLeaseShorterThanASecond(t *testing.T) {
+	_, err := New(setup(t).st, NewBus(), Config{LeaseDuration: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "Config.LeaseDuration") || !strings.Contains(err.Error(), "at least 1s") {
+		t.Fatalf("New with a 100ms lease: %v; want an error naming Config.LeaseDuration and the fix", err)
+	}
+}

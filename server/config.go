@@ -126,6 +126,10 @@ type Config struct {
 	// BudgetKey names the budget shared by every replica; default BudgetKeyDefault.
 	BudgetKey string
 	// HubSpotTimeout bounds one HubSpot request; default hubspot.TimeoutDefault.
+	// The outbound worker's writes are bounded further, by
+	// outbound.HTTPTimeoutDefault (10 s) when this is longer: every write must
+	// be answered under its events' lease, so its timeout decides how long a
+	// crashed replica's events stay leased.
 	HubSpotTimeout time.Duration
 
 	// The parts of the service, all on by default; switch some off for split
@@ -357,4 +361,11 @@ func (c Config) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+}
+
+// outboundCallTimeout is the outbound worker's per-call deadline: the
+// client's timeout, but no longer than outbound.HTTPTimeoutDefault, so that a
+// crashed replica's events are claimed again within about 16 s (issue 16).
+func outboundCallTimeout(hubspotTimeout time.Duration) time.Duration {
+	return min(hubspotTimeout, outbound.HTTPTimeoutDefault)
 }
