@@ -6,8 +6,12 @@
 // subscription order, and marks it processed only after all of them succeeded.
 // A subscriber error records a retry (with the store's backoff) and the event is
 // delivered again later, to every subscriber: delivery is at least once, so
-// subscribers must be idempotent. A relay that dies mid-batch leaves its leases to
-// expire; another relay then claims and delivers those events again.
+// subscribers must be idempotent. The lease is short (15 s by default) and a
+// heartbeat extends the batch's leases every third of it while the batch is
+// delivered, however long the subscribers take. A relay that dies mid-batch
+// leaves its leases to expire, within a lease; another relay then claims and
+// delivers those events again. A relay whose heartbeat finds a lease claimed
+// again delivers no more of that batch.
 //
 // A claim hands out each record's head (its first unfinished event) with the
 // record's later events that are already due, in the order the database
