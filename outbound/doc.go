@@ -155,8 +155,8 @@
 // deadline: HTTPTimeout (10 s by default), and never past the lease's expiry
 // less the margin, so no answer arrives after another worker could have
 // claimed its events again. A replica that dies thus leaves its events
-// claimable again within max(LeaseDuration, 1.5 × HTTPTimeout + 1 s): 16 s
-// with the defaults.
+// claimable again within max(LeaseDuration, 1.5 × HTTPTimeout + 1 s), plus
+// the wait of a call booked ahead (BudgetAhead): 16–18 s with the defaults.
 //
 // # Metrics
 //

@@ -32,8 +32,9 @@ const (
 	// heartbeat. While a cycle runs, heartbeats extend it every third of it, so
 	// it bounds how long a crashed replica's events wait, not how long a cycle
 	// may take. With HTTPTimeoutDefault, the lease a killed replica leaves is
-	// at most 16 s (the extension before a call), so its events are claimed
-	// again well within 30 s (issue 16).
+	// at most 16 s (the extension before a call; 18 s before a call booked
+	// BudgetAheadDefault ahead), so its events are claimed again well within
+	// 30 s (issue 16).
 	LeaseDurationDefault = 15 * time.Second
 	// LeaseDurationMin is the shortest LeaseDuration: heartbeats run every
 	// third of it.
@@ -199,7 +200,8 @@ type Config struct {
 	// heartbeat extends the leases every LeaseDuration/3 while the cycle runs,
 	// and before each HubSpot call the worker extends them to cover the call
 	// (HTTPTimeout, plus half of it to store the result). So a crashed
-	// replica's events wait at most max(LeaseDuration, 1.5 × HTTPTimeout + 1 s).
+	// replica's events wait at most max(LeaseDuration, 1.5 × HTTPTimeout + 1 s),
+	// plus the wait of a call booked ahead (BudgetAhead).
 	// At least LeaseDurationMin; default LeaseDurationDefault.
 	LeaseDuration time.Duration
 	// HTTPTimeout bounds each HubSpot call the worker makes (its own deadline,
