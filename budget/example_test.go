@@ -33,7 +33,7 @@ func Example() {
 	r, _ = b.Reserve(ctx, key, 1)
 	fmt.Println("after a 429 granted:", r.Granted, "retry after", r.RetryAfter)
 	// Output:
-	// 60 calls granted: true start them by 210ms
-	// 60 more granted: false retry after 10.21s
-	// after a 429 granted: false retry after 9.21s
+	// 60 calls granted: true start them by 300ms
+	// 60 more granted: false retry after 10.3s
+	// after a 429 granted: false retry after 9.3s
 }
