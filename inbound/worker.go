@@ -39,6 +39,11 @@ const (
 	LeaseDurationDefault = 15 * time.Second
 	// BatchSizeDefault is how many events one cycle claims.
 	BatchSizeDefault = 100
+	// BudgetAheadDefault is how far ahead a read may be booked
+	// (WorkerConfig.BudgetAhead).
+	BudgetAheadDefault = 2 * time.Second
+	// BudgetAheadMax bounds WorkerConfig.BudgetAhead.
+	BudgetAheadMax = 10 * time.Second
 	// PollIntervalDefault is how long an idle worker waits before claiming again
 	// (Notify wakes it earlier).
 	PollIntervalDefault = time.Second
@@ -90,6 +95,14 @@ type WorkerConfig struct {
 	Budget budget.Budget
 	// BudgetKey is the key reads are counted against; default BudgetKeyDefault.
 	BudgetKey string
+	// BudgetAhead is how far ahead a read may be booked when the budget's
+	// window is full, if Budget is a budget.Scheduler (NewMemory and NewSQL
+	// are): the cycle keeps its events, waits for the booked instant and
+	// reads then, instead of releasing them. The outbound worker books ahead
+	// too; a worker that only asked for room now would find every room that
+	// frees already booked while the outbound worker is budget-bound. Default
+	// BudgetAheadDefault, at most BudgetAheadMax; negative never books ahead.
+	BudgetAhead time.Duration
 	// Mapping maps HubSpot properties to local fields; default mapping.Default().
 	Mapping *mapping.Set
 	// Source is the inbound Source to claim, matched exactly; default "hubspot".
@@ -134,6 +147,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.BudgetAhead = cmp.Or(c.BudgetAhead, BudgetAheadDefault)
 	c.MaxEventSkew = cmp.Or(c.MaxEventSkew, MaxEventSkewDefault)
 	b := service.NewBase("inbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
 	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
@@ -150,6 +164,9 @@ func (c WorkerConfig) validate() error {
 	}
 	if c.HubSpot == nil {
 		errs = append(errs, errors.New("WorkerConfig.HubSpot is nil; pass a *hubspot.Client (creation events need a read)"))
+	}
+	if c.BudgetAhead > BudgetAheadMax {
+		errs = append(errs, fmt.Errorf("WorkerConfig.BudgetAhead is %s; use at most %s (a booked read's events wait that long), 0 for %s, or negative for never", c.BudgetAhead, BudgetAheadMax, BudgetAheadDefault))
 	}
 	if c.BatchSize < 0 || c.BatchSize > 1000 {
 		errs = append(errs, fmt.Errorf("WorkerConfig.BatchSize is %d; use 1..1000 or 0 for %d", c.BatchSize, BatchSizeDefault))
@@ -473,7 +490,13 @@ func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
 func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string, byID map[string][]*task, tasks []*task) []*task {
 	w := c.w
 	if w.cfg.Budget != nil {
-		res, err := w.cfg.Budget.Reserve(ctx, w.cfg.BudgetKey, 1)
+		var res budget.Reservation
+		var err error
+		if s, ok := w.cfg.Budget.(budget.Scheduler); ok && w.cfg.BudgetAhead > 0 {
+			res, err = s.Schedule(ctx, w.cfg.BudgetKey, 1, w.cfg.BudgetAhead)
+		} else {
+			res, err = w.cfg.Budget.Reserve(ctx, w.cfg.BudgetKey, 1)
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("inbound: budget reserve failed; releasing creation events", "err", err)
@@ -487,6 +510,9 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			c.release(ctx, res.RetryAfter, tasks)
 			c.hold(tasks, res.RetryAfter)
 			return nil
+		}
+		if res.Wait > 0 && !sleepCtx(ctx, res.Wait) {
+			return nil // finish releases the rest
 		}
 	}
 	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, obj.ReadProperties(), "")
@@ -806,4 +832,16 @@ func (c *cycle) finish(ctx context.Context, tasks []*task) {
 		}
 	}
 	c.release(cctx, 0, rest)
+}
+
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }

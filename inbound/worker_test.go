@@ -17,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hubsync/hubsync/apply"
+	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
@@ -575,5 +576,57 @@ func TestWorkerMergeReadsSurvivor(t *testing.T) {
 	}
 	if ch, ok := byExt["9"]; !ok || ch.Kind != store.EventMerge || len(ch.Fields) != 0 {
 		t.Errorf("merge into 9 (survivor not found) = %+v, %v; want applied without fields", ch, ok)
+	}
+}
+
+// TestWorkerBooksReadWhenWindowIsFull: a creation read that finds the
+// budget's window full, with room freeing within WorkerConfig.BudgetAhead,
+// books that room and reads then, keeping its event; with BudgetAhead
+// negative the event is released, as before.
+func TestWorkerBooksReadWhenWindowIsFull(t *testing.T) {
+	t.Parallel()
+	for _, book := range []bool{true, false} {
+		t.Run(map[bool]string{true: "booked", false: "released"}[book], func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			reader := &fakeReader{objects: map[string]hubspot.Object{"1": contactObj("1", "a@example.com", "A", time.UnixMilli(t0))}}
+			bud, err := budget.NewMemory(budget.Config{Limit: 1, Now: b.clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Someone else spent the window; its room frees 10 s later, 300 ms
+			// (plus the call lead and bucket) after the fake clock's now.
+			if res, err := bud.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil || !res.Granted {
+				t.Fatalf("reserve: %+v %v", res, err)
+			}
+			b.clock.Advance(10*time.Second - 300*time.Millisecond)
+			w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) {
+				c.Budget = bud
+				if !book {
+					c.BudgetAhead = -1
+				}
+			})
+			b.deliverEvents(t, whEvent("contact.creation", 1, t0))
+			// The fake clock stands still: the real time waited is the
+			// booked instant's distance.
+			started := time.Now()
+			if n, err := w.RunOnce(context.Background()); n != 1 || err != nil {
+				t.Fatalf("RunOnce = %d, %v", n, err)
+			}
+			waited := time.Since(started)
+			if !book {
+				ev := testcheck.Index(t, "the inbound events", b.all(t), 0)
+				if ev.Status != store.StatusPending || reader.calls != 0 {
+					t.Fatalf("with BudgetAhead < 0: status %s, %d reads; want the event released unread", ev.Status, reader.calls)
+				}
+				return
+			}
+			if _, ok := b.applier.record("contacts", "1"); !ok || reader.calls != 1 {
+				t.Fatalf("booked read: record applied %v, %d reads; want the contact created by one read", ok, reader.calls)
+			}
+			if waited < 300*time.Millisecond {
+				t.Fatalf("the read came after %s; the room it booked frees only after 300ms", waited)
+			}
+		})
 	}
 }
