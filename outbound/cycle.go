@@ -578,13 +578,7 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 		// The read took longer than the grant allows: the archive needs a
 		// grant of its own, counted in the window it is made in.
 		if !c.reserve(1, hit, c.w.cfg.callLease()) {
-			var rest []*RecordPlan
-			for _, r := range recs {
-				if r.HubSpotID == "" {
-					rest = append(rest, r)
-				}
-			}
-			c.succeed(rest, nil)
+			c.succeed(unresolved(recs), nil)
 			return
 		}
 	}
@@ -593,13 +587,7 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 		// another cycle; the rest (not in HubSpot) are done.
 		c.leaseShort = true
 		c.release(hit, 0)
-		var rest []*RecordPlan
-		for _, r := range recs {
-			if r.HubSpotID == "" {
-				rest = append(rest, r)
-			}
-		}
-		c.succeed(rest, nil)
+		c.succeed(unresolved(recs), nil)
 		return
 	}
 	if len(ids) > 0 {
@@ -1029,4 +1017,16 @@ func (w *Worker) storeLinks(ctx context.Context, recs []*RecordPlan, ids map[*Re
 	}
 	wg.Wait()
 	return errs
+}
+
+// unresolved returns the records of recs that the resolve found no HubSpot
+// object for: there is nothing to archive, so they are done.
+func unresolved(recs []*RecordPlan) []*RecordPlan {
+	var rest []*RecordPlan
+	for _, r := range recs {
+		if r.HubSpotID == "" {
+			rest = append(rest, r)
+		}
+	}
+	return rest
 }
