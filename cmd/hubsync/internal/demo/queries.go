@@ -159,30 +159,36 @@ func latencyOf(ms []float64) Latency {
 	return Latency{N: len(ms), P50: at(0.50), P99: at(0.99), Max: at(1)}
 }
 
-// outboundLatency summarises the processed outbound events' time from queued
-// to processed: all of them, and those claimed more than once without a
-// failed attempt (their lease was lost with a killed replica, or they were
-// released for the budget), which is how long a crash delays a change.
-func (q *queries) outboundLatency(ctx context.Context) (all, reclaimed Latency, err error) {
-	rows, err := q.db.QueryContext(ctx, q.q.Get("outbound_latency"))
+// queueLatency summarises the processed events' time from queued to
+// processed: inbound and outbound, and, of the outbound ones, those claimed
+// more than once without a failed attempt (their lease was lost with a
+// killed replica, or they were released for the budget), which is how long a
+// crash delays a change.
+func (q *queries) queueLatency(ctx context.Context) (inbound, outbound, reclaimed Latency, err error) {
+	rows, err := q.db.QueryContext(ctx, q.q.Get("queue_latency"))
 	if err != nil {
-		return all, reclaimed, fmt.Errorf("demo: outbound latency: %w", err)
+		return inbound, outbound, reclaimed, fmt.Errorf("demo: queue latency: %w", err)
 	}
 	defer rows.Close()
-	var every, again []float64
+	var in, out, again []float64
 	for rows.Next() {
+		var dir string
 		var ms float64
 		var attempt, retries int
-		if err := rows.Scan(&ms, &attempt, &retries); err != nil {
-			return all, reclaimed, fmt.Errorf("demo: outbound latency: %w", err)
+		if err := rows.Scan(&dir, &ms, &attempt, &retries); err != nil {
+			return inbound, outbound, reclaimed, fmt.Errorf("demo: queue latency: %w", err)
 		}
-		every = append(every, ms)
+		if dir == "inbound" {
+			in = append(in, ms)
+			continue
+		}
+		out = append(out, ms)
 		if attempt > retries+1 {
 			again = append(again, ms)
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return all, reclaimed, fmt.Errorf("demo: outbound latency: %w", err)
+		return inbound, outbound, reclaimed, fmt.Errorf("demo: queue latency: %w", err)
 	}
-	return latencyOf(every), latencyOf(again), nil
+	return latencyOf(in), latencyOf(out), latencyOf(again), nil
 }

@@ -49,6 +49,9 @@ type Report struct {
 	// OutboundReclaimed of those claimed again without a failed attempt
 	// (lease lost with a killed replica, or released for the budget).
 	OutboundLatency, OutboundReclaimed Latency
+	// InboundLatency is queued (received) → processed of the processed
+	// inbound events.
+	InboundLatency Latency
 	// FirstDeadLetters are the dead letters when both sides first settled,
 	// with their error messages; Requeued is how many of them were re-queued
 	// (with the faults cleared) before the comparison.
@@ -172,7 +175,7 @@ func collect(ctx context.Context, in collectInput) (*Report, error) {
 	if r.Queues, err = in.q.queueCounts(ctx); err != nil {
 		return nil, err
 	}
-	if r.OutboundLatency, r.OutboundReclaimed, err = in.q.outboundLatency(ctx); err != nil {
+	if r.InboundLatency, r.OutboundLatency, r.OutboundReclaimed, err = in.q.queueLatency(ctx); err != nil {
 		return nil, err
 	}
 	r.HubSpot = in.sim.Counters()
@@ -221,6 +224,7 @@ func (r *Report) Write(w io.Writer) {
 	}
 	p("  outbound queued → processed: %s", r.OutboundLatency)
 	p("    claimed again without a failure (lease lost with a killed replica, or released for the budget): %s", r.OutboundReclaimed)
+	p("  inbound queued → processed: %s", r.InboundLatency)
 	c := r.HubSpot
 	writes := int64(0)
 	for path, n := range c.RequestsByPath {

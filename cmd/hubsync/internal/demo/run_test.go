@@ -45,8 +45,13 @@ func TestRunSmallIsConsistent(t *testing.T) {
 	if rep.EchoesReceived == 0 {
 		t.Error("no echo webhook received: the demo did not exercise the anti-loop")
 	}
-	if l, n := rep.OutboundLatency, rep.Queues[store.DirectionOutbound].ByStatus[store.StatusProcessed]; int64(l.N) != n || l.P50 <= 0 || l.P50 > l.P99 || l.P99 > l.Max {
-		t.Errorf("outbound latency %+v of %d processed events: want one per event, 0 < p50 ≤ p99 ≤ max", l, n)
+	for _, c := range []struct {
+		dir store.Direction
+		l   Latency
+	}{{store.DirectionOutbound, rep.OutboundLatency}, {store.DirectionInbound, rep.InboundLatency}} {
+		if n := rep.Queues[c.dir].ByStatus[store.StatusProcessed]; int64(c.l.N) != n || c.l.P50 <= 0 || c.l.P50 > c.l.P99 || c.l.P99 > c.l.Max {
+			t.Errorf("%s latency %+v of %d processed events: want one per event, 0 < p50 ≤ p99 ≤ max", c.dir, c.l, n)
+		}
 	}
 	if c := rep.HubSpot; c.BatchWrites == 0 || c.BatchWriteInputs < c.BatchWrites || c.BatchWriteInputs > c.BatchWrites*100 {
 		t.Errorf("HubSpot took %d records in %d batch writes: want 1 to 100 per call", c.BatchWriteInputs, c.BatchWrites)

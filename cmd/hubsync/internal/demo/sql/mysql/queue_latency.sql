@@ -1,0 +1,7 @@
+-- Processed inbound and outbound events: queue, milliseconds from queued to
+-- processed, claims, failed attempts.
+SELECT 'outbound', TIMESTAMPDIFF(MICROSECOND, CreatedDate, ProcessedDate) / 1000.0, Attempt, RetryCount
+FROM _System_IntegrationOutbound WHERE Status = 'processed'
+UNION ALL
+SELECT 'inbound', TIMESTAMPDIFF(MICROSECOND, CreatedDate, ProcessedDate) / 1000.0, Attempt, RetryCount
+FROM _System_IntegrationInbound WHERE Status = 'processed';

@@ -1,0 +1,7 @@
+-- Processed inbound and outbound events: queue, milliseconds from queued to
+-- processed, claims, failed attempts.
+SELECT 'outbound', EXTRACT(EPOCH FROM (ProcessedDate - CreatedDate))::float8 * 1000, Attempt, RetryCount
+FROM _System_IntegrationOutbound WHERE Status = 'processed'
+UNION ALL
+SELECT 'inbound', EXTRACT(EPOCH FROM (ProcessedDate - CreatedDate))::float8 * 1000, Attempt, RetryCount
+FROM _System_IntegrationInbound WHERE Status = 'processed';

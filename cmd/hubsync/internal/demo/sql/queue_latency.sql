@@ -1,0 +1,7 @@
+-- Processed inbound and outbound events: queue, milliseconds from queued to
+-- processed, claims, failed attempts. SQLite keeps times as unix microseconds.
+SELECT 'outbound', (ProcessedDate - CreatedDate) / 1000.0, Attempt, RetryCount
+FROM _System_IntegrationOutbound WHERE Status = 'processed'
+UNION ALL
+SELECT 'inbound', (ProcessedDate - CreatedDate) / 1000.0, Attempt, RetryCount
+FROM _System_IntegrationInbound WHERE Status = 'processed';
