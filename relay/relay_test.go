@@ -63,7 +63,13 @@ func (b *bundle) enqueue(t *testing.T, record string, n int) []string {
 
 func (b *bundle) newRelay(t *testing.T, owner string) *Relay {
 	t.Helper()
-	r, err := New(b.st, b.bus, Config{Owner: owner, PollInterval: time.Hour, LeaseDuration: time.Minute, BatchSize: 4, Logger: quiet})
+	return b.startRelay(t, Config{Owner: owner, PollInterval: time.Hour, LeaseDuration: time.Minute, BatchSize: 4, Logger: quiet})
+}
+
+// startRelay starts a relay with cfg and stops it when the test ends.
+func (b *bundle) startRelay(t *testing.T, cfg Config) *Relay {
+	t.Helper()
+	r, err := New(b.st, b.bus, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,18 +309,7 @@ func TestHeartbeatKeepsSlowDeliveryLeased(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := b.enqueue(t, "r1", 1)
-	r, err := New(b.st, b.bus, Config{Owner: "relay-1", PollInterval: time.Hour, LeaseDuration: time.Second, Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := r.Stop(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
+	b.startRelay(t, Config{Owner: "relay-1", PollInterval: time.Hour, LeaseDuration: time.Second, Logger: quiet})
 	var once sync.Once
 	unblock := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(unblock) // before the Stop above, should the test fail first
