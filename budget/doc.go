@@ -4,7 +4,10 @@
 // A caller reserves the calls it is about to make before making them. When the
 // rolling window (or the daily limit) has no room, the reservation is refused with
 // the time until enough room frees up, and the caller releases its work instead
-// of failing it. After each HubSpot answer the caller feeds the rate-limit headers
+// of failing it. A caller that can hold its work for a moment books instead
+// (Scheduler.Schedule): it gets the next room within its horizon, in the order
+// callers ask, paced (Config.Pace), and makes its call then, so that room
+// freed in the window is used at once. After each HubSpot answer the caller feeds the rate-limit headers
 // (and any 429) back with Observe, so the budget learns what HubSpot counted.
 //
 // Two implementations share one algorithm (a sliding window of 100 buckets per

@@ -101,6 +101,7 @@
 // Outcomes: success → Complete; an Applier error matching ErrPermanent, a value
 // that does not parse as the mapped field's type or an undecodable payload →
 // Fail (dead letter, with the message, re-queueable); anything else →
-// IncrementRetry with at least the wait HubSpot asked for; no API budget →
-// Release with the budget's RetryAfter, which counts no failure.
+// IncrementRetry with at least the wait HubSpot asked for; no API budget within
+// WorkerConfig.BudgetAhead (a read books the next room when it can wait that
+// long) → Release with the budget's RetryAfter, which counts no failure.
 package inbound

@@ -11,8 +11,12 @@
 // Plan and makes its calls, reserving each call's tokens from the shared
 // budget right before it (so a call is counted in the window it is made in,
 // and must start by the grant's UseBy); a call's new links are stored in one
-// transaction. When the budget refuses, that call's and every later call's
-// events are released (no attempt used) for the budget's RetryAfter. A started worker runs Concurrency such cycles at once, back to back
+// transaction. When the window is full, a polling cycle books the next room
+// within Config.BudgetAhead (budget.Scheduler), keeps its events and calls at
+// the booked instant; when the budget refuses (no room that close, or a claim
+// by id, which never books), that call's and every later call's events are
+// released (no attempt used) until the room is that close. A started worker
+// runs Concurrency such cycles at once, back to back
 // while there is work, so that one cycle's database round trips overlap
 // another's HubSpot call; the budget, not the number of cycles, holds the
 // call rate. Any number of workers in any number of processes cooperate
