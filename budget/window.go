@@ -61,9 +61,9 @@ func newPacedLimits(limit int, window time.Duration, daily int, lead, spread tim
 // SQL budget in a row. It is a sliding window of per-bucket grant counts.
 //
 // Why it never over-grants: a grant counted in bucket b may be used (its calls
-// started) from the start of b (or, for a grant booked ahead, from the end of its Wait) until
-// its UseBy, (b+n+1)*width - window, and it is counted in buckets b … b+n, so
-// until (b+n+1)*width. Let W(c) be the tokens counted in buckets c-n … c. A
+// started) from the start of b (for a grant booked ahead, once its Wait is
+// over) until its UseBy, (b+n+1)*width - window, and it is counted in
+// buckets b … b+n, so until (b+n+1)*width. Let W(c) be the tokens counted in buckets c-n … c. A
 // call started at time a, in bucket c_a, was granted in a bucket b <= c_a with
 // a <= UseBy, so it is counted in every bucket from c_a to the bucket of
 // a+window: for any t, W(bucket of t) counts every call started in
