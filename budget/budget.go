@@ -23,6 +23,9 @@ type Reservation struct {
 	// the grant its calls may start; zero for a grant to use at once. A call
 	// must not start before it.
 	Wait time.Duration
+
+	// bucket and width say where the grant is counted (Observation.Grant).
+	bucket, width int64
 }
 
 // Late reports whether a call starting at now is too late for r's grant. A
@@ -42,6 +45,16 @@ type Observation struct {
 	RateLimited bool
 	Policy      string
 	RetryAfter  time.Duration
+	// Grant is the grant of the key under which the answered call was made,
+	// when the caller knows it (WithCall; the zero Reservation otherwise).
+	// The budget then counts that call, one of the grant's tokens, from the
+	// answer rather than from the grant: it left for HubSpot before it was
+	// answered, so HubSpot counts it no later than that. A call answered
+	// soon after its grant frees its room up to CallLead sooner; one that
+	// reached HubSpot late, after its UseBy, stays counted for as long as
+	// HubSpot counts it. Each call must be observed with its grant at most
+	// once.
+	Grant Reservation
 }
 
 // Budget is a shared call budget. Implementations are safe for concurrent use by

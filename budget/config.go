@@ -85,7 +85,10 @@ type Config struct {
 	// each grant is counted for Window + CallLead, so a call made up to CallLead
 	// after its grant is still inside the window the budget counts, and never
 	// spills uncounted into HubSpot's next window. Reserve right before each
-	// call rather than a cycle's calls at once. Default CallLeadDefault; a
+	// call rather than a cycle's calls at once. A call observed with its
+	// grant once answered (Observation.Grant, WithCall) is counted from its
+	// answer instead, so the lead costs only calls that go unanswered (the
+	// caller crashed, or the connection failed). Default CallLeadDefault; a
 	// negative value means none (calls must start within the grant's bucket,
 	// 1% of Window). Search keys use the same fraction of their 1 s window.
 	CallLead time.Duration

@@ -168,6 +168,119 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		checkWindows(t, calls, window, limit)
 	})
 
+	answer := func(t *testing.T, b Budget, key string, g Reservation) {
+		t.Helper()
+		if err := b.Observe(ctx, key, Observation{Grant: g}); err != nil {
+			t.Fatalf("Observe(%q, answer): %v", key, err)
+		}
+	}
+
+	t.Run("AnsweredCallFreesItsRoomSooner", func(t *testing.T) {
+		t.Parallel()
+		// A grant is counted for Window + CallLead from its bucket; a call
+		// answered at once is counted from its answer instead: Window plus one
+		// bucket. Five calls answered 50 ms after their grant free their room
+		// at 10.1 s, the unanswered ones at 10.3 s.
+		clock := newClock()
+		const window = 10 * time.Second
+		a, b := newPaced(t, Config{Limit: 5, Window: window, DailyLimit: -1, RetrySpread: -1, Now: clock.Now})
+		g := mustReserve(t, a, "answered", 5)
+		mustReserve(t, a, "unanswered", 5)
+		clock.Advance(50 * time.Millisecond)
+		for range 5 {
+			answer(t, b, "answered", g)
+		}
+		answer(t, b, "answered", g) // a sixth answer of the 5-call grant moves nothing more
+		clock.Advance(window + 50*time.Millisecond - time.Microsecond)
+		wantRefused(t, a, "answered", 1)
+		clock.Advance(time.Microsecond)
+		wantGranted(t, a, "answered", 4)
+		wantRefused(t, a, "answered", 2) // one left in the answered bucket
+		if r := wantRefused(t, b, "unanswered", 1); r != 200*time.Millisecond {
+			t.Fatalf("unanswered grant: RetryAfter %s at 10.1 s; want 200ms (counted for Window + CallLead)", r)
+		}
+	})
+
+	t.Run("LateAnswerKeepsTheCallCounted", func(t *testing.T) {
+		t.Parallel()
+		// A call answered 3 s after its grant may have reached HubSpot 3 s
+		// late, well after its UseBy: it stays counted until 3 s + Window
+		// (plus a bucket), not the grant's 10.3 s.
+		clock := newClock()
+		const window = 10 * time.Second
+		a, b := newPaced(t, Config{Limit: 5, Window: window, DailyLimit: -1, RetrySpread: -1, Now: clock.Now})
+		g := mustReserve(t, a, "late", 5)
+		clock.Advance(3 * time.Second)
+		answer(t, b, "late", g)
+		clock.Advance(window + 300*time.Millisecond - 3*time.Second)
+		wantGranted(t, a, "late", 4)
+		if r := wantRefused(t, a, "late", 1); r != 3*time.Second-200*time.Millisecond {
+			t.Fatalf("RetryAfter %s at 10.3 s; want 2.8s (the late call leaves at 13.1 s)", r)
+		}
+	})
+
+	t.Run("AnsweredCallsStayInTheirWindow", func(t *testing.T) {
+		t.Parallel()
+		// Calls start at any moment their grant allows and reach HubSpot at
+		// any moment until their answer, sometimes well after their UseBy;
+		// each is observed with its grant when answered. Counted at arrival,
+		// no rolling window may hold more than the limit. Calls are answered
+		// at most 0.5 s after they start and grants booked at most 0.4 s
+		// ahead, so each call is answered before its grant's room (0.02 s
+		// after a 1 s window) can be booked again: the condition under which
+		// a late call is counted in time.
+		clock := newClock()
+		const limit, window, lead = 20, time.Second, 20 * time.Millisecond
+		a, b := newPaced(t, Config{Limit: limit, Window: window, DailyLimit: -1, CallLead: lead, Now: clock.Now})
+		rng := rand.New(rand.NewPCG(7, 8))
+		type pending struct {
+			at    time.Time
+			grant Reservation
+		}
+		var answers []pending
+		var calls [][2]int64
+		granted, moved := 0, 0
+		for i := range 800 {
+			now := clock.Now()
+			slices.SortFunc(answers, func(x, y pending) int { return x.at.Compare(y.at) })
+			for len(answers) > 0 && !answers[0].at.After(now) {
+				answer(t, []Budget{a, b}[i%2], "answered", answers[0].grant)
+				answers = answers[1:]
+			}
+			tokens := 1 + rng.IntN(3)
+			within := time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
+			if i%3 == 0 {
+				within = 0
+			}
+			r := mustSchedule(t, []Budget{a, b}[i%2], "answered", tokens, within)
+			if r.Granted {
+				granted += tokens
+				from := now.Add(r.Wait)
+				for range tokens {
+					// Starts between its grant and UseBy; answered up to 0.5 s
+					// later; reached HubSpot at a moment in between, often
+					// the last.
+					start := from.Add(time.Duration(rng.Int64N(int64(r.UseBy.Sub(from)) + 1)))
+					ans := start.Add(time.Duration(rng.Int64N(int64(500 * time.Millisecond))))
+					arrival := ans
+					if rng.IntN(2) == 0 {
+						arrival = start.Add(time.Duration(rng.Int64N(int64(ans.Sub(start)) + 1)))
+					}
+					if arrival.After(r.UseBy) {
+						moved++
+					}
+					calls = append(calls, [2]int64{arrival.UnixMicro(), 1})
+					answers = append(answers, pending{ans, r})
+				}
+			}
+			clock.Advance(time.Duration(rng.Int64N(int64(20 * time.Millisecond))))
+		}
+		if granted < limit*6 || moved < 50 {
+			t.Fatalf("granted %d tokens, %d calls reached HubSpot after their UseBy, over %s; the test needs the budget saturated and late calls", granted, moved, clock.Now().Sub(clockStart))
+		}
+		checkWindows(t, calls, window, limit)
+	})
+
 	t.Run("BookingQueuesForFreedRoom", func(t *testing.T) {
 		t.Parallel()
 		clock := newClock()

@@ -8,7 +8,12 @@
 // (Scheduler.Schedule): it gets the next room within its horizon, in the order
 // callers ask, paced (Config.Pace), and makes its call then, so that room
 // freed in the window is used at once. After each HubSpot answer the caller feeds the rate-limit headers
-// (and any 429) back with Observe, so the budget learns what HubSpot counted.
+// (and any 429) back with Observe, so the budget learns what HubSpot counted,
+// and, with the call's grant (Observation.Grant; WithCall marks a call's
+// context for ObserveHubSpot's hook), when the call was answered: a grant is
+// counted for Window + CallLead, in case its call reaches HubSpot late, and an
+// answered call for Window (plus a bucket) from its answer, which is sooner
+// for a call answered at once and later for one that was slow.
 //
 // Two implementations share one algorithm (a sliding window of 100 buckets per
 // Window, a UTC-day counter and a pause):

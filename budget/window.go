@@ -33,6 +33,7 @@ type limits struct {
 	burst  int64 // most tokens booked in one slice of bucketsPerSlice buckets (unless it is empty); 0 for no cap
 	width  int64 // bucket width
 	n      int64 // buckets a grant is counted for, n*width >= window+lead
+	nw     int64 // buckets an answered call is counted for after its answer's, nw*width >= window
 	daily  int64 // tokens per UTC day; <= 0 means none
 }
 
@@ -54,7 +55,7 @@ func newPacedLimits(limit int, window time.Duration, daily int, lead, spread tim
 		burst = (int64(pace)*int64(limit) + 99) / 100
 	}
 	return limits{limit: int64(limit), window: w, lead: ld, spread: max(spread.Microseconds(), 0),
-		width: width, n: (w + ld + width - 1) / width, daily: int64(daily), burst: burst}
+		width: width, n: (w + ld + width - 1) / width, nw: (w + width - 1) / width, daily: int64(daily), burst: burst}
 }
 
 // state is what a budget keeps per key; the memory budget holds it in a map, the
@@ -236,7 +237,7 @@ func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 	s.dayCount += tokens
 	// On the caller's clock: a replica whose clock is behind the latest one
 	// recorded (eff > now) gets as much less time.
-	res := Reservation{Granted: true, UseBy: time.UnixMicro(l.useBy(x) - (eff - now)).UTC()}
+	res := Reservation{Granted: true, UseBy: time.UnixMicro(l.useBy(x) - (eff - now)).UTC(), bucket: x, width: l.width}
 	if at > eff {
 		res.Wait = time.Duration(at-eff) * time.Microsecond
 	}
@@ -247,6 +248,9 @@ func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 func (s *state) observe(l limits, now int64, o Observation) {
 	eff := s.advance(l, now)
 	cur := floorDiv(eff, l.width)
+	if o.Grant.Granted {
+		s.answered(l, o.Grant, cur)
+	}
 	add := func(tokens int64) {
 		if tokens > 0 {
 			s.counts[cur-s.first()] += tokens
@@ -277,6 +281,41 @@ func (s *state) observe(l limits, now int64, o Observation) {
 	// not see as made now, and pause until the oldest call we counted leaves.
 	add(l.limit - s.used(l, cur))
 	s.pausedUntil = max(s.pausedUntil, retry, s.earliest(l, cur, 1, false)*l.width)
+}
+
+// answered counts one call of grant g, answered in bucket cur, from its
+// answer instead of from its grant. The call left for HubSpot before the
+// answer came, so HubSpot counts it until cur's end + window at the latest:
+// counted in bucket y = cur - (n - nw) (the n buckets y … y+n), it is counted
+// until then. A grant is counted from its bucket x for window + lead, so
+//   - a call answered within the lead (y < x, the usual case) moves to y and
+//     frees its room after window + one bucket from its answer instead of
+//     window + lead from its grant; the windows it joins, y … x-1, are
+//     past ones (x <= cur), where no grant is made any more, so no grant made
+//     or booked from now on loses room it was given;
+//   - a call answered later than that (y > x) reached HubSpot, perhaps, after
+//     its UseBy: it moves to y, and is counted for as long as HubSpot may
+//     count it, even where that fills a window grants were booked in (they
+//     were counted against a window that did not hold it).
+//
+// A call answered after its grant left the window is counted anew from its
+// answer.
+func (s *state) answered(l limits, g Reservation, cur int64) {
+	y := cur - (l.n - l.nw)
+	if g.width != l.width || y == g.bucket || g.bucket > cur {
+		// Rebucketed since (another Window), counted just as long, or
+		// answered before its grant's bucket (a call must not start before
+		// its grant): left as it is.
+		return
+	}
+	if g.bucket >= s.first() {
+		i := g.bucket - s.first()
+		if s.counts[i] == 0 {
+			return // nothing left to move: a caller observed its grant twice
+		}
+		s.counts[i]--
+	}
+	s.counts[y-s.first()]++
 }
 
 // Policy names of HubSpot's 429 answers (policyName).

@@ -364,12 +364,18 @@ type fakeReader struct {
 	err     error
 	calls   int
 	maxIDs  int
+	// answered, when set, is called with each read's context, as a client's
+	// OnResponse hook would be.
+	answered func(ctx context.Context)
 }
 
-func (f *fakeReader) BatchRead(_ context.Context, _ hubspot.ObjectType, ids []string, properties []string, _ string) (*hubspot.BatchResult, error) {
+func (f *fakeReader) BatchRead(ctx context.Context, _ hubspot.ObjectType, ids []string, properties []string, _ string) (*hubspot.BatchResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls++
+	if f.answered != nil {
+		f.answered(ctx)
+	}
 	f.maxIDs = max(f.maxIDs, len(ids))
 	if f.err != nil {
 		return nil, f.err

@@ -514,6 +514,7 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 		if res.Wait > 0 && !sleepCtx(ctx, res.Wait) {
 			return nil // finish releases the rest
 		}
+		ctx = budget.WithCall(ctx, w.cfg.BudgetKey, res) // counted from its answer
 	}
 	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, obj.ReadProperties(), "")
 	if err != nil {

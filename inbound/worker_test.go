@@ -630,3 +630,29 @@ func TestWorkerBooksReadWhenWindowIsFull(t *testing.T) {
 		})
 	}
 }
+
+// A creation's read is made under its grant (budget.WithCall): its answer,
+// fed to the budget by the client's hook, counts the read from then, so its
+// room frees after Window plus a bucket rather than Window + CallLead.
+func TestWorkerReadIsCountedFromItsAnswer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bud, err := budget.NewMemory(budget.Config{Limit: 1, RetrySpread: -1, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook := budget.ObserveHubSpot(bud, BudgetKeyDefault, nil)
+	reader := &fakeReader{
+		objects:  map[string]hubspot.Object{"1": contactObj("1", "a@example.com", "A", time.UnixMilli(t0))},
+		answered: func(ctx context.Context) { hook(ctx, hubspot.Response{StatusCode: 200}) },
+	}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
+	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
+	if n, err := w.RunOnce(context.Background()); n != 1 || err != nil || reader.calls != 1 {
+		t.Fatalf("RunOnce = %d, %v with %d reads; want the creation read once", n, err, reader.calls)
+	}
+	b.clock.Advance(budget.WindowDefault + budget.WindowDefault/100)
+	if r, err := bud.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil || !r.Granted {
+		t.Fatalf("a window and a bucket after the read: Reserve = %+v, %v; want its room free (the read counted from its answer)", r, err)
+	}
+}

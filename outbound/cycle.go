@@ -347,6 +347,7 @@ func (c *cycle) callSpan(op Op, t hubspot.ObjectType, recs []*RecordPlan) (conte
 func (c *cycle) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	cfg := c.w.cfg
 	margin := cfg.callLease() - cfg.HTTPTimeout
+	ctx = budget.WithCall(ctx, cfg.BudgetKey, c.grant) // counted from its answer
 	return context.WithTimeout(ctx, min(cfg.HTTPTimeout, c.keep.Expiry().Sub(cfg.Now())-margin))
 }
 

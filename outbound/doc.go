@@ -89,6 +89,9 @@
 // dead letters after the store's MaxAttempts. Every answer's rate-limit
 // headers go to Budget.Observe through the HubSpot client's OnResponse hook
 // (budget.ObserveHubSpot), wired once by the composition for every call.
+// Each call's context carries its grant (budget.WithCall), so that its answer
+// also tells the budget to count the call from then: a call answered at once
+// frees its room up to the call lead sooner.
 //
 // # What a write sends, and why
 //
