@@ -18,6 +18,10 @@ type WindowUse struct {
 	Used   int64         `json:"used"`
 	Limit  int64         `json:"limit"`
 	Window time.Duration `json:"window_ns"`
+	// Booked counts the calls granted for a later instant (booked ahead,
+	// Scheduler.Schedule) that are not in Used yet: they join the window
+	// at their instant, within a window from now.
+	Booked int64 `json:"booked"`
 	// CallsToday counts the calls granted since midnight UTC; DailyLimit is
 	// negative when there is none.
 	CallsToday int64 `json:"calls_today"`
@@ -52,7 +56,11 @@ func (b *SQL) WindowUse(ctx context.Context, key string) (WindowUse, error) {
 	s.day, s.dayCount, s.pausedUntil, s.clock = day, dayCount, paused, clock
 	now := b.cfg.Now().UnixMicro()
 	eff := s.advance(l, now)
-	u.Used, u.CallsToday = s.used(l, floorDiv(eff, l.width)), s.dayCount
+	cur := floorDiv(eff, l.width)
+	u.Used, u.CallsToday = s.used(l, cur), s.dayCount
+	for b := cur + 1; b <= s.head; b++ {
+		u.Booked += s.at(b)
+	}
 	if s.pausedUntil > now {
 		t := time.UnixMicro(s.pausedUntil).UTC()
 		u.PausedUntil = &t

@@ -24,8 +24,24 @@ func TestSQLWindowUse(t *testing.T) {
 				t.Fatalf("Reserve = %+v, %v", r, err)
 			}
 		}
-		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 14 || u.CallsToday != 14 || u.PausedUntil != nil {
+		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 14 || u.Booked != 0 || u.CallsToday != 14 || u.PausedUntil != nil {
 			t.Fatalf("WindowUse after 14 calls = %+v, %v; want 14 used, 14 today, no pause", u, err)
+		}
+		// The window is 14 of 100 full for 10 s: a call booked 2 s ahead of a
+		// full window shows as booked, not used, until its instant.
+		if r, err := b.Reserve(ctx, "k", 86); err != nil || !r.Granted {
+			t.Fatalf("Reserve(86) = %+v, %v", r, err)
+		}
+		clock.Advance(8 * time.Second)
+		if r, err := b.Schedule(ctx, "k", 1, 3*time.Second); err != nil || !r.Granted || r.Wait == 0 {
+			t.Fatalf("Schedule(1, 3s) = %+v, %v; want booked ahead", r, err)
+		}
+		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 100 || u.Booked != 1 {
+			t.Fatalf("WindowUse with a call booked ahead = %+v, %v; want 100 used, 1 booked", u, err)
+		}
+		clock.Advance(3 * time.Second)
+		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 1 || u.Booked != 0 {
+			t.Fatalf("WindowUse after the booked instant = %+v, %v; want it used, none booked", u, err)
 		}
 		if err := b.Observe(ctx, "k", Observation{RateLimited: true, Policy: "TEN_SECONDLY_ROLLING", RetryAfter: 5 * time.Second}); err != nil {
 			t.Fatal(err)
@@ -34,8 +50,8 @@ func TestSQLWindowUse(t *testing.T) {
 			t.Fatalf("WindowUse after a 429 = %+v, %v; want the window full and a pause", u, err)
 		}
 		clock.Advance(11 * time.Second)
-		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 0 || u.PausedUntil != nil || u.CallsToday != 14 {
-			t.Fatalf("WindowUse a window later = %+v, %v; want the window empty, no pause, today's 14 kept", u, err)
+		if u, err = b.WindowUse(ctx, "k"); err != nil || u.Used != 0 || u.PausedUntil != nil || u.CallsToday != 101 {
+			t.Fatalf("WindowUse a window later = %+v, %v; want the window empty, no pause, today's 101 kept", u, err)
 		}
 		if _, err := b.WindowUse(ctx, ""); err == nil {
 			t.Fatal("WindowUse of an empty key: want an error")

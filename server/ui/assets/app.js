@@ -128,7 +128,8 @@
     if (b) {
       const pct = Math.min(100, Math.round((100 * b.used) / Math.max(1, b.limit)));
       $("#budget").replaceChildren(
-        el("div", {}, "Window: ", el("b", { id: "b-used" }, b.used), " of " + b.limit + " calls per " + (b.window_ns / 1e9) + " s"),
+        el("div", {}, "Window: ", el("b", { id: "b-used" }, b.used), " of " + b.limit + " calls per " + (b.window_ns / 1e9) + " s",
+          b.booked > 0 ? ", " + b.booked + " booked ahead" : ""),
         el("div", { class: "meter" }, el("div", { class: pct >= 90 ? "hot" : "", style: "width:" + pct + "%" })),
         el("div", {}, "Today: " + b.calls_today + (b.daily_limit > 0 ? " of " + b.daily_limit : "") + " calls"),
         el("div", { class: b.paused_until ? "failed" : "" }, b.paused_until ? "Paused after a 429 until " + when(b.paused_until) : "Not paused"),
