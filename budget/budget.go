@@ -85,7 +85,12 @@ type Scheduler interface {
 	// no such moment is that close, it refuses as Reserve does. Schedule with
 	// within 0 is Reserve.
 	//
-	// A grant booked ahead is not withdrawn by a later pause (a 429): the
-	// budget only makes later grants wait.
+	// A grant booked ahead is not withdrawn by a later pause (a 429): its
+	// caller asks Paused when its instant comes, and does not call while the
+	// key is paused.
 	Schedule(ctx context.Context, key string, tokens int, within time.Duration) (Reservation, error)
+	// Paused returns how long key stays paused from now after a 429 that
+	// HubSpot answered since (Observe); zero when it is not paused. It reads
+	// without locking or writing.
+	Paused(ctx context.Context, key string) (time.Duration, error)
 }

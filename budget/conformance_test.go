@@ -474,6 +474,17 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		clock := newClock()
 		window := 10 * time.Second
 		a, b := newReplicas(t, Config{Limit: 100, Window: window, Now: clock.Now})
+		paused := func(t *testing.T, bud Budget, key string) time.Duration {
+			t.Helper()
+			d, err := bud.(Scheduler).Paused(ctx, key)
+			if err != nil {
+				t.Fatalf("Paused(%q): %v", key, err)
+			}
+			return d
+		}
+		if d := paused(t, b, "k"); d != 0 {
+			t.Fatalf("Paused before any 429 = %s; want 0", d)
+		}
 		if err := a.Observe(ctx, "k", Observation{RateLimited: true, Policy: PolicyTenSecondlyRolling}); err != nil {
 			t.Fatal(err)
 		}
@@ -481,9 +492,19 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		if bucket := window / bucketsPerWindow; wait < window || wait > window+bucket {
 			t.Fatalf("RetryAfter after a 429 = %s; want the rest of the window (%s to %s)", wait, window, window+bucket)
 		}
+		// A caller holding a grant booked before the 429 learns of the pause.
+		if d := paused(t, b, "k"); d != wait {
+			t.Fatalf("Paused after a 429 = %s; want the refusal's %s", d, wait)
+		}
 		clock.Advance(wait - time.Microsecond)
 		wantRefused(t, a, "k", 1)
+		if d := paused(t, a, "k"); d != time.Microsecond {
+			t.Fatalf("Paused a microsecond before the pause ends = %s", d)
+		}
 		clock.Advance(time.Microsecond)
+		if d := paused(t, a, "k"); d != 0 {
+			t.Fatalf("Paused once the pause ended = %s; want 0", d)
+		}
 		wantGranted(t, b, "k", 100)
 
 		// A longer Retry-After wins over the window.

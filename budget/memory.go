@@ -71,3 +71,14 @@ func (m *Memory) Observe(_ context.Context, key string, o Observation) error {
 	m.get(key).observe(l, m.cfg.Now().UnixMicro(), o)
 	return nil
 }
+
+// Paused returns how long key stays paused from now; see Scheduler.
+func (m *Memory) Paused(_ context.Context, key string) (time.Duration, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.keys[key]
+	if s == nil {
+		return 0, nil
+	}
+	return pausedFor(s.pausedUntil, m.cfg.Now().UnixMicro()), nil
+}

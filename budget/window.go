@@ -318,6 +318,11 @@ func (s *state) answered(l limits, g Reservation, cur int64) {
 	s.counts[y-s.first()]++
 }
 
+// pausedFor is how long a pause until until (µs) lasts from now (µs).
+func pausedFor(until, now int64) time.Duration {
+	return time.Duration(max(until-now, 0)) * time.Microsecond
+}
+
 // Policy names of HubSpot's 429 answers (policyName).
 const (
 	PolicyTenSecondlyRolling = "TEN_SECONDLY_ROLLING"

@@ -67,3 +67,20 @@ func (b *SQL) WindowUse(ctx context.Context, key string) (WindowUse, error) {
 	}
 	return u, nil
 }
+
+// Paused returns how long key stays paused from now, for every replica; see
+// Scheduler. It reads the key's row without locking it.
+func (b *SQL) Paused(ctx context.Context, key string) (time.Duration, error) {
+	var (
+		width, head, day, dayCount, paused, clock int64
+		counts                                    string
+	)
+	err := b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("budget: read the pause of %q: %w", key, err)
+	}
+	return pausedFor(paused, b.cfg.Now().UnixMicro()), nil
+}

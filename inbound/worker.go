@@ -492,8 +492,9 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 	if w.cfg.Budget != nil {
 		var res budget.Reservation
 		var err error
-		if s, ok := w.cfg.Budget.(budget.Scheduler); ok && w.cfg.BudgetAhead > 0 {
-			res, err = s.Schedule(ctx, w.cfg.BudgetKey, 1, w.cfg.BudgetAhead)
+		sched, ok := w.cfg.Budget.(budget.Scheduler)
+		if ok && w.cfg.BudgetAhead > 0 {
+			res, err = sched.Schedule(ctx, w.cfg.BudgetKey, 1, w.cfg.BudgetAhead)
 		} else {
 			res, err = w.cfg.Budget.Reserve(ctx, w.cfg.BudgetKey, 1)
 		}
@@ -511,8 +512,22 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			c.hold(tasks, res.RetryAfter)
 			return nil
 		}
-		if res.Wait > 0 && !sleepCtx(ctx, res.Wait) {
-			return nil // finish releases the rest
+		if res.Wait > 0 {
+			if !sleepCtx(ctx, res.Wait) {
+				return nil // finish releases the rest
+			}
+			// A 429 answered since the booking pauses every call, booked or not.
+			paused, err := sched.Paused(ctx, w.cfg.BudgetKey)
+			if err != nil || paused > 0 {
+				wait := paused
+				if err != nil {
+					c.log.Warn("inbound: read the budget's pause failed; releasing creation events", "err", err)
+					wait = w.cfg.PollInterval
+				}
+				c.release(ctx, wait, tasks)
+				c.hold(tasks, wait)
+				return nil
+			}
 		}
 		ctx = budget.WithCall(ctx, w.cfg.BudgetKey, res) // counted from its answer
 	}

@@ -656,3 +656,40 @@ func TestWorkerReadIsCountedFromItsAnswer(t *testing.T) {
 		t.Fatalf("a window and a bucket after the read: Reserve = %+v, %v; want its room free (the read counted from its answer)", r, err)
 	}
 }
+
+// pauseAfterBooking answers some other call 429 right after each booking
+// ahead, while the booked read waits for its instant.
+type pauseAfterBooking struct{ budget.Scheduler }
+
+func (p pauseAfterBooking) Schedule(ctx context.Context, key string, tokens int, within time.Duration) (budget.Reservation, error) {
+	r, err := p.Scheduler.Schedule(ctx, key, tokens, within)
+	if err == nil && r.Wait > 0 {
+		err = p.Observe(ctx, key, budget.Observation{RateLimited: true, Policy: budget.PolicyTenSecondlyRolling, RetryAfter: 30 * time.Second})
+	}
+	return r, err
+}
+
+// A read booked ahead is not made if HubSpot answered a 429 while it waited
+// for its instant: its events are released until the pause ends.
+func TestWorkerBookedReadWaitsOutAPause(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	reader := &fakeReader{objects: map[string]hubspot.Object{"1": contactObj("1", "a@example.com", "A", time.UnixMilli(t0))}}
+	bud, err := budget.NewMemory(budget.Config{Limit: 1, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := bud.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil || !res.Granted {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	b.clock.Advance(10*time.Second - 300*time.Millisecond)
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = pauseAfterBooking{bud} })
+	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
+	if _, err := w.RunOnce(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ev := testcheck.Index(t, "the inbound events", b.all(t), 0)
+	if reader.calls != 0 || ev.Status != store.StatusPending {
+		t.Fatalf("under a pause: %d reads, event %s; want no read and the event released", reader.calls, ev.Status)
+	}
+}

@@ -208,6 +208,9 @@ func (c *cycle) reserve(tokens int, recs []*RecordPlan, need time.Duration) bool
 				c.release(recs, 0)
 				return false
 			}
+			if !c.unpaused(sched, recs) {
+				return false
+			}
 		}
 		if !res.Late(cfg.Now()) {
 			c.grant = res
@@ -219,6 +222,26 @@ func (c *cycle) reserve(tokens int, recs []*RecordPlan, need time.Duration) bool
 	c.release(recs, 0)
 	c.errs = append(c.errs, fmt.Errorf("outbound: %d budget grants in a row arrived after their UseBy; is this replica's clock behind the others'?", reserveAttempts))
 	return false
+}
+
+// unpaused reports whether a call booked ahead may go out at its instant:
+// HubSpot may have answered a 429 since it was booked, and the budget's pause
+// then holds for every call, booked or not. When paused (or the pause cannot
+// be read) it releases recs until the pause ends and refuses the cycle's
+// later calls; the booked grant stays counted.
+func (c *cycle) unpaused(sched budget.Scheduler, recs []*RecordPlan) bool {
+	paused, err := sched.Paused(c.ctx, c.w.cfg.BudgetKey)
+	if err != nil {
+		c.release(recs, 0)
+		c.errs = append(c.errs, fmt.Errorf("outbound: read the budget's pause before a booked call: %w", err))
+		return false
+	}
+	if paused > 0 {
+		c.refusedFor = paused
+		c.denied(recs, paused)
+		return false
+	}
+	return true
 }
 
 // wait waits d; false when the cycle's context ended first.

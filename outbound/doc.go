@@ -13,7 +13,7 @@
 // and must start by the grant's UseBy); a call's new links are stored in one
 // transaction. When the window is full, a polling cycle books the next room
 // within Config.BudgetAhead (budget.Scheduler), keeps its events and calls at
-// the booked instant; when the budget refuses (no room that close, or a claim
+// the booked instant (unless a 429 paused the budget meanwhile); when the budget refuses (no room that close, or a claim
 // by id, which never books), that call's and every later call's events are
 // released (no attempt used) until the room is that close. A started worker
 // runs Concurrency such cycles at once, back to back

@@ -134,6 +134,14 @@ func (b timedBudget) Schedule(ctx context.Context, key string, tokens int, withi
 	return b.Budget.Reserve(ctx, key, tokens)
 }
 
+func (b timedBudget) Paused(ctx context.Context, key string) (time.Duration, error) {
+	defer b.p.since("budget.Paused", time.Now())
+	if s, ok := b.Budget.(budget.Scheduler); ok {
+		return s.Paused(ctx, key)
+	}
+	return 0, nil
+}
+
 func (b timedBudget) Observe(ctx context.Context, key string, o budget.Observation) error {
 	defer b.p.since("budget.Observe", time.Now())
 	return b.Budget.Observe(ctx, key, o)

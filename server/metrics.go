@@ -253,6 +253,15 @@ func (b meteredBudget) Schedule(ctx context.Context, key string, tokens int, wit
 	return r, err
 }
 
+// Paused asks the wrapped budget when it can (budget.Scheduler); a budget
+// that cannot book is never asked.
+func (b meteredBudget) Paused(ctx context.Context, key string) (time.Duration, error) {
+	if s, ok := b.Budget.(budget.Scheduler); ok {
+		return s.Paused(ctx, key)
+	}
+	return 0, nil
+}
+
 func (b meteredBudget) count(key string, tokens int, r budget.Reservation, err error) {
 	switch {
 	case err != nil:
