@@ -10,7 +10,9 @@
 // heartbeat extends the batch's leases every third of it while the batch is
 // delivered, however long the subscribers take. A relay that dies mid-batch
 // leaves its leases to expire, within a lease; another relay then claims and
-// delivers those events again. A relay whose heartbeat finds a lease claimed
+// delivers those events again, with those it had delivered but not yet marked
+// processed (it marks a batch's delivered events processed together, up to
+// 100 in one store call). A relay whose heartbeat finds a lease claimed
 // again delivers no more of that batch.
 //
 // A claim hands out each record's head (its first unfinished event) with the

@@ -41,7 +41,8 @@ var (
 type Config struct {
 	// Owner names this relay in lease rows; default "host/pid/relay-random".
 	Owner string
-	// BatchSize is the most events claimed at once; default BatchSizeDefault.
+	// BatchSize is the most records a claim takes, each with its due events
+	// (up to store.MaxPerRecordDefault of them); default BatchSizeDefault.
 	BatchSize int
 	// PollInterval is the wait between claims when the queue is empty; default
 	// PollIntervalDefault. Notify wakes the relay early.
@@ -231,8 +232,10 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 	defer keep.Stop()
 	var errs []error
 	held := map[string]bool{} // records with a failed event in this batch
+	done := completer{r: r}
 	for i, ev := range evs {
 		if stopCtx.Err() != nil || workCtx.Err() != nil {
+			errs = append(errs, done.flush(workCtx))
 			r.release(evs[i:])
 			return len(evs), errors.Join(append(errs, context.Canceled)...)
 		}
@@ -240,6 +243,7 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 			// This relay stalled past its lease and another claimed some of
 			// the batch again: deliver no more of it (the rest is released,
 			// fenced, so only what is still ours goes back).
+			errs = append(errs, done.flush(workCtx))
 			r.release(evs[i:])
 			return len(evs), errors.Join(append(errs, fmt.Errorf("relay: batch of %d events: %w", len(evs), store.ErrLeaseLost))...)
 		}
@@ -252,12 +256,58 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 		if err := r.deliver(workCtx, ev); err != nil {
 			held[key] = true
 			errs = append(errs, err)
+			continue
+		}
+		if err := done.add(workCtx, ev.Lease()); err != nil {
+			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, done.flush(workCtx))
 	return len(evs), errors.Join(errs...)
 }
 
-// deliver hands one event to the bus and settles its lease.
+// completeChunk is the most delivered events the relay holds before marking
+// them processed in one store call.
+const completeChunk = 100
+
+// completer marks a batch's delivered events processed, completeChunk at a
+// time. One call per event was a transaction each (with PostgreSQL's lane
+// triggers), the relay's main cost when the subscribers are fast; a relay
+// that crashes between a delivery and its chunk's call delivers those events
+// again, which at-least-once delivery allows.
+type completer struct {
+	r      *Relay
+	leases []store.Lease
+}
+
+// add holds a delivered event's lease, completing the chunk when it is full.
+func (c *completer) add(ctx context.Context, l store.Lease) error {
+	c.leases = append(c.leases, l)
+	if len(c.leases) < completeChunk {
+		return nil
+	}
+	return c.flush(ctx)
+}
+
+// flush marks the held events processed, even after a stop: their deliveries
+// have happened (ctx's cancellation is ignored). A crashed relay completes
+// nothing, as a killed process.
+func (c *completer) flush(ctx context.Context) error {
+	leases := c.leases
+	c.leases = nil
+	if len(leases) == 0 || c.r.crashed() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeoutDefault)
+	defer cancel()
+	if err := c.r.st.Internal().Complete(ctx, leases...); err != nil {
+		return fmt.Errorf("relay: complete %d delivered events: %w", len(leases), err)
+	}
+	return nil
+}
+
+// deliver hands one event to the bus; on a failure it records the retry. The
+// caller completes a delivered event.
 func (r *Relay) deliver(ctx context.Context, ev store.InternalEvent) error {
 	pubErr := r.bus.Publish(ctx, ev)
 	if ctx.Err() != nil {
@@ -265,15 +315,12 @@ func (r *Relay) deliver(ctx context.Context, ev store.InternalEvent) error {
 		r.release([]store.InternalEvent{ev})
 		return ctx.Err()
 	}
-	// Settle even if a stop cancels ctx now: the delivery has happened.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeoutDefault)
-	defer cancel()
 	if pubErr == nil {
-		if err := r.st.Internal().Complete(ctx, ev.Lease()); err != nil {
-			return fmt.Errorf("relay: complete %s: %w", ev.ID, err)
-		}
 		return nil
 	}
+	// Record the failure even if a stop cancels ctx now: the delivery has happened.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeoutDefault)
+	defer cancel()
 	res, err := r.st.Internal().IncrementRetry(ctx, ev.Lease(), pubErr.Error(), r.cfg.RetryDelay)
 	if err != nil {
 		return fmt.Errorf("relay: record failure of %s (%v): %w", ev.ID, pubErr, err)
