@@ -67,7 +67,11 @@ func TestWorkerReadCalibratesBudgetThroughClientHook(t *testing.T) {
 		t.Errorf("observation of the 429 = %+v", o)
 	}
 	want := budget.Observation{Max: 190, Remaining: 150, Interval: 10 * time.Second, DailyMax: 625000, DailyRemaining: 624000}
-	if o := bud.observed[1]; o != want {
+	o := bud.observed[1]
+	if !o.Grant.Granted {
+		t.Errorf("observation of the read = %+v; want it to carry the read's grant (budget.WithCall)", o)
+	}
+	if o.Grant = (budget.Reservation{}); o != want {
 		t.Errorf("observation of the read = %+v, want %+v", o, want)
 	}
 }
