@@ -12,10 +12,10 @@
 // by index, and an UPDATE … RETURNING leases them and moves their lanes
 // itself (the lane trigger stands aside for it). That statement
 // (sql/Claim.sql) is the body of a server-side function per queue
-// (hubsync_claim_<queue>, migrations 019 and 021) whose SET clauses hold the
-// planner settings that keep that plan whatever the table statistics say, so
-// its cost follows what it returns, not the backlog; a claim is one call of it
-// in autocommit, one round trip.
+// (hubsync_claim_<queue>, migrations 019, 021 and 022) whose SET clauses hold
+// the planner settings that keep that plan whatever the table statistics say,
+// so its cost follows what it returns, not the backlog; a claim is one call of
+// it in autocommit, one round trip.
 // EnqueueBatch inserts a whole batch with one
 // INSERT … SELECT from a JSON parameter, after taking each event's sequence.
 // Applications that use pgx natively can enqueue inside their pgx.Tx with the

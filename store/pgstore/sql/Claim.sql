@@ -1,4 +1,4 @@
--- The body of the claim function hubsync_claim_<queue> (migration 021), which
+-- The body of the claim function hubsync_claim_<queue> (migration 022), which
 -- the engine calls (ClaimCall.sql): this file is the statement's one source,
 -- and TestClaimFunctionsMatchClaimSQL requires each migrated function body to
 -- be RETURN QUERY of it, rendered for its queue, without these comments; a
@@ -28,14 +28,19 @@
 --
 -- The lane row lock arbitrates between claimers: one record, one claimer. A
 -- lane changed by a commit after this statement's snapshot is re-checked by
--- PostgreSQL (DueDate <= @now) on its newest version before it is locked, and
--- the UPDATE re-checks each event (claimable), so a stale read at worst
--- leaves a record for the next claim; it never hands an event out twice or
--- out of order. locked takes the events' row locks without waiting, and ok
--- keeps each record's events up to the first one another transaction holds
--- (a Complete, Release or ClaimIDs of the same record in flight): a claim
--- never waits for a row lock while it holds lanes, so it cannot deadlock with
--- a writer that holds an event and waits for its lane (the lane triggers).
+-- PostgreSQL (DueDate <= @now) on its newest version before it is locked, so
+-- a head delayed since the snapshot drops its record. locked takes the
+-- events' row locks without waiting and re-checks each locked event in its
+-- newest version (claimable, or finished meanwhile), and ok keeps each
+-- record's events up to the first one another transaction holds (a Complete,
+-- Release or ClaimIDs of the same record in flight) or that is no longer
+-- claimable (a follower delayed since the snapshot, which leaves the lane as
+-- it was: migration 022); the UPDATE re-checks each event (claimable) and
+-- drops the finished ones. So a stale read at worst leaves a record, or its
+-- tail, for the next claim; it never hands an event out twice or out of
+-- order (TestClaimZombieRace forces these interleavings). A claim never
+-- waits for a row lock while it holds lanes, so it cannot deadlock with a
+-- writer that holds an event and waits for its lane (the lane triggers).
 -- The lease probe keeps a record whose later event is leased
 -- (a pending head released behind a still-leased follower) for its holder.
 --

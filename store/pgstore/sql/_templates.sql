@@ -58,12 +58,25 @@
 
 {{/* lockprefix follows a CTE evs(Id, pos, record key) of the events a claim
      would lease: locked takes their row locks without waiting, and ok keeps
-     each record's events up to the first one another transaction holds, so a
-     record's events are never handed out with a gap and a claim never waits
-     for a row lock. */}}
+     each record's events up to the first one another transaction holds, or
+     that is unfinished but no longer claimable, so a record's events are
+     never handed out with a gap and a claim never waits for a row lock.
+
+     locked re-checks the row it locked: evs read the events in the
+     statement's snapshot, and an event that a commit after the snapshot
+     changed is locked in its newest version, which PostgreSQL re-checks
+     against locked's WHERE (READ COMMITTED). A worker whose lease expired
+     may release one of its events with a delay (or put it in backoff) after
+     the claim's snapshot; when that event is not its record's head the lane
+     does not change, and the UPDATE's re-check alone would drop that event
+     but lease the ones behind it, out of order (TestClaimZombieRace). Here
+     the event leaves locked, and ok stops its record at the gap. An event
+     finished meanwhile (processed, failed) blocks nothing: it stays in
+     locked, and the UPDATE's re-check drops it. */}}
 {{define "lockprefix"}}locked AS MATERIALIZED (
-    SELECT v.* FROM evs v JOIN {{.Table}} e ON e.Id = v.Id
-    FOR UPDATE OF e SKIP LOCKED
+    SELECT v.* FROM evs v JOIN {{.Table}} t ON t.Id = v.Id
+    WHERE {{template "claimable"}} OR t.Status NOT IN ('pending', 'processing')
+    FOR UPDATE OF t SKIP LOCKED
 ), ok AS MATERIALIZED (
     SELECT z.Id FROM (
         SELECT k.Id, k.pos, ROW_NUMBER() OVER (PARTITION BY {{tuple . "k"}} ORDER BY k.pos) AS n
