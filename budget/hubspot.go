@@ -51,8 +51,9 @@ func grantOf(ctx context.Context, key string) Reservation {
 // response's rate-limit headers (and every 429) to b under key, so that all
 // calls of a client, reads and writes of every worker alike, calibrate the
 // one shared budget. Responses without rate-limit headers that are not 429s
-// (searches) are skipped, unless the call was made under a grant (WithCall). A failing Observe is logged to log (nil: discarded)
-// and otherwise ignored: the call itself succeeded or failed on its own.
+// (searches) are skipped, unless the call was made under a grant (WithCall).
+// A failing Observe is logged to log (nil: discarded) and otherwise ignored:
+// the call itself succeeded or failed on its own.
 func ObserveHubSpot(b Budget, key string, log *slog.Logger) func(context.Context, hubspot.Response) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
