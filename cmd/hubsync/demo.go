@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/hubsync/hubsync/cmd/hubsync/internal/demo"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 )
 
 func init() {
@@ -25,7 +27,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	duration := fs.Duration("duration", 0, fmt.Sprintf("give up (and fail) if both sides have not converged within this time (default %s; %s with -dispatch qstash)", demo.DurationDefault, demo.QStashDurationDefault))
 	dispatchMode := fs.String("dispatch", demo.DispatchPoll, "how outbound events reach the worker: poll, or qstash (through the QStash emulator, with its delivery faults when -faults, to the signed worker endpoint)")
 	seed := fs.Int64("seed", demo.SeedDefault, "seed of the workload and of the simulator's faults")
-	faults := fs.Bool("faults", true, "inject HubSpot faults (5xx, 423, 429, latency, failed and duplicate webhooks, rare validation errors)")
+	faults := faultsFlag{spec: demo.FaultsAll}
+	fs.Var(&faults, "faults", fmt.Sprintf(`the simulator's injected faults (5xx, 423, 429, latency, failed and duplicate webhooks, rare validation errors): -faults or -faults=true for %s, -faults=false for %s, or, as hubsync chaos, %s, %s or a comma list of %s`,
+		demo.FaultsAll, demo.FaultsNone, demo.FaultsAll, demo.FaultsNone, strings.Join(demo.FaultKinds, ", ")))
 	keep := fs.Bool("keep", false, "keep the temporary directory (SQLite database, service log) and print its path")
 	quiet := fs.Bool("quiet", false, "no progress display, only the report")
 	fs.Usage = func() {
@@ -57,7 +61,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		out = f // keeps terminal detection for the progress bars
 	}
 	rep, err := demo.Run(ctx, demo.Config{
-		Changes: *records, Duration: *duration, Seed: *seed, NoFaults: !*faults,
+		Changes: *records, Duration: *duration, Seed: *seed, NoFaults: faults.spec == demo.FaultsNone, Faults: faults.faults(),
 		Keep: *keep, Quiet: *quiet, Out: out, Dispatch: *dispatchMode,
 	})
 	if err != nil {
@@ -68,6 +72,38 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errDiffer
 	}
 	return nil
+}
+
+// faultsFlag is demo's -faults. It stays a boolean (-faults, -faults=false),
+// and also takes hubsync chaos's values: all, none, or a comma list of kinds.
+type faultsFlag struct{ spec string } // canonical (demo.ParseFaults)
+
+func (f *faultsFlag) String() string   { return f.spec }
+func (f *faultsFlag) IsBoolFlag() bool { return true }
+
+func (f *faultsFlag) Set(s string) error {
+	switch s {
+	case "true":
+		s = demo.FaultsAll
+	case "false":
+		s = demo.FaultsNone
+	}
+	_, spec, err := demo.ParseFaults(s)
+	if err != nil {
+		return err
+	}
+	f.spec = spec
+	return nil
+}
+
+// faults returns the faults to inject instead of the default ones; nil for
+// all of them (and for none, which demo.Config.NoFaults says).
+func (f *faultsFlag) faults() *hubspotsim.Faults {
+	if f.spec == demo.FaultsAll || f.spec == demo.FaultsNone {
+		return nil
+	}
+	faults, _, _ := demo.ParseFaults(f.spec) // validated by Set
+	return &faults
 }
 
 // isSet reports whether the flag name was given on the command line.
