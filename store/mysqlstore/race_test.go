@@ -5,12 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/sqlq"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/mysqlstore"
 	"github.com/hubsync/hubsync/store/storetest"
@@ -38,14 +43,15 @@ import (
 // in SHOW ENGINE INNODB STATUS), runs the zombie's change until it returns or
 // waits for the claim, then commits the producer. Before the fix, the zombie's
 // change of a follower returned while the claim waited, and the delayed or
-// released follower was skipped.
+// released follower was skipped: TestClaimZombieRaceControl runs the walk
+// before the fix and requires the out-of-order lease.
 
 // raceStore is a store over one connection (so that its claims run where the
 // test watches them) with a clock the test sets, and a second store on the
 // same database for the zombie.
 type raceStore struct {
-	db     *sql.DB // the database's pool, for the producer and the checks
-	s      *mysqlstore.Store
+	db     *sql.DB     // the database's pool, for the producer and the checks
+	s      *sqlq.Store // the claimer's
 	zombie *mysqlstore.Store
 	// connID and zombieID are CONNECTION_ID() of s's and zombie's one
 	// connection.
@@ -54,7 +60,9 @@ type raceStore struct {
 	base             time.Time
 }
 
-func newRaceStore(t *testing.T) *raceStore {
+// newRaceStore returns a raceStore whose claimer runs the backend's queries,
+// or, with walk, ClaimLockFollowers replaced by it.
+func newRaceStore(t *testing.T, walk string) *raceStore {
 	t.Helper()
 	m := dbtest.Migrated(t, store.MySQL)
 	one := dbtest.Open(t, m.URL)
@@ -62,7 +70,13 @@ func newRaceStore(t *testing.T) *raceStore {
 	one.SetMaxIdleConns(1)
 	r := &raceStore{db: m.DB, clock: new(atomic.Int64), base: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var err error
-	if r.s, err = mysqlstore.New(one, store.Config{Now: r.now}); err != nil {
+	if walk == "" {
+		ms, err := mysqlstore.New(one, store.Config{Now: r.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.s = ms.Store
+	} else if r.s, err = sqlq.New(one, withWalk(t, walk), store.Config{Now: r.now}); err != nil {
 		t.Fatal(err)
 	}
 	zdb := dbtest.Open(t, m.URL)
@@ -237,11 +251,11 @@ var zombieCases = []zombieCase{
 // may itself wait for the claim), commits the producer, and returns A's events
 // the claim leased, those it should have and the violations of per-record
 // order.
-func runZombie(t *testing.T, zc zombieCase) (got, want, bad []string) {
+func runZombie(t *testing.T, zc zombieCase, walk string) (got, want, bad []string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := newRaceStore(t)
+	r := newRaceStore(t, walk)
 	q := r.s.Outbound()
 	enqueue := func(tx store.DBTX) string {
 		t.Helper()
@@ -343,12 +357,61 @@ func runZombie(t *testing.T, zc zombieCase) (got, want, bad []string) {
 func TestClaimZombieRace(t *testing.T) {
 	for _, zc := range zombieCases {
 		t.Run(zc.name, func(t *testing.T) {
-			got, want, bad := runZombie(t, zc)
+			got, want, bad := runZombie(t, zc, "")
 			if len(bad) > 0 {
 				t.Errorf("per-record order broken: %v", bad)
 			}
 			if strings.Join(got, ",") != strings.Join(want, ",") {
 				t.Errorf("claim got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// pendingFirstWalk is ClaimLockFollowers before the fix: one scan of the open
+// index, the pending followers before the processing ones.
+const pendingFirstWalk = `SELECT STRAIGHT_JOIN f.Id, f.Lane, h.Id, {{template "due"}}
+FROM {{template "ids"}} JOIN {{.Table}} h ON h.Id = j.Id
+JOIN {{.Table}} f FORCE INDEX ({{.OpenIndex}}) ON {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
+    AND f.Lane > h.Lane
+ORDER BY h.Id, f.Lane
+FOR UPDATE`
+
+// withWalk returns the backend's dialect (its settings as mysqlstore.go sets
+// them, its sql directory) with ClaimLockFollowers replaced by walk.
+func withWalk(t *testing.T, walk string) sqlq.Dialect {
+	t.Helper()
+	files := fstest.MapFS{}
+	err := fs.WalkDir(os.DirFS("."), "sql", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		files[path] = &fstest.MapFile{Data: data}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files["sql/ClaimLockFollowers.sql"] = &fstest.MapFile{Data: []byte(walk)}
+	return sqlq.Dialect{Name: store.MySQL, Queries: files, Mode: sqlq.ClaimLockThenUpdate,
+		ClaimTx: &sql.TxOptions{Isolation: sql.LevelReadCommitted}}
+}
+
+// TestClaimZombieRaceControl is TestClaimZombieRace's negative control: with
+// the walk before the fix (pendingFirstWalk), the same interleavings must
+// lease out of order exactly where the zombie moves the follower from
+// processing to pending, so the test forces the race the fix closes.
+func TestClaimZombieRaceControl(t *testing.T) {
+	breaks := []string{"follower released with a delay", "follower released", "follower in backoff"}
+	for _, zc := range zombieCases {
+		t.Run(zc.name, func(t *testing.T) {
+			_, _, bad := runZombie(t, zc, pendingFirstWalk)
+			if slices.Contains(breaks, zc.name) && len(bad) == 0 {
+				t.Errorf("the pending-first walk kept the order; the test does not force the race")
+			}
+			if !slices.Contains(breaks, zc.name) && len(bad) > 0 {
+				t.Errorf("per-record order broken: %v", bad)
 			}
 		})
 	}
