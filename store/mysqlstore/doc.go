@@ -7,6 +7,7 @@
 //
 // MySQL has no UPDATE … RETURNING, so a claim is one short read-committed
 // transaction: lock the due record heads with FOR UPDATE SKIP LOCKED, lock their
-// followers (ClaimLockFollowers), lease them all, read them back. Idempotent inbound enqueue uses INSERT IGNORE on the unique
+// followers (ClaimLockFollowers, the processing ones before the pending, so a
+// follower released meanwhile is not skipped), lease them all, read them back. Idempotent inbound enqueue uses INSERT IGNORE on the unique
 // IdempotencyKey.
 package mysqlstore

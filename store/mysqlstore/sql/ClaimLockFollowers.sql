@@ -5,11 +5,27 @@
 -- and read as last committed, as locking reads are. No other claimer waits for
 -- them: while a head is unfinished no follower of it is a head, so no other
 -- claim selects one, and only this transaction holds the head.
-SELECT STRAIGHT_JOIN f.Id, f.Lane, h.Id,
-    CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
-           OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now) THEN 1 ELSE 0 END
+--
+-- The processing followers are locked before the pending ones: the two SELECTs
+-- of the UNION run one after the other. The open index orders a record's
+-- entries by Status, and read committed takes no gap locks: a worker whose
+-- lease expired may release a follower (or put it in backoff) while this read
+-- waits for a row, which moves the follower's entry from 'processing' to
+-- 'pending'. Read pending first, the entry moved behind the scan, the follower
+-- was missed and the events behind it leased out of order
+-- (TestClaimZombieRace). Read processing first, a follower the scan passed is
+-- locked and cannot move, and one that moves ahead of it is found among the
+-- pending. Nothing moves a follower of a held head the other way: only a claim
+-- that holds its head leases it.
+(SELECT STRAIGHT_JOIN f.Id, f.Lane, h.Id AS Head, {{template "due"}} AS Due
 FROM {{template "ids"}} JOIN {{.Table}} h ON h.Id = j.Id
-JOIN {{.Table}} f FORCE INDEX ({{.OpenIndex}}) ON {{same . "f" "h"}} AND f.Status IN ('pending', 'processing')
+JOIN {{.Table}} f FORCE INDEX ({{.OpenIndex}}) ON {{same . "f" "h"}} AND f.Status = 'processing'
     AND f.Lane > h.Lane
-ORDER BY h.Id, f.Lane
-FOR UPDATE
+FOR UPDATE)
+UNION ALL
+(SELECT STRAIGHT_JOIN f.Id, f.Lane, h.Id, {{template "due"}}
+FROM {{template "ids"}} JOIN {{.Table}} h ON h.Id = j.Id
+JOIN {{.Table}} f FORCE INDEX ({{.OpenIndex}}) ON {{same . "f" "h"}} AND f.Status = 'pending'
+    AND f.Lane > h.Lane
+FOR UPDATE)
+ORDER BY Head, Lane

@@ -30,3 +30,7 @@ WHERE {{template "keyed" .}}e.Status = 'processing' AND e.LeaseExpiresDate < @no
 ORDER BY e.CreatedDate, e.Id LIMIT @limit {{.Lock}}{{end}}
 
 {{define "ids"}}JSON_TABLE(@ids, '$[*]' COLUMNS (Id VARCHAR(255) CHARACTER SET utf8mb4 PATH '$')) AS j{{end}}
+
+{{/* due is 1 if the follower f is claimable now, else 0. */}}
+{{define "due"}}CASE WHEN (f.Status = 'pending' AND f.NextAttemptDate <= @now)
+           OR (f.Status = 'processing' AND f.LeaseExpiresDate < @now) THEN 1 ELSE 0 END{{end}}
