@@ -582,6 +582,22 @@ func TestWorkerMergeReadsSurvivor(t *testing.T) {
 // TestWorkerBooksReadWhenWindowIsFull: a creation read that finds the
 // budget's window full, with room freeing within WorkerConfig.BudgetAhead,
 // books that room and reads then, keeping its event; with BudgetAhead
+// fullWindow returns a budget of one call per window whose call someone else
+// spent: its room frees 10 s later, 300 ms (plus the call lead and bucket)
+// after the fake clock's now, so a read books it.
+func (b *bundle) fullWindow(t *testing.T) *budget.Memory {
+	t.Helper()
+	bud, err := budget.NewMemory(budget.Config{Limit: 1, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := bud.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil || !res.Granted {
+		t.Fatalf("reserve: %+v %v", res, err)
+	}
+	b.clock.Advance(10*time.Second - 300*time.Millisecond)
+	return bud
+}
+
 // negative the event is released, as before.
 func TestWorkerBooksReadWhenWindowIsFull(t *testing.T) {
 	t.Parallel()
@@ -590,16 +606,7 @@ func TestWorkerBooksReadWhenWindowIsFull(t *testing.T) {
 			t.Parallel()
 			b := setup(t)
 			reader := &fakeReader{objects: map[string]hubspot.Object{"1": contactObj("1", "a@example.com", "A", time.UnixMilli(t0))}}
-			bud, err := budget.NewMemory(budget.Config{Limit: 1, Now: b.clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Someone else spent the window; its room frees 10 s later, 300 ms
-			// (plus the call lead and bucket) after the fake clock's now.
-			if res, err := bud.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil || !res.Granted {
-				t.Fatalf("reserve: %+v %v", res, err)
-			}
-			b.clock.Advance(10*time.Second - 300*time.Millisecond)
+			bud := b.fullWindow(t)
 			w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) {
 				c.Budget = bud
 				if !book {
@@ -675,15 +682,7 @@ func TestWorkerBookedReadWaitsOutAPause(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	reader := &fakeReader{objects: map[string]hubspot.Object{"1": contactObj("1", "a@example.com", "A", time.UnixMilli(t0))}}
-	bud, err := budget.NewMemory(budget.Config{Limit: 1, Now: b.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res, err := bud.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil || !res.Granted {
-		t.Fatalf("reserve: %+v %v", res, err)
-	}
-	b.clock.Advance(10*time.Second - 300*time.Millisecond)
-	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = pauseAfterBooking{bud} })
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = pauseAfterBooking{b.fullWindow(t)} })
 	b.deliverEvents(t, whEvent("contact.creation", 1, t0))
 	if _, err := w.RunOnce(context.Background()); err != nil {
 		t.Fatal(err)
