@@ -579,9 +579,6 @@ func TestWorkerMergeReadsSurvivor(t *testing.T) {
 	}
 }
 
-// TestWorkerBooksReadWhenWindowIsFull: a creation read that finds the
-// budget's window full, with room freeing within WorkerConfig.BudgetAhead,
-// books that room and reads then, keeping its event; with BudgetAhead
 // fullWindow returns a budget of one call per window whose call someone else
 // spent: its room frees 10 s later, 300 ms (plus the call lead and bucket)
 // after the fake clock's now, so a read books it.
@@ -598,6 +595,9 @@ func (b *bundle) fullWindow(t *testing.T) *budget.Memory {
 	return bud
 }
 
+// TestWorkerBooksReadWhenWindowIsFull: a creation read that finds the
+// budget's window full, with room freeing within WorkerConfig.BudgetAhead,
+// books that room and reads then, keeping its event; with BudgetAhead
 // negative the event is released, as before.
 func TestWorkerBooksReadWhenWindowIsFull(t *testing.T) {
 	t.Parallel()
