@@ -287,7 +287,7 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 	hs := cfg.HubSpot
 	ctx, span := c.callSpan(op, t, recs)
 	defer span.End()
-	ctx, cancel := c.callCtx(ctx)
+	ctx, cancel := c.callCtx(c.underGrant(ctx))
 	defer cancel()
 	var res *hubspot.BatchResult
 	var err error
@@ -370,8 +370,14 @@ func (c *cycle) callSpan(op Op, t hubspot.ObjectType, recs []*RecordPlan) (conte
 func (c *cycle) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	cfg := c.w.cfg
 	margin := cfg.callLease() - cfg.HTTPTimeout
-	ctx = budget.WithCall(ctx, cfg.BudgetKey, c.grant) // counted from its answer
 	return context.WithTimeout(ctx, min(cfg.HTTPTimeout, c.keep.Expiry().Sub(cfg.Now())-margin))
+}
+
+// underGrant marks ctx as the context of one call made under the cycle's
+// current grant, so that the budget counts the call from its answer
+// (budget.WithCall). Only a call the grant was reserved for may carry it.
+func (c *cycle) underGrant(ctx context.Context) context.Context {
+	return budget.WithCall(ctx, c.w.cfg.BudgetKey, c.grant)
 }
 
 // callErr turns the end of a call's own deadline (callCtx) into a retryable
@@ -616,7 +622,7 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 	}
 	if len(ids) > 0 {
 		c.sum.Calls++
-		ctx, cancel := c.callCtx(c.ctx)
+		ctx, cancel := c.callCtx(c.underGrant(c.ctx))
 		err := c.callErr(ctx, c.w.cfg.HubSpot.BatchArchive(ctx, t, ids))
 		cancel()
 		c.countRateLimited(err)
