@@ -289,7 +289,7 @@ func twoWay(t *testing.T, dbURL string) {
 		t.Fatalf("exit code after SIGTERM = %d\n%s", code, svc.logs())
 	}
 	code, out, errOut := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+dbURL), "status")
-	if code != 0 || !strings.Contains(out, "outbound") || !strings.Contains(out, "0 dead letters") {
+	if code != 0 || !strings.Contains(out, "outbound") || !strings.Contains(out, "0 dead letters") || !strings.Contains(out, "IN WINDOW") {
 		t.Fatalf("status = %d\n%s%s", code, out, errOut)
 	}
 }

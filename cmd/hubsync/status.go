@@ -20,7 +20,15 @@ func init() {
 // statusReport is what `hubsync status -json` prints.
 type statusReport struct {
 	ops.Metrics
-	Budget []budget.Usage `json:"budget"`
+	Budget []budgetStatus `json:"budget"`
+}
+
+// budgetStatus is one budget key's use: today's calls and any pause, and the
+// calls counted in its rolling window now and booked ahead of it.
+type budgetStatus struct {
+	budget.Usage
+	InWindow int64 `json:"in_window"`
+	Booked   int64 `json:"booked_ahead"`
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -55,7 +63,14 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	rep := statusReport{Metrics: m, Budget: bu}
+	rep := statusReport{Metrics: m, Budget: make([]budgetStatus, len(bu))}
+	for i, u := range bu {
+		w, err := b.WindowUse(ctx, u.Key)
+		if err != nil {
+			return err
+		}
+		rep.Budget[i] = budgetStatus{Usage: u, InWindow: w.Used, Booked: w.Booked}
+	}
 	if rep.Queues == nil {
 		rep.Queues = []ops.QueueMetrics{}
 	}
@@ -95,13 +110,13 @@ func printStatus(w io.Writer, rep statusReport) {
 	if len(rep.Budget) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "BUDGET KEY\tCALLS TODAY (UTC)\tPAUSED UNTIL")
+		fmt.Fprintln(tw, "BUDGET KEY\tIN WINDOW\tBOOKED AHEAD\tCALLS TODAY (UTC)\tPAUSED UNTIL")
 		for _, b := range rep.Budget {
 			paused := "-"
 			if b.PausedUntil != nil {
 				paused = b.PausedUntil.Format(time.RFC3339)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\n", b.Key, b.CallsToday, paused)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", b.Key, b.InWindow, b.Booked, b.CallsToday, paused)
 		}
 		tw.Flush()
 	}
