@@ -15,9 +15,11 @@ type Reservation struct {
 	RetryAfter time.Duration
 	// UseBy is, when granted, the latest moment (by the budget's clock) at
 	// which the granted calls may start: the budget counts them until UseBy +
-	// Window, so a call made by then is counted for the whole window in which
-	// HubSpot counts it. A call that would start later must be reserved again
-	// (the late grant stays counted; it can only make the budget stricter).
+	// Window (or, for a call observed with its grant once answered, Window
+	// after the answer: Observation.Grant), so a call made by then is counted
+	// for the whole window in which HubSpot counts it. A call that would
+	// start later must be reserved again (the late grant stays counted; it can
+	// only make the budget stricter).
 	UseBy time.Time
 	// Wait is, for a grant booked ahead (Scheduler.Schedule), how long after
 	// the grant its calls may start; zero for a grant to use at once. A call

@@ -38,22 +38,10 @@ func (b *SQL) WindowUse(ctx context.Context, key string) (WindowUse, error) {
 		return WindowUse{}, fmt.Errorf("budget: window use: %w", err)
 	}
 	u := WindowUse{Key: key, Limit: l.limit, Window: time.Duration(l.window) * time.Microsecond, DailyLimit: l.daily}
-	var (
-		width, head, day, dayCount, paused, clock int64
-		counts                                    string
-	)
-	err = b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock)
-	if errors.Is(err, sql.ErrNoRows) {
-		return u, nil
+	s, found, err := b.read(ctx, l, key)
+	if err != nil || !found {
+		return u, err
 	}
-	if err != nil {
-		return WindowUse{}, fmt.Errorf("budget: window use of %q: %w", key, err)
-	}
-	s, err := loadState(l, width, head, counts)
-	if err != nil {
-		return WindowUse{}, err
-	}
-	s.day, s.dayCount, s.pausedUntil, s.clock = day, dayCount, paused, clock
 	now := b.cfg.Now().UnixMicro()
 	eff := s.advance(l, now)
 	cur := floorDiv(eff, l.width)
@@ -71,16 +59,34 @@ func (b *SQL) WindowUse(ctx context.Context, key string) (WindowUse, error) {
 // Paused returns how long key stays paused from now, for every replica; see
 // Scheduler. It reads the key's row without locking it.
 func (b *SQL) Paused(ctx context.Context, key string) (time.Duration, error) {
+	l, err := b.cfg.limitsFor(key, 1)
+	if err != nil {
+		return 0, fmt.Errorf("budget: paused: %w", err)
+	}
+	s, _, err := b.read(ctx, l, key)
+	if err != nil {
+		return 0, err
+	}
+	return pausedFor(s.pausedUntil, b.cfg.Now().UnixMicro()), nil
+}
+
+// read loads key's stored state for limits l without locking its row;
+// found is false for a key that has never reserved anything.
+func (b *SQL) read(ctx context.Context, l limits, key string) (s state, found bool, err error) {
 	var (
 		width, head, day, dayCount, paused, clock int64
 		counts                                    string
 	)
-	err := b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock)
+	err = b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
+		return state{}, false, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("budget: read the pause of %q: %w", key, err)
+		return state{}, false, fmt.Errorf("budget: read the window of %q: %w", key, err)
 	}
-	return pausedFor(paused, b.cfg.Now().UnixMicro()), nil
+	if s, err = loadState(l, width, head, counts); err != nil {
+		return state{}, false, err
+	}
+	s.day, s.dayCount, s.pausedUntil, s.clock = day, dayCount, paused, clock
+	return s, true, nil
 }
