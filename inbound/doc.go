@@ -103,5 +103,7 @@
 // Fail (dead letter, with the message, re-queueable); anything else →
 // IncrementRetry with at least the wait HubSpot asked for; no API budget within
 // WorkerConfig.BudgetAhead (a read books the next room when it can wait that
-// long) → Release with the budget's RetryAfter, which counts no failure.
+// long), or a 429 pause that began while a booked read waited → Release with
+// the budget's wait, which counts no failure. A read's grant goes with its
+// call (budget.WithCall), so the budget counts it from its answer.
 package inbound
