@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/hubsync/hubsync/cmd/hubsync/internal/demo"
@@ -28,8 +29,8 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	dispatchMode := fs.String("dispatch", demo.DispatchPoll, "how outbound events reach the worker: poll, or qstash (through the QStash emulator, with its delivery faults when -faults, to the signed worker endpoint)")
 	seed := fs.Int64("seed", demo.SeedDefault, "seed of the workload and of the simulator's faults")
 	faults := faultsFlag{spec: demo.FaultsAll}
-	fs.Var(&faults, "faults", fmt.Sprintf(`the simulator's injected faults (5xx, 423, 429, latency, failed and duplicate webhooks, rare validation errors): -faults or -faults=true for %s, -faults=false for %s, or, as hubsync chaos, %s, %s or a comma list of %s`,
-		demo.FaultsAll, demo.FaultsNone, demo.FaultsAll, demo.FaultsNone, strings.Join(demo.FaultKinds, ", ")))
+	fs.Var(&faults, "faults", fmt.Sprintf(`the simulator's injected faults (5xx, 423, 429, latency, failed and duplicate webhooks, rare validation errors): %s (a bare -faults, or true), %s (or false), or a comma list of %s, as hubsync chaos`,
+		demo.FaultsAll, demo.FaultsNone, strings.Join(demo.FaultKinds, ", ")))
 	keep := fs.Bool("keep", false, "keep the temporary directory (SQLite database, service log) and print its path")
 	quiet := fs.Bool("quiet", false, "no progress display, only the report")
 	fs.Usage = func() {
@@ -40,7 +41,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(bareFaults(args)); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -74,12 +75,28 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	return nil
 }
 
-// faultsFlag is demo's -faults. It stays a boolean (-faults, -faults=false),
-// and also takes hubsync chaos's values: all, none, or a comma list of kinds.
+// faultsFlag is demo's -faults. It takes hubsync chaos's values (all, none,
+// or a comma list of kinds) and, as when it was a boolean, true and false; a
+// bare -faults means all (bareFaults).
 type faultsFlag struct{ spec string } // canonical (demo.ParseFaults)
 
-func (f *faultsFlag) String() string   { return f.spec }
-func (f *faultsFlag) IsBoolFlag() bool { return true }
+func (f *faultsFlag) String() string { return f.spec }
+
+// bareFaults rewrites a bare -faults (the boolean form: followed by another
+// flag, or last) to -faults=all, so that the flag can take a value without
+// the flag package calling a bad one an "invalid boolean value".
+func bareFaults(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		if a == "--" {
+			break
+		}
+		if (a == "-faults" || a == "--faults") && (i+1 == len(out) || strings.HasPrefix(out[i+1], "-")) {
+			out[i] = "-faults=" + demo.FaultsAll
+		}
+	}
+	return out
+}
 
 func (f *faultsFlag) Set(s string) error {
 	switch s {

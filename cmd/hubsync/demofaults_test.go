@@ -9,14 +9,14 @@ import (
 	"github.com/hubsync/hubsync/cmd/hubsync/internal/demo"
 )
 
-// demo's -faults stays a boolean and takes chaos's values too.
+// demo's -faults takes chaos's values, and true, false and a bare -faults as when it was a boolean.
 func TestDemoFaultsFlag(t *testing.T) {
 	parse := func(args ...string) (faultsFlag, error) {
 		fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		f := faultsFlag{spec: demo.FaultsAll}
 		fs.Var(&f, "faults", "")
-		return f, fs.Parse(args)
+		return f, fs.Parse(bareFaults(args))
 	}
 	for _, c := range []struct {
 		args []string
@@ -28,6 +28,9 @@ func TestDemoFaultsFlag(t *testing.T) {
 		{[]string{"-faults=false"}, demo.FaultsNone},
 		{[]string{"-faults=none"}, demo.FaultsNone},
 		{[]string{"-faults=latency, 429"}, "429,latency"},
+		{[]string{"-faults", "none"}, demo.FaultsNone},
+		{[]string{"-faults", "429"}, "429"},
+		{[]string{"-faults", "-faults=false", "-faults"}, demo.FaultsAll},
 	} {
 		f, err := parse(c.args...)
 		if err != nil || f.spec != c.spec {
@@ -44,7 +47,7 @@ func TestDemoFaultsFlag(t *testing.T) {
 			t.Errorf("-faults=%s: faults() = %+v; want nil (the default faults, or NoFaults)", spec, f.faults())
 		}
 	}
-	if _, err := parse("-faults=bogus"); err == nil || !strings.Contains(err.Error(), strings.Join(demo.FaultKinds, ", ")) {
-		t.Errorf("-faults=bogus: %v; want an error listing the kinds", err)
+	if _, err := parse("-faults=bogus"); err == nil || !strings.Contains(err.Error(), strings.Join(demo.FaultKinds, ", ")) || strings.Contains(err.Error(), "boolean") {
+		t.Errorf("-faults=bogus: %v; want an error listing the kinds, not a boolean's", err)
 	}
 }
