@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -63,6 +64,15 @@ func TestBenchOutbound(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("HUBSYNC_BENCH_CONCURRENCY")); err == nil {
 		conc = v
 	}
+	// HUBSYNC_BUDGET_PACE sets budget.Config.Pace, as for hubsync serve.
+	var pace int
+	if v := os.Getenv("HUBSYNC_BUDGET_PACE"); v != "" {
+		p, err := strconv.Atoi(v)
+		if err != nil {
+			t.Fatalf("HUBSYNC_BUDGET_PACE=%q: want an integer (the budget's Pace)", v)
+		}
+		pace = p
+	}
 	ph := newPhases()
 	var ws []*outbound.Worker
 	var stores []store.Store
@@ -78,7 +88,7 @@ func TestBenchOutbound(t *testing.T) {
 			t.Fatal(err)
 		}
 		stores = append(stores, st)
-		bud, err := budget.NewSQL(sdb, store.Postgres, budget.Config{Limit: 100})
+		bud, err := budget.NewSQL(sdb, store.Postgres, budget.Config{Limit: 100, Pace: pace})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,6 +156,13 @@ func TestBenchOutbound(t *testing.T) {
 	t.Logf("steady window %s: %d events processed = %.0f records/s = %.1f%% of the 1000/s ceiling; %d calls (%.1f records/call); real 429s total %d; budget refusals %d; retries %d",
 		measure, p1-p0, rate, rate/10, calls, float64(p1-p0)/float64(max(calls, 1)), c1.RateLimited429["TEN_SECONDLY_ROLLING"], m.BudgetDenied, m.Retried)
 	t.Logf("calls booked ahead (Config.BudgetAhead): %d", m.BudgetBooked)
+	// Where a shortfall goes: a window that held fewer calls than the limit
+	// had room no call took.
+	if fill := ph.windowFill(start.Add(warmup), start.Add(warmup+measure), 10*time.Second, 100*time.Millisecond); len(fill) > 0 {
+		slices.Sort(fill)
+		t.Logf("calls in HubSpot's 10 s window, ending every 100 ms of the steady window's last %s: min %d, median %d, max %d (limit 100)",
+			measure-10*time.Second, fill[0], fill[len(fill)/2], fill[len(fill)-1])
+	}
 }
 
 // TestBenchHotRecords compares HubSpot calls per record change for a hot

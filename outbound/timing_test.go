@@ -17,9 +17,10 @@ import (
 // phases sums the latency of the worker's dependencies by operation, for the
 // benchmark's report of where a cycle's time goes.
 type phases struct {
-	mu  sync.Mutex
-	n   map[string]int
-	sum map[string]time.Duration
+	mu    sync.Mutex
+	n     map[string]int
+	sum   map[string]time.Duration
+	calls []time.Time // when each HubSpot write call started, for windowFill
 }
 
 func newPhases() *phases { return &phases{n: map[string]int{}, sum: map[string]time.Duration{}} }
@@ -37,6 +38,25 @@ func (p *phases) reset() {
 	clear(p.n)
 	clear(p.sum)
 	p.mu.Unlock()
+}
+
+// windowFill returns the calls started in each window of length window that
+// ends at from+window, from+window+step, … up to to, in order: how full
+// HubSpot's rolling window was, seen from its end.
+func (p *phases) windowFill(from, to time.Time, window, step time.Duration) []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var fill []int
+	for end := from.Add(window); !end.After(to); end = end.Add(step) {
+		n := 0
+		for _, at := range p.calls {
+			if at.After(end.Add(-window)) && !at.After(end) {
+				n++
+			}
+		}
+		fill = append(fill, n)
+	}
+	return fill
 }
 
 func (p *phases) String() string {
@@ -80,7 +100,11 @@ type timedHubSpot struct {
 }
 
 func (h timedHubSpot) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpsertInput) (*hubspot.BatchResult, error) {
-	defer h.p.since("hubspot.BatchUpsert", time.Now())
+	start := time.Now()
+	h.p.mu.Lock()
+	h.p.calls = append(h.p.calls, start)
+	h.p.mu.Unlock()
+	defer h.p.since("hubspot.BatchUpsert", start)
 	return h.Client.BatchUpsert(ctx, t, in)
 }
 
