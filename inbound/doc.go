@@ -11,6 +11,8 @@
 //     than MaxEventSkew ahead is refused on its own: logged, counted and kept with
 //     its reason in a RejectedLog (hubsync_rejected_webhook), while the rest of
 //     the delivery is stored; only a body that is no JSON array is a 400.
+//     Echoes of this app's own writes (ReceiverConfig.AppID) are stored already
+//     processed, kept for audit, so that no claim ever hands them out.
 //     It only stores: no HubSpot call, no record write, so it stays far below
 //     HubSpot's 5 s delivery timeout. Under concurrent deliveries it commits in
 //     groups: while MaxConcurrentStores transactions run, arriving deliveries
@@ -89,8 +91,14 @@
 //   - association and unknown types, unmapped object types: completed without
 //     applying, kept for audit.
 //   - echoes, events whose changeSource is INTEGRATION or API with sourceId equal
-//     to this app's id (our own writes coming back): completed without applying,
-//     kept for audit.
+//     to this app's id (our own writes coming back): never applied, kept for
+//     audit. The decision needs nothing but the event, so the Receiver makes it
+//     at receipt: it marks the payload Echo and stores the row processed
+//     (ProcessedDate the time of receipt, Attempt 0), and the Worker never
+//     claims it; ReceiverHooks.OnStored counts them. The Worker still checks
+//     what it claims (the Echo mark, or its own AppID) and completes an echo
+//     as OutcomeEcho without applying: events stored pending before echoes were
+//     stored processed, or by a Receiver without an AppID.
 //
 // Fencing: with an apply.FencedApplier (records.Service), the apply and the
 // event's completion are one transaction that first completes the event under

@@ -128,7 +128,9 @@ type Event struct {
 	IsPrimaryAssociation *bool  `json:"isPrimaryAssociation,omitempty"`
 
 	// Echo is true when the receiver recognised the event as the echo of this
-	// app's own write (see IsEcho); the worker checks again with its own AppID.
+	// app's own write (see IsEcho), and stored it processed. The worker checks
+	// again, with its own AppID, the events that reach it: those stored before
+	// echoes were stored processed, or by a receiver without an AppID.
 	Echo bool `json:"echo,omitempty"`
 }
 
@@ -528,7 +530,9 @@ func boolText(b *bool) string {
 }
 
 // Resolve maps the event's object type through m (nil means mapping.Default())
-// and marks echoes of appID, returning the row to store.
+// and marks echoes of appID, returning the row to store. An echo's row has
+// Status store.StatusProcessed: there is nothing to apply, so it is stored
+// for audit and never claimed.
 func (p ParsedEvent) Resolve(m *mapping.Set, appID string) (store.InboundEvent, error) {
 	if m == nil {
 		m = mapping.Default()
@@ -542,7 +546,7 @@ func (p ParsedEvent) Resolve(m *mapping.Set, appID string) (store.InboundEvent, 
 	if err != nil {
 		return store.InboundEvent{}, fmt.Errorf("encode canonical event: %w", err)
 	}
-	return store.InboundEvent{
+	row := store.InboundEvent{
 		Source:         SourceHubSpot,
 		ExternalID:     ev.ObjectID,
 		ObjectType:     ev.ObjectType,
@@ -550,5 +554,9 @@ func (p ParsedEvent) Resolve(m *mapping.Set, appID string) (store.InboundEvent, 
 		Payload:        payload,
 		RawPayload:     p.Raw,
 		IdempotencyKey: p.IdempotencyKey,
-	}, nil
+	}
+	if ev.Echo {
+		row.Status = store.StatusProcessed
+	}
+	return row, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log"
 	"net/http"
-	"time"
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/hubspot"
@@ -35,8 +34,10 @@ func Example() {
 	receiver, err := inbound.NewReceiver(inbound.ReceiverConfig{
 		Store: st.Inbound(), ClientSecret: "client-secret", PublicURL: "https://crm.example.com", AppID: "1000",
 		MaxConcurrentStores: 1, // SQLite
-		Hooks: inbound.ReceiverHooks{OnAccept: func(_, inserted int, _ time.Duration) {
-			if inserted > 0 {
+		// Echoes of our own writes are stored processed: only pending rows
+		// are work for the worker.
+		Hooks: inbound.ReceiverHooks{OnStored: func(pending, _ int) {
+			if pending > 0 {
 				worker.Notify()
 			}
 		}},

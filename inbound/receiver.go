@@ -60,6 +60,11 @@ type ReceiverHooks struct {
 	// OnAccept is called after a delivery was committed: events received,
 	// rows inserted (the rest were duplicates), and the handling time.
 	OnAccept func(events, inserted int, elapsed time.Duration)
+	// OnStored is called after a delivery was committed, before OnAccept,
+	// with its inserted rows split: pending, for the Worker, and echoes of
+	// this app's own writes, stored processed (never claimed). A caller that
+	// wakes the Worker needs only pending.
+	OnStored func(pending, echoes int)
 	// OnEventRejected is called for every event of an accepted delivery that
 	// was refused (not stored as an inbound event), with its EventReject*
 	// reason.
@@ -103,7 +108,9 @@ type ReceiverConfig struct {
 	// Now is the clock for the timestamp check; default time.Now.
 	Now func() time.Time
 	// AppID is this app's HubSpot id; events whose changeSource/sourceId show
-	// they came from this app are marked Echo in their payload. Empty marks none.
+	// they came from this app (echoes of our own writes) are marked Echo in
+	// their payload and stored processed, so that the Worker never claims
+	// them. Empty recognises none: every event is stored pending.
 	AppID string
 	// Mapping resolves local object types; default mapping.Default().
 	Mapping *mapping.Set
@@ -348,7 +355,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		evs = append(evs, ev)
 	}
-	inserted := 0
+	inserted, echoes := 0, 0
 	if len(evs) > 0 {
 		res, err := rc.store(r.Context(), evs)
 		if err != nil {
@@ -356,9 +363,12 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rc.reject(w, http.StatusInternalServerError, RejectStore, "events not stored; retry")
 			return
 		}
-		for _, x := range res {
+		for i, x := range res {
 			if x.Inserted {
 				inserted++
+				if evs[i].Status == store.StatusProcessed {
+					echoes++
+				}
 			}
 			// A duplicate links to the event stored by the first delivery.
 			eventtrace.LinkEnqueued(ctx, x.ID)
@@ -372,11 +382,14 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if h := rc.cfg.Hooks.OnStored; h != nil {
+		h(inserted-echoes, echoes)
+	}
 	if h := rc.cfg.Hooks.OnAccept; h != nil {
 		h(len(parsed)+len(bad), inserted, time.Since(start))
 	}
 	span.SetAttributes(attribute.Int("hubsync.events.received", len(parsed)+len(bad)), attribute.Int("hubsync.events.inserted", inserted),
-		attribute.Int("hubsync.events.rejected", len(rejects)))
+		attribute.Int("hubsync.events.echoes", echoes), attribute.Int("hubsync.events.rejected", len(rejects)))
 	httpjson.Write(w, http.StatusOK, receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)})
 }
 

@@ -506,9 +506,9 @@ func TestReceiverMarksEchoes(t *testing.T) {
 		hubspot.WebhookEvent{EventID: 1, OccurredAt: 1700000000000, SubscriptionType: "contact.propertyChange", ObjectID: 1, PropertyName: "phone", PropertyValue: "1", ChangeSource: "INTEGRATION", SourceID: testAppID},
 		hubspot.WebhookEvent{EventID: 2, OccurredAt: 1700000000000, SubscriptionType: "contact.propertyChange", ObjectID: 1, PropertyName: "phone", PropertyValue: "2", ChangeSource: "CRM_UI"},
 	)
-	pending := b.all(t)
+	stored := b.all(t)
 	echoes := 0
-	for _, ev := range pending {
+	for _, ev := range stored {
 		var e Event
 		if err := json.Unmarshal(ev.Payload, &e); err != nil {
 			t.Fatal(err)
@@ -517,8 +517,8 @@ func TestReceiverMarksEchoes(t *testing.T) {
 			echoes++
 		}
 	}
-	if len(pending) != 2 || echoes != 1 {
-		t.Fatalf("%d events, %d marked echo; want 2 and 1", len(pending), echoes)
+	if len(stored) != 2 || echoes != 1 {
+		t.Fatalf("%d events, %d marked echo; want 2 and 1", len(stored), echoes)
 	}
 }
 

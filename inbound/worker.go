@@ -59,7 +59,7 @@ const (
 	OutcomeApplied   = "applied"    // the Applier applied it (its Result may list stale fields)
 	OutcomeStale     = "stale"      // the Applier skipped it all: a newer change was applied
 	OutcomeIgnored   = "ignored"    // completed without applying (unmapped, association, gone)
-	OutcomeEcho      = "echo"       // our own write coming back; completed without applying
+	OutcomeEcho      = "echo"       // our own write coming back, stored pending (see the package doc); completed without applying
 	OutcomeRetry     = "retry"      // failed, will be retried
 	OutcomeDead      = "dead"       // failed for good (dead letter)
 	OutcomeReleased  = "released"   // given back without a failure (no budget, stopping)

@@ -38,7 +38,7 @@ type meteredPgxStore struct {
 // is counted once its transaction is seen committed.
 func (s meteredPgxStore) EnqueueOutboundPgx(ctx context.Context, tx pgx.Tx, ev store.OutboundEvent) (store.EnqueueResult, error) {
 	res, err := s.pg.EnqueueOutboundPgx(ctx, tx, ev)
-	s.outbound.m.enqueuedTx(ev.Destination, res, err)
+	s.outbound.m.enqueuedTx(ev.Destination, "", res, err)
 	return res, err
 }
 
@@ -111,32 +111,51 @@ type leasedEvent struct {
 }
 
 type pendingEnqueue struct {
-	key string
-	at  time.Time
+	key       string
+	at        time.Time
+	processed bool // stored processed (see storedProcessed)
 }
 
 func newMeter(in *instruments, dir store.Direction, now func() time.Time) *meter {
 	return &meter{in: in, dir: dir, now: now, leased: map[string]leasedEvent{}, pending: map[string]pendingEnqueue{}}
 }
 
-// enqueued counts an enqueue that has committed.
-func (m *meter) enqueued(key string, r store.EnqueueResult, err error) {
+// enqueued counts an enqueue that has committed; status is the event's
+// QueueState.Status.
+func (m *meter) enqueued(key string, status store.Status, r store.EnqueueResult, err error) {
 	if err == nil && r.Inserted {
 		m.in.enqueued.WithLabelValues(string(m.dir), key).Inc()
+		if m.storedProcessed(status) {
+			m.countProcessed(key)
+		}
 	}
+}
+
+// storedProcessed reports whether an event enqueued with status was stored
+// already processed: an inbound one (the echoes of our own writes). It is
+// processed by this process as much as one it completes, and counting it so
+// keeps an inbound queue's enqueued and processed counts in step; it is
+// never claimed.
+func (m *meter) storedProcessed(status store.Status) bool {
+	return m.dir == store.DirectionInbound && status == store.StatusProcessed
+}
+
+func (m *meter) countProcessed(key string) {
+	m.in.processed.WithLabelValues(string(m.dir), key).Inc()
+	m.in.activity.Add(processedSeries(m.dir), 1)
 }
 
 // enqueuedTx notes an enqueue inside the caller's transaction: it is counted
 // once seen committed (claimed by this process, or read back by confirm), and
 // never if the transaction rolls back.
-func (m *meter) enqueuedTx(key string, r store.EnqueueResult, err error) {
+func (m *meter) enqueuedTx(key string, status store.Status, r store.EnqueueResult, err error) {
 	if err != nil || !r.Inserted {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.pending) < pendingTxMax {
-		m.pending[r.ID] = pendingEnqueue{key: key, at: m.now()}
+		m.pending[r.ID] = pendingEnqueue{key: key, at: m.now(), processed: m.storedProcessed(status)}
 	}
 }
 
@@ -169,6 +188,9 @@ func (m *meter) confirm(ctx context.Context, get func(context.Context, string) e
 		case err == nil:
 			delete(m.pending, id)
 			m.in.enqueued.WithLabelValues(string(m.dir), p.key).Inc()
+			if p.processed {
+				m.countProcessed(p.key)
+			}
 		case m.now().Sub(p.at) > pendingTxMaxAge:
 			delete(m.pending, id)
 		}
@@ -232,8 +254,7 @@ func (m *meter) complete(leases []store.Lease, err error) {
 	for _, l := range leases {
 		k := m.key(l.ID)
 		if !gone[l.ID] {
-			m.in.processed.WithLabelValues(string(m.dir), k).Inc()
-			m.in.activity.Add(processedSeries(m.dir), 1)
+			m.countProcessed(k)
 		}
 	}
 }
@@ -292,14 +313,16 @@ func (q *meteredQueue[E]) confirmEnqueues(ctx context.Context) {
 
 func (q *meteredQueue[E]) Enqueue(ctx context.Context, ev E) (store.EnqueueResult, error) {
 	res, err := q.Queue.Enqueue(ctx, ev)
-	q.m.enqueued(ev.Header().Key, res, err)
+	h := ev.Header()
+	q.m.enqueued(h.Key, h.Status, res, err)
 	return res, err
 }
 
 func (q *meteredQueue[E]) EnqueueTx(ctx context.Context, tx store.DBTX, ev E) (store.EnqueueResult, error) {
 	// The caller's transaction may still roll back: counted once seen committed.
 	res, err := q.Queue.EnqueueTx(ctx, tx, ev)
-	q.m.enqueuedTx(ev.Header().Key, res, err)
+	h := ev.Header()
+	q.m.enqueuedTx(h.Key, h.Status, res, err)
 	return res, err
 }
 
@@ -375,7 +398,7 @@ func (r *meteredInbound) EnqueueBatch(ctx context.Context, evs []store.InboundEv
 	if err == nil {
 		for i, x := range res {
 			if i < len(evs) {
-				r.m.enqueued(evs[i].Source, x, nil)
+				r.m.enqueued(evs[i].Source, evs[i].Status, x, nil)
 			}
 		}
 	}

@@ -51,6 +51,7 @@ const (
 	MetricWebhookRequests     = "hubsync_webhook_requests_total"
 	MetricWebhookVerifyFailed = "hubsync_webhook_verification_failures_total"
 	MetricWebhookRejected     = "hubsync_webhook_events_rejected_total"
+	MetricWebhookEchoes       = "hubsync_webhook_echoes_total"
 	MetricAuthFailures        = "hubsync_auth_failures_total"
 	MetricLastClaim           = "hubsync_queue_last_claim_timestamp_seconds"
 	MetricEventWait           = "hubsync_event_wait_seconds"
@@ -89,6 +90,7 @@ type instruments struct {
 	webhookRequests     *prometheus.CounterVec
 	webhookVerifyFailed prometheus.Counter
 	webhookRejected     *prometheus.CounterVec
+	webhookEchoes       prometheus.Counter
 	authFailures        *prometheus.CounterVec
 	lastClaim           *prometheus.GaugeVec
 	eventWait           *prometheus.HistogramVec
@@ -117,7 +119,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 		reg:                 reg,
 		enqueued:            counter(MetricEventsEnqueued, "Events enqueued (inserted, duplicates excluded) and committed by this process, by queue and exact source/destination. An enqueue inside a caller's transaction counts once seen committed: when claimed here, or read back by a queue statistics reading once 30 s old.", dk...),
 		claimed:             counter(MetricEventsClaimed, "Events claimed (leased) by this process.", dk...),
-		processed:           counter(MetricEventsProcessed, "Events completed by this process.", dk...),
+		processed:           counter(MetricEventsProcessed, "Events completed by this process, and inbound events it stored already processed (webhook echoes of hubsync's own writes).", dk...),
 		failed:              counter(MetricEventsFailed, "Events that became dead letters in this process.", dk...),
 		retried:             counter(MetricEventsRetried, "Failed attempts scheduled for a retry by this process.", dk...),
 		released:            counter(MetricEventsReleased, "Leased events released without an attempt counted (stop, no budget).", dk...),
@@ -130,7 +132,9 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 		webhookRequests:     counter(MetricWebhookRequests, "Webhook deliveries received, by HTTP answer code.", "code"),
 		webhookVerifyFailed: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWebhookVerifyFailed, Help: "Webhook deliveries refused because the signature or its timestamp did not verify (401)."}),
 		webhookRejected:     counter(MetricWebhookRejected, "Events of accepted webhook deliveries refused on their own (listed by GET /admin/rejected), by reason.", "reason"),
-		authFailures:        counter(MetricAuthFailures, "Requests refused for a missing or wrong bearer token, by area (api, admin).", "area"),
+		webhookEchoes: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricWebhookEchoes,
+			Help: "Webhook events recognised as echoes of hubsync's own writes (HUBSPOT_APP_ID) and stored processed, never claimed by the SyncWorker; duplicates excluded."}),
+		authFailures: counter(MetricAuthFailures, "Requests refused for a missing or wrong bearer token, by area (api, admin).", "area"),
 		lastClaim: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: MetricLastClaim,
 			Help: "Unix time of this process's latest claim that handed out at least one event, by queue and exact source/destination (absent until the first)."}, dk),
 		eventWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: MetricEventWait,
@@ -162,7 +166,7 @@ func newInstruments(st store.Store, log *slog.Logger, statsTTL time.Duration) *i
 	in.authFailures.WithLabelValues(authAreaAdmin)
 	reg.MustRegister(in.enqueued, in.claimed, in.processed, in.failed, in.retried, in.released,
 		in.hubspotCalls, in.hubspotRateLimited, in.hubspotRemaining, in.hubspotDailyRemain,
-		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.webhookRejected, in.authFailures,
+		in.budgetReservations, in.budgetTokens, in.webhookRequests, in.webhookVerifyFailed, in.webhookRejected, in.webhookEchoes, in.authFailures,
 		in.lastClaim, in.eventWait, in.hubspotDuration, in.webhookDuration, in.budgetLimit,
 		in.stats, outboundCollector{m: in.outbound}, dispatchCollector{m: in.dispatch},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -363,11 +363,12 @@ func (s *Server) build(ctx context.Context) error {
 
 	if !cfg.DisableWebhooks {
 		hooks := inbound.ReceiverHooks{OnEventRejected: func(reason string) { s.in.webhookRejected.WithLabelValues(reason).Inc() }}
-		if syncWorker != nil {
-			hooks.OnAccept = func(_, inserted int, _ time.Duration) {
-				if inserted > 0 {
-					syncWorker.Notify()
-				}
+		// Echoes are stored processed: they count here, and a delivery of
+		// nothing else gives the SyncWorker no work to wake for.
+		hooks.OnStored = func(pending, echoes int) {
+			s.in.webhookEchoes.Add(float64(echoes))
+			if pending > 0 && syncWorker != nil {
+				syncWorker.Notify()
 			}
 		}
 		// SQLite admits one writer; queueing deliveries in arrival order keeps

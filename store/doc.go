@@ -67,7 +67,9 @@
 // (fairness), never the order within a record. No claim hands out an event of a record while another
 // claimer holds a live lease on that record: followers are never heads while
 // their head is unfinished, so only the claimer that took the head can take
-// them. Failed and processed events do not block their record. ClaimIDs takes
+// them. Failed and processed events do not block their record, nor does an
+// inbound event enqueued already processed (QueueState.Status), which takes
+// its Seq and never a claim. ClaimIDs takes
 // the named events that are heads, each with its due followers as Claim
 // does.
 //

@@ -54,7 +54,13 @@ type Lease struct {
 }
 
 // QueueState is the bookkeeping every queued event carries. Enqueue ignores it
-// except CreatedDate, which defaults to the store's clock.
+// except CreatedDate, which defaults to the store's clock, and, for an inbound
+// event, Status: empty (or StatusPending) stores it pending; StatusProcessed
+// stores it already processed, with ProcessedDate the store's clock, so that
+// no claim ever hands it out while it is kept for audit (the webhook receiver
+// stores the echoes of our own writes so); any other status is an error. An
+// event stored processed still takes its record's next Seq, and its
+// IdempotencyKey still makes a later duplicate a no-op.
 type QueueState struct {
 	// Seq is the event's sequence within its record, assigned by the database in
 	// the enqueueing transaction: a record's events have increasing Seq in the

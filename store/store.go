@@ -125,7 +125,8 @@ type DeadLetterFilter struct {
 type Queue[E Event] interface {
 	// Enqueue inserts an event in its own transaction. An inbound event whose
 	// IdempotencyKey is already present is skipped and reported with Inserted
-	// false, never an error.
+	// false, never an error. An inbound event with Status StatusProcessed is
+	// stored processed and never claimed (see QueueState).
 	Enqueue(ctx context.Context, ev E) (EnqueueResult, error)
 	// EnqueueTx is Enqueue inside the caller's transaction, so the change and
 	// the event commit together or not at all.

@@ -77,16 +77,41 @@ func (r *InboundRepo) params(ev store.InboundEvent) (params, error) {
 	if err := validJSON("inbound", ev.Payload, ev.RawPayload); err != nil {
 		return nil, err
 	}
+	status, err := inboundStatus(ev.Status)
+	if err != nil {
+		return nil, err
+	}
 	id, created, err := r.s.identity(ev.ID, ev.CreatedDate)
 	if err != nil {
 		return nil, err
 	}
+	now := r.s.now()
+	var processed *time.Time
+	if status == store.StatusProcessed {
+		processed = &now
+	}
 	return params{
 		"id": id, "source": ev.Source, "external_id": ev.ExternalID, "object_type": ev.ObjectType,
 		"event_type": ev.EventType, "payload": encodeJSON(ev.Payload), "raw_payload": encodeJSON(ev.RawPayload),
-		"idempotency_key": ev.IdempotencyKey, "created": r.s.encodeTime(created), "now": r.s.encodeTime(r.s.now()),
+		"idempotency_key": ev.IdempotencyKey, "status": string(status), "processed": r.s.encodeTimePtr(processed),
+		"created": r.s.encodeTime(created), "now": r.s.encodeTime(now),
 		"record_key": ev.Source, "record_id": ev.ExternalID,
 	}, nil
+}
+
+// inboundStatus is the status an inbound event is stored with: pending, the
+// zero value's, or processed, for an event that needs no handling but is kept
+// for audit (the receiver's echoes of our own writes). Any other would put a
+// row in a state no claim made: processing without a lease, or a dead letter
+// without an error.
+func inboundStatus(s store.Status) (store.Status, error) {
+	switch s {
+	case "", store.StatusPending:
+		return store.StatusPending, nil
+	case store.StatusProcessed:
+		return store.StatusProcessed, nil
+	}
+	return "", fmt.Errorf("enqueue inbound: QueueState.Status %q cannot be enqueued; leave it empty (pending) or set store.StatusProcessed", s)
 }
 
 // EnqueueConn is Enqueue through c, a caller's transaction of any driver.
@@ -133,8 +158,10 @@ func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent
 			return nil, err
 		}
 		if multi {
+			// InsertBatch takes one @now for the whole statement.
 			p["ord"] = i
 			delete(p, "now")
+			delete(p, "processed")
 		}
 		rows[i] = p
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -336,4 +337,50 @@ func TestClaimKeepsItsLanes(t *testing.T) {
 		t.Errorf("a plain UPDATE after a claim did not recompute its lanes")
 	}
 	checkLanes(t, tdb.DB, "a plain UPDATE on the claim's connection")
+}
+
+// TestProcessedInboundMakesNoLane checks that an inbound event enqueued
+// already processed (an echo the receiver recognised) makes no record lane,
+// alone or in a batch, and never becomes the head of its record's lane: the
+// insert trigger of migration 018 keeps lanes for unfinished events only.
+func TestProcessedInboundMakesNoLane(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, store.Config{})
+	q := s.Inbound()
+	ev := func(key, record string, status store.Status) store.InboundEvent {
+		return store.InboundEvent{Source: "hubspot", ExternalID: record, ObjectType: "contacts", EventType: store.EventUpdate,
+			Payload: []byte(`{}`), IdempotencyKey: key, QueueState: store.QueueState{Status: status}}
+	}
+	if _, err := q.Enqueue(ctx, ev("x-1", "X", store.StatusProcessed)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Enqueue(ctx, ev("w-1", "W", store.StatusProcessed)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := q.EnqueueBatch(ctx, []store.InboundEvent{
+		ev("y-1", "Y", store.StatusProcessed), ev("z-1", "Z", ""), ev("z-2", "Z", store.StatusProcessed), ev("w-2", "W", ""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.DB().QueryContext(ctx, `SELECT ExternalID, HeadId FROM hubsync_lane_inbound ORDER BY ExternalID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]string{}
+	for rows.Next() {
+		var rec, head string
+		if err := rows.Scan(&rec, &head); err != nil {
+			t.Fatal(err)
+		}
+		got[rec] = head
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"W": res[3].ID, "Z": res[1].ID}
+	if !maps.Equal(got, want) {
+		t.Fatalf("inbound lanes (record → head) = %v, want %v: records X and Y have only processed events, W and Z one pending head each", got, want)
+	}
 }

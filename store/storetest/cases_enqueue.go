@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
@@ -339,5 +341,129 @@ func testGetNotFound(t *testing.T, b *bundle) {
 	b.q.mustEnqueue(t, spec{})
 	if _, err := b.q.get(context.Background(), "no-such-id"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("Get(no-such-id): err = %v, want ErrNotFound", err)
+	}
+}
+
+// testEnqueueProcessed checks an inbound event enqueued already processed
+// (QueueState.Status, as the webhook receiver stores the echoes of our own
+// writes): it is stored processed at the store's clock, takes its record's
+// next Seq, is never claimed nor blocks or reorders the record's other events,
+// counts as processed in Stats, and its key still makes a duplicate a no-op,
+// alone and in a batch. Any status but pending and processed is refused.
+func testEnqueueProcessed(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	in := b.s.Inbound()
+	ev := func(key, record string, status store.Status) store.InboundEvent {
+		return store.InboundEvent{Source: keyDefault, ExternalID: record, ObjectType: "contacts", EventType: store.EventUpdate,
+			Payload: json.RawMessage(`{}`), IdempotencyKey: key, QueueState: store.QueueState{Status: status}}
+	}
+	mustEnqueue := func(e store.InboundEvent) string {
+		t.Helper()
+		res, err := in.Enqueue(ctx, e)
+		if err != nil || !res.Inserted {
+			t.Fatalf("Enqueue %s (%q) = %+v, %v; want inserted", e.IdempotencyKey, e.Status, res, err)
+		}
+		b.clock.Advance(time.Millisecond)
+		return res.ID
+	}
+	// Record R: pending, processed, then a batch of pending, processed, pending.
+	first := mustEnqueue(ev("r-1", "R", ""))
+	doneAt := b.clock.Now()
+	done := mustEnqueue(ev("r-2", "R", store.StatusProcessed))
+	batch, err := in.EnqueueBatch(ctx, []store.InboundEvent{ev("r-3", "R", store.StatusPending), ev("r-4", "R", store.StatusProcessed), ev("r-5", "R", "")})
+	if err != nil || len(batch) != 3 || !batch[0].Inserted || !batch[1].Inserted || !batch[2].Inserted {
+		t.Fatalf("EnqueueBatch(pending, processed, pending) = %+v, %v; want all three inserted", batch, err)
+	}
+	batchAt := b.clock.Now()
+	b.clock.Advance(time.Millisecond)
+	// Record S has only a processed event.
+	only := mustEnqueue(ev("s-1", "S", store.StatusProcessed))
+
+	for _, c := range []struct {
+		id string
+		at time.Time
+	}{{done, doneAt}, {batch[1].ID, batchAt}, {only, b.clock.Now().Add(-time.Millisecond)}} {
+		got := b.q.mustGet(t, c.id)
+		if got.Status != store.StatusProcessed || got.ProcessedDate == nil || !got.ProcessedDate.Equal(c.at) || got.Attempt != 0 || got.LeaseOwner != "" {
+			t.Errorf("event enqueued processed = %v processed at %v owner %q; want processed at the store clock's %s, never claimed",
+				got, got.ProcessedDate, got.LeaseOwner, c.at)
+		}
+	}
+	// Seq counts every event of the record, processed or not, in enqueue order.
+	var seqs []int64
+	for _, id := range []string{first, done, batch[0].ID, batch[1].ID, batch[2].ID} {
+		seqs = append(seqs, b.q.mustGet(t, id).Seq)
+	}
+	for i := 1; i < len(seqs); i++ {
+		if seqs[i] != seqs[i-1]+1 {
+			t.Fatalf("record R's Seqs = %v, want consecutive in enqueue order: an event enqueued processed takes its Seq too", seqs)
+		}
+	}
+
+	st, err := b.s.Stats(ctx)
+	if err != nil {
+		t.Fatalf("Stats: %v", err)
+	}
+	counts := map[store.Status]int64{}
+	for _, r := range st.Rows {
+		if r.Direction == store.DirectionInbound && r.Key == keyDefault {
+			counts[r.Status] += r.Count
+		}
+	}
+	if counts[store.StatusProcessed] != 3 || counts[store.StatusPending] != 3 || len(counts) != 2 {
+		t.Errorf("Stats of inbound %q = %v, want 3 processed and 3 pending", keyDefault, counts)
+	}
+
+	// One claim takes record R's three pending events, in order, and nothing else.
+	c := b.q.mustClaim(t, 10, minute, "w1")
+	if want := []string{first, batch[0].ID, batch[2].ID}; !slices.Equal(ids(c), want) {
+		t.Fatalf("claim = %v; want record R's pending events %v in order, none of the processed ones", c, want)
+	}
+	if err := b.q.Complete(ctx, leases(c)...); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Hour)
+	if c := b.q.mustClaim(t, 10, minute, "w1"); len(c) != 0 {
+		t.Fatalf("claim after the pending events were done = %v, want nothing", c)
+	}
+	if c, err := b.q.claimIDs(ctx, []string{done, only}, store.ClaimParams{Limit: 2, LeaseDuration: minute, Owner: "w1"}); err != nil || len(c) != 0 {
+		t.Fatalf("ClaimIDs of events enqueued processed = %v, %v; want nothing", c, err)
+	}
+
+	// A duplicate of an event stored processed is skipped, and one stored
+	// processed of a pending event's key changes nothing.
+	pending := mustEnqueue(ev("t-1", "T", ""))
+	for _, d := range []struct {
+		e  store.InboundEvent
+		id string
+	}{{ev("r-2", "R", ""), done}, {ev("s-1", "S", store.StatusProcessed), only}, {ev("t-1", "T", store.StatusProcessed), pending}} {
+		res, err := in.Enqueue(ctx, d.e)
+		if err != nil || res.Inserted || res.ID != d.id {
+			t.Errorf("Enqueue of duplicate %s (%q) = %+v, %v; want Inserted false, ID %s", d.e.IdempotencyKey, d.e.Status, res, err, d.id)
+		}
+		res2, err := in.EnqueueBatch(ctx, []store.InboundEvent{d.e})
+		if err != nil || len(res2) != 1 || res2[0].Inserted || res2[0].ID != d.id {
+			t.Errorf("EnqueueBatch of duplicate %s (%q) = %+v, %v; want Inserted false, ID %s", d.e.IdempotencyKey, d.e.Status, res2, err, d.id)
+		}
+	}
+	if got := b.q.mustGet(t, pending); got.Status != store.StatusPending || got.ProcessedDate != nil {
+		t.Errorf("pending event after a processed duplicate of its key = %v, want still pending", got)
+	}
+	if got := b.q.mustGet(t, done); got.Status != store.StatusProcessed {
+		t.Errorf("processed event after a pending duplicate of its key = %v, want still processed", got)
+	}
+
+	// No other status can be enqueued.
+	before := b.q.countRows(t, "")
+	for _, s := range []store.Status{store.StatusProcessing, store.StatusFailed, "done"} {
+		if _, err := in.Enqueue(ctx, ev("bad-"+string(s), "U", s)); err == nil || !strings.Contains(err.Error(), "Status") {
+			t.Errorf("Enqueue with Status %q: err %v, want an error naming Status", s, err)
+		}
+		if _, err := in.EnqueueBatch(ctx, []store.InboundEvent{ev("bad2-"+string(s), "U", s)}); err == nil {
+			t.Errorf("EnqueueBatch with Status %q: no error", s)
+		}
+	}
+	if n := b.q.countRows(t, ""); n != before {
+		t.Errorf("%d rows after refused enqueues, want %d", n, before)
 	}
 }

@@ -35,6 +35,7 @@ var cases = []testCase{
 	{name: "EnqueueRoundTrip", run: testEnqueueRoundTrip},
 	{name: "IdempotentEnqueueConcurrent", only: []store.Direction{store.DirectionInbound}, run: testIdempotentEnqueueConcurrent},
 	{name: "EnqueueBatch", only: []store.Direction{store.DirectionInbound}, run: testEnqueueBatch},
+	{name: "EnqueueProcessed", only: []store.Direction{store.DirectionInbound}, run: testEnqueueProcessed},
 	{name: "Payloads", run: testPayloads},
 	{name: "TxRollback", run: testTxRollback},
 	{name: "GetNotFound", run: testGetNotFound},

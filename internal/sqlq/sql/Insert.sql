@@ -1,8 +1,10 @@
 {{if eq .Dir "inbound"}}
+-- @status is 'pending', or 'processed' with @processed the store's now: an
+-- event stored as already handled (an echo of our own write) for audit.
 INSERT INTO _System_IntegrationInbound (Id, Source, ExternalID, ObjectType, EventType, Payload, RawPayload,
-    IdempotencyKey, Status, RetryCount, Attempt, Seq, Lane, CreatedDate, LastModifiedDate, NextAttemptDate)
+    IdempotencyKey, Status, RetryCount, Attempt, Seq, Lane, CreatedDate, LastModifiedDate, NextAttemptDate, ProcessedDate)
 VALUES (@id, @source, @external_id, @object_type, @event_type, @payload, @raw_payload,
-    @idempotency_key, 'pending', 0, 0, @seq, @seq, @created, @now, @created)
+    @idempotency_key, @status, 0, 0, @seq, @seq, @created, @now, @created, @processed)
 ON CONFLICT (IdempotencyKey) DO NOTHING
 {{else if eq .Dir "outbound"}}
 INSERT INTO _System_IntegrationOutbound (Id, Destination, ObjectType, RecordID, EventType, Payload, OldPayload,

@@ -50,8 +50,12 @@ type Report struct {
 	// (lease lost with a killed replica, or released for the budget).
 	OutboundLatency, OutboundReclaimed Latency
 	// InboundLatency is queued (received) → processed of the processed
-	// inbound events.
+	// inbound events the SyncWorker claimed; its N is how many it claimed
+	// and finished.
 	InboundLatency Latency
+	// InboundAtReceipt counts the inbound events stored processed at receipt
+	// (echoes of our own writes), which no claim ever handed out.
+	InboundAtReceipt int64
 	// FirstDeadLetters are the dead letters when both sides first settled,
 	// with their error messages; Requeued is how many of them were re-queued
 	// (with the faults cleared) before the comparison.
@@ -182,6 +186,9 @@ func collect(ctx context.Context, in collectInput) (*Report, error) {
 	if r.EchoesReceived, err = in.q.count(ctx, "inbound_echoes", appID); err != nil {
 		return nil, err
 	}
+	if r.InboundAtReceipt, err = in.q.count(ctx, "inbound_at_receipt"); err != nil {
+		return nil, err
+	}
 	if r.LoopsOutbound, err = in.q.count(ctx, "outbound_loops"); err != nil {
 		return nil, err
 	}
@@ -224,7 +231,8 @@ func (r *Report) Write(w io.Writer) {
 	}
 	p("  outbound queued → processed: %s", r.OutboundLatency)
 	p("    claimed again without a failure (lease lost with a killed replica, or released for the budget): %s", r.OutboundReclaimed)
-	p("  inbound queued → processed: %s", r.InboundLatency)
+	p("  inbound queued → processed by the SyncWorker: %s", r.InboundLatency)
+	p("    stored processed at receipt, never claimed (echoes of our own writes): %d", r.InboundAtReceipt)
 	c := r.HubSpot
 	writes := int64(0)
 	for path, n := range c.RequestsByPath {
