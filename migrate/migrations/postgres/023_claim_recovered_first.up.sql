@@ -40,8 +40,9 @@
 -- TestLanesUnderConcurrentWriters compare Leased with the events as they do
 -- DueDate and HeadId.
 --
--- Dead index entries. A lane that was leased and then finished or released
--- leaves a dead entry in the leased index at its old expiry + 1 us, which is
+-- Dead index entries. A lane that was leased and then finished, released or
+-- given a longer lease (the heartbeat) leaves a dead entry in the leased index
+-- at its old expiry + 1 us, which is
 -- in the range recovered walks from its start (DueDate <= now) as soon as
 -- that lease would have expired; recovered walks that whole range whenever
 -- fewer than @limit leases expired, which is most claims. It is bounded: an
@@ -51,9 +52,12 @@
 -- a leaf page; vacuum removes them, and the lanes tables keep migration 018's
 -- autovacuum settings (after 1,000 + 1 % dead rows). So recovered walks the
 -- killed entries of the leases that ended since the last vacuum: a few leaf
--- pages at the vacuum threshold. The free index has the pattern the old due
--- index had: its dead entries are the lanes claimed since the last vacuum,
--- at the due dates the claim walks first.
+-- pages at the vacuum threshold. Measured without any vacuum, 5,000 dead
+-- entries (50 claims and completes of 100 records, a minute before): the
+-- claim that first met them read 457 buffers in recovered, each claim after
+-- it 32, of some 2,700 for a claim of 100 events. The free index has the
+-- pattern the old due index had: its dead entries are the lanes claimed since
+-- the last vacuum, at the due dates the claim walks first.
 --
 -- The existing lanes of records with a lease are marked below, after the
 -- trigger functions are replaced (ALTER TABLE holds the lanes table until
