@@ -41,31 +41,32 @@
 -- DueDate and HeadId.
 --
 -- Dead index entries. A lane that was leased and then finished, released or
--- given a longer lease (the heartbeat) leaves a dead entry in the leased index
--- at its old expiry + 1 us, which is
--- in the range recovered walks from its start (DueDate <= now) as soon as
--- that lease would have expired; recovered walks that whole range whenever
--- fewer than @limit leases expired, which is most claims. It is bounded: an
--- index scan that meets an entry whose row version is dead to every
--- transaction marks it killed, and later scans skip it without visiting the
--- table, so each dead entry costs one table visit once and then its place on
--- a leaf page; vacuum removes them, and the lanes tables keep migration 018's
--- autovacuum settings (after 1,000 + 1 % dead rows). So recovered walks the
--- killed entries of the leases that ended since the last vacuum: a few leaf
--- pages at the vacuum threshold. Measured without any vacuum, 5,000 dead
--- entries (50 claims and completes of 100 records, a minute before): the
--- claim that first met them read 457 buffers in recovered, each claim after
--- it 32, of some 2,700 for a claim of 100 events. The free index has the
--- pattern the old due index had: its dead entries are the lanes claimed since
--- the last vacuum, at the due dates the claim walks first.
+-- given a longer lease (the heartbeat) leaves a dead entry in the leased
+-- index at its old expiry + 1 us, which is in the range recovered walks from
+-- its start (DueDate <= now) as soon as that lease would have expired;
+-- recovered walks that whole range whenever fewer than @limit leases expired,
+-- which is most claims. It is bounded: an index scan that meets an entry
+-- whose row version is dead to every transaction marks it killed, and later
+-- scans skip it without visiting the table, so each dead entry costs one
+-- table visit once and then its place on a leaf page; vacuum removes them,
+-- and the lanes tables keep migration 018's autovacuum settings (vacuumed
+-- after 1,000 + 1 % dead rows). So recovered walks the killed entries of the
+-- leases that ended since the last vacuum: a few leaf pages at the vacuum
+-- threshold. Measured without any vacuum, 5,000 dead entries (50 claims and
+-- completes of 100 records, a minute before): the claim that first met them
+-- read 457 buffers in recovered, each claim after it 32, of some 2,700 for a
+-- claim of 100 events. The free index has the pattern the old due index had:
+-- its dead entries are the lanes claimed since the last vacuum, at the due
+-- dates the claim walks first.
 --
 -- The existing lanes of records with a lease are marked below, after the
 -- trigger functions are replaced (ALTER TABLE holds the lanes table until
--- commit). A write already waiting on the lanes table when this migration
--- started runs its old trigger body afterwards and leaves its lane's Leased
--- as it was, false for a new lane, until the record's next change: the flag
--- orders the claim only, whose every event is re-checked, so such a record is
--- at worst claimed in the old order once.
+-- commit). A write whose trigger waits for the lanes table while this
+-- migration holds it runs its old trigger body afterwards and leaves its
+-- lane's Leased as it was, false for a new lane, until the record's next
+-- change: the flag orders the claim only, whose every event is re-checked, so
+-- such a record is at worst claimed in the old order once
+-- (TestMigrationMarksLeasedLanes checks the marks).
 --
 -- The claim functions are migration 022's with Claim.sql's new body
 -- (TestClaimFunctionsMatchClaimSQL); their parameters and SET clauses are
