@@ -61,8 +61,8 @@
 --
 -- The existing lanes of records with a lease are marked below, after the
 -- trigger functions are replaced (ALTER TABLE holds the lanes table until
--- commit). A write whose trigger waits for the lanes table while this
--- migration holds it runs its old trigger body afterwards and leaves its
+-- commit). A write whose trigger (or a claim that) waits for the lanes table
+-- while this migration holds it runs its old body afterwards and leaves its
 -- lane's Leased as it was, false for a new lane, until the record's next
 -- change: the flag orders the claim only, whose every event is re-checked, so
 -- such a record is at worst claimed in the old order once
