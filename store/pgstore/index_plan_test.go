@@ -89,6 +89,10 @@ FROM generate_series(1, 100) g`
 
 var queueTables = []string{"_system_integrationinbound", "_system_integrationoutbound", "_system_outboxevent"}
 
+// laneTables are the record lanes of migration 018, which the claim function
+// reads by its two due indexes (migration 023).
+var laneTables = []string{"hubsync_lane_inbound", "hubsync_lane_outbound", "hubsync_lane_internal"}
+
 // explainPlan returns the plan PostgreSQL chooses for query (EXPLAIN, FORMAT
 // JSON; nothing runs), as a custom plan (the arguments' values known) or as
 // the generic plan that a prepared statement may switch to after a few
@@ -259,16 +263,18 @@ func TestQueueQueriesUseIndexes(t *testing.T) {
 		// The claim function (run once, as the engine runs it): each claimed
 		// record's events are read on the open index and its live leases on
 		// the lease index, never on a record's whole history
-		// (idx_outbound_record), which without them still is an index path.
+		// (idx_outbound_record), which without them still is an index path;
+		// and its lanes on the two due indexes of the lanes (migration 023),
+		// never by a scan of the lanes table.
 		claim := explainedClaim(t, tdb.URL, cfg, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"})
 		used := map[string]bool{}
 		claim.walk(func(n planNode) {
 			used[n.Index] = true
-			if n.NodeType == "Seq Scan" && slices.Contains(queueTables, n.Relation) {
+			if n.NodeType == "Seq Scan" && (slices.Contains(queueTables, n.Relation) || slices.Contains(laneTables, n.Relation)) {
 				t.Errorf("claim (%s) reads %s with a sequential scan; plan:\n%s", state, n.Relation, claim.shape())
 			}
 		})
-		for _, ix := range []string{"idx_outbound_open", "idx_outbound_lease"} {
+		for _, ix := range []string{"idx_outbound_open", "idx_outbound_lease", "idx_lane_outbound_leased", "idx_lane_outbound_free"} {
 			if !used[ix] {
 				t.Errorf("claim (%s) does not probe %s; plan:\n%s", state, ix, claim.shape())
 			}

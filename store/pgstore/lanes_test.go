@@ -13,21 +13,24 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/migrate"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/pgstore"
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
 // lanesFromEvents recomputes the outbound lanes from the events alone (the
-// definition in migration 018) and reports every difference from the lanes
-// table the triggers kept.
+// definition in migration 018, with Leased from migration 023: the record has
+// an event under a lease, live or expired) and reports every difference from
+// the lanes table the triggers kept.
 func lanesFromEvents(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.QueryContext(context.Background(), `
 WITH want AS (
     SELECT h.Destination, h.ObjectType, h.RecordID, h.Id AS head_id,
         COALESCE(GREATEST(CASE WHEN h.Status = 'pending' THEN h.NextAttemptDate END,
-                          lz.until + interval '1 microsecond'), h.NextAttemptDate) AS due
+                          lz.until + interval '1 microsecond'), h.NextAttemptDate) AS due,
+        lz.until IS NOT NULL AS leased
     FROM (SELECT DISTINCT ON (Destination, ObjectType, RecordID) Destination, ObjectType, RecordID, Id, Status, NextAttemptDate
           FROM _System_IntegrationOutbound WHERE Status IN ('pending', 'processing')
           ORDER BY Destination, ObjectType, RecordID, Lane) h
@@ -36,21 +39,23 @@ WITH want AS (
       ON lz.Destination = h.Destination AND lz.ObjectType = h.ObjectType AND lz.RecordID = h.RecordID
 )
 SELECT COALESCE(w.RecordID, l.RecordID), COALESCE(w.head_id, '-'), COALESCE(l.HeadId, '-'),
-    COALESCE(w.due::text, '-'), COALESCE(l.DueDate::text, '-')
+    COALESCE(w.due::text, '-'), COALESCE(l.DueDate::text, '-'),
+    COALESCE(w.leased::text, '-'), COALESCE(l.Leased::text, '-')
 FROM want w FULL JOIN hubsync_lane_outbound l
   ON l.Destination = w.Destination AND l.ObjectType = w.ObjectType AND l.RecordID = w.RecordID
-WHERE w.head_id IS DISTINCT FROM l.HeadId OR w.due IS DISTINCT FROM l.DueDate`)
+WHERE w.head_id IS DISTINCT FROM l.HeadId OR w.due IS DISTINCT FROM l.DueDate OR w.leased IS DISTINCT FROM l.Leased`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var rec, wantHead, gotHead, wantDue, gotDue string
-		if err := rows.Scan(&rec, &wantHead, &gotHead, &wantDue, &gotDue); err != nil {
+		var rec, wantHead, gotHead, wantDue, gotDue, wantLeased, gotLeased string
+		if err := rows.Scan(&rec, &wantHead, &gotHead, &wantDue, &gotDue, &wantLeased, &gotLeased); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("record %s: lane head %s due %s, events say head %s due %s", rec, gotHead, gotDue, wantHead, wantDue))
+		out = append(out, fmt.Sprintf("record %s: lane head %s due %s leased %s, events say head %s due %s leased %s",
+			rec, gotHead, gotDue, gotLeased, wantHead, wantDue, wantLeased))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -141,6 +146,13 @@ func TestLanesFollowEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkLanes(t, db, "a raw UPDATE")
+	// A bulk load of an event under a lease gives its new lane Leased.
+	if _, err := db.ExecContext(ctx, `INSERT INTO _System_IntegrationOutbound (Id, Destination, ObjectType, RecordID, EventType, Payload, Status,
+    CreatedDate, LastModifiedDate, NextAttemptDate, LeaseOwner, LeaseExpiresDate, Attempt, Seq, Lane)
+VALUES ('loaded', 'hubspot', 'contacts', 'r8', 'update', '{}', 'processing', $1, $1, $1, 'w', $2, 1, 1, 1)`, now(), now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	checkLanes(t, db, "a raw INSERT of a leased event")
 	if _, err := q.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "r9",
 		EventType: "update", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
@@ -382,5 +394,83 @@ func TestProcessedInboundMakesNoLane(t *testing.T) {
 	want := map[string]string{"W": res[3].ID, "Z": res[1].ID}
 	if !maps.Equal(got, want) {
 		t.Fatalf("inbound lanes (record → head) = %v, want %v: records X and Y have only processed events, W and Z one pending head each", got, want)
+	}
+}
+
+// TestMigrationMarksLeasedLanes upgrades a database with events under way
+// from migration 022 to 023: the lanes of the records that hold a lease, live
+// or expired, must come out Leased (the migration's backfill), and the rest
+// not, exactly as the events define them.
+func TestMigrationMarksLeasedLanes(t *testing.T) {
+	ctx := context.Background()
+	tdb := dbtest.New(t, store.Postgres)
+	all, err := migrate.Migrations(store.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tdb.DB.ExecContext(ctx, `CREATE TABLE hubsync_migration (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, mg := range all {
+		if mg.Version > 22 {
+			break
+		}
+		for _, stmt := range migrate.SplitStatements(mg.SQL) {
+			if _, err := tdb.DB.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("apply %03d_%s: %v", mg.Version, mg.Name, err)
+			}
+		}
+		if _, err := tdb.DB.ExecContext(ctx, `INSERT INTO hubsync_migration VALUES ($1, $2, 'test')`, mg.Version, mg.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// At 022: five records, three of them claimed, one of those since
+	// expired; a record whose head was released keeps a leased follower.
+	clock := storetest.NewClock(time.Time{})
+	s, err := pgstore.New(tdb.DB, store.Config{Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := s.Outbound()
+	for i := range 5 {
+		for range 2 {
+			if _, err := q.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts",
+				RecordID: fmt.Sprintf("r%d", i), EventType: "update", Payload: []byte(`{}`)}); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(time.Millisecond)
+		}
+	}
+	claim := func(limit int, lease time.Duration) []store.OutboundEvent {
+		t.Helper()
+		evs, err := q.Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: limit, LeaseDuration: lease, Owner: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return evs
+	}
+	if evs := claim(1, time.Second); len(evs) != 2 {
+		t.Fatalf("fixture: claimed %v, want r0's two events", evs)
+	}
+	clock.Advance(time.Minute) // r0's lease expires
+	evs := claim(2, time.Hour)
+	if len(evs) != 4 {
+		t.Fatalf("fixture: claimed %v, want r1's and r2's events", evs)
+	}
+	if err := q.Release(ctx, time.Hour, evs[0].Lease()); err != nil {
+		t.Fatal(err)
+	}
+
+	m, err := migrate.New(tdb.DB, store.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := m.Up(ctx); err != nil || len(done) == 0 || done[0] != 23 {
+		t.Fatalf("Up from 022 applied %v (%v), want 023 first", done, err)
+	}
+	checkLanes(t, tdb.DB, "the migration to 023")
+	var leased int
+	if err := tdb.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM hubsync_lane_outbound WHERE Leased`).Scan(&leased); err != nil || leased != 3 {
+		t.Fatalf("%d lanes Leased after the migration (%v), want 3 (r0 expired, r1, r2)", leased, err)
 	}
 }

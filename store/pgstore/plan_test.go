@@ -13,9 +13,10 @@ import (
 )
 
 // TestClaimPlanUsesIndex checks that with a large backlog, most of it processed
-// history, the claim function's statement reads the record lanes' due index in
-// order (no sort of the due lanes) and never scans a table, in the plan it ran
-// (explainedClaim).
+// history, the claim function's statement reads the record lanes' two due
+// indexes in order (the lanes of expired leases, then the others: migration
+// 023), with no sort of the due lanes, and never scans a table, in the plan it
+// ran (explainedClaim).
 func TestClaimPlanUsesIndex(t *testing.T) {
 	ctx := context.Background()
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -40,19 +41,21 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 	}
 	plan := explainedClaim(t, tdb.URL, cfg, store.ClaimParams{Key: "hubspot", Limit: 100})
 	t.Logf("plan:\n%s", plan.shape())
-	var dueIndex bool
+	dueIndexes := map[string]bool{}
 	plan.walk(func(n planNode) {
 		if n.NodeType == "Seq Scan" {
 			t.Errorf("claim plan scans %s", n.Relation)
 		}
-		if n.NodeType == "Index Scan" && n.Relation == "hubsync_lane_outbound" && n.Index == "idx_lane_outbound_due" {
-			dueIndex = true
+		if n.NodeType == "Index Scan" && n.Relation == "hubsync_lane_outbound" {
+			dueIndexes[n.Index] = true
 		}
 		if n.NodeType == "Sort" && n.CTEName == "" && slices.ContainsFunc(n.Plans, func(c planNode) bool { return c.Relation == "hubsync_lane_outbound" }) {
 			t.Errorf("claim plan reads every due lane and sorts them")
 		}
 	})
-	if !dueIndex {
-		t.Errorf("claim plan does not read the lanes' (Destination, DueDate, HeadId) index")
+	for _, ix := range []string{"idx_lane_outbound_leased", "idx_lane_outbound_free"} {
+		if !dueIndexes[ix] {
+			t.Errorf("claim plan does not read the lanes' (Destination, DueDate, HeadId) index %s", ix)
+		}
 	}
 }

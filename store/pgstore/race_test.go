@@ -36,7 +36,9 @@ import (
 //     (below) would drop the head too, and ok the record with it. ClaimIDs
 //     locks the head it is named with FOR UPDATE, re-checked the same way.
 //   - The zombie finishes the head (Complete, Fail): the lane re-check passes
-//     (the new head is due) and the UPDATE's re-check drops the finished head;
+//     (the new head is due, and the lane stays Leased, migration 023: the
+//     zombie still holds its followers' leases, expired) and the UPDATE's
+//     re-check drops the finished head;
 //     its followers are the record's first unfinished events, leased in order.
 //   - The zombie delays a follower it holds while the head stays claimable (a
 //     partial Release, or IncrementRetry of a follower in a batch): the lane
@@ -423,19 +425,30 @@ func TestClaimZombieRace(t *testing.T) {
 }
 
 // guard is one of the claim function's defences against the zombie race, as
-// a change to the function's source that removes it.
-type guard struct{ name, has, without string }
+// changes to the function's source that remove it.
+type guard struct {
+	name  string
+	edits []edit
+}
+
+// edit replaces the first occurrence of has with without.
+type edit struct{ has, without string }
 
 var (
-	// laneRecheck: the lanes CTE filters due lanes in a subquery, on the
-	// snapshot's lane versions, so the lane lock re-checks nothing.
-	laneRecheck = guard{"the lane lock's DueDate re-check",
-		"WHERE n.Destination = $1 AND n.DueDate <= $2",
-		"WHERE n.Destination = $1 AND n.LaneKey IN (SELECT d.LaneKey FROM hubsync_lane_outbound d WHERE d.Destination = $1 AND d.DueDate <= $2 OFFSET 0)"}
+	// laneRecheck: the recovered and free CTEs filter due lanes in a
+	// subquery, on the snapshot's lane versions, so the lane lock re-checks
+	// nothing (neither DueDate nor Leased).
+	laneRecheck = guard{"the lane lock's DueDate re-check", []edit{
+		{"WHERE n.Destination = $1 AND n.Leased AND n.DueDate <= $2",
+			"WHERE n.Destination = $1 AND n.LaneKey IN (SELECT d.LaneKey FROM hubsync_lane_outbound d WHERE d.Destination = $1 AND d.Leased AND d.DueDate <= $2 OFFSET 0)"},
+		{"WHERE n.Destination = $1 AND NOT n.Leased AND n.DueDate <= $2",
+			"WHERE n.Destination = $1 AND n.LaneKey IN (SELECT d.LaneKey FROM hubsync_lane_outbound d WHERE d.Destination = $1 AND NOT d.Leased AND d.DueDate <= $2 OFFSET 0)"},
+	}}
 	// lockedRecheck: locked re-checks nothing, as before migration 022.
-	lockedRecheck = guard{"locked's re-check (migration 022)",
-		"    WHERE ((t.Status = 'pending' AND t.NextAttemptDate <= $2)\n      OR (t.Status = 'processing' AND t.LeaseExpiresDate < $2)) OR t.Status NOT IN ('pending', 'processing')\n",
-		""}
+	lockedRecheck = guard{"locked's re-check (migration 022)", []edit{
+		{"    WHERE ((t.Status = 'pending' AND t.NextAttemptDate <= $2)\n      OR (t.Status = 'processing' AND t.LeaseExpiresDate < $2)) OR t.Status NOT IN ('pending', 'processing')\n",
+			""},
+	}}
 )
 
 // withoutGuards replaces the outbound claim function of the test's schema
@@ -448,10 +461,12 @@ func withoutGuards(t *testing.T, db *sql.DB, guards ...guard) {
 		t.Fatal(err)
 	}
 	for _, g := range guards {
-		if !strings.Contains(def, g.has) {
-			t.Fatalf("the claim function no longer has %s as this control expects (%q); update the control", g.name, g.has)
+		for _, e := range g.edits {
+			if !strings.Contains(def, e.has) {
+				t.Fatalf("the claim function no longer has %s as this control expects (%q); update the control", g.name, e.has)
+			}
+			def = strings.Replace(def, e.has, e.without, 1)
 		}
-		def = strings.Replace(def, g.has, g.without, 1)
 	}
 	if _, err := db.ExecContext(ctx, def); err != nil {
 		t.Fatalf("replace the claim function: %v", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -321,5 +322,81 @@ func TestLaneTriggersProbeWithoutStatistics(t *testing.T) {
 	// a few times (lock, update or delete): a few hundred, never 100 × 2,000.
 	if got := t1 - t0; got > 20*100 {
 		t.Errorf("claim and complete read %d lane index tuples for 100 records, want at most 2,000", got)
+	}
+}
+
+// TestRecoveredClaimWithoutStatistics is the claim after a replica died: 100
+// records whose leases expired, then a backlog of 10,000 records enqueued
+// while they were out, never analysed. The claim must take the expired
+// leases' lanes first (migration 023), each branch from its partial index in
+// order, locking no more lanes than the limit: 100 from the leased index and
+// the remaining 50 places from the other, and read rows in proportion to what
+// it returns.
+func TestRecoveredClaimWithoutStatistics(t *testing.T) {
+	ctx := context.Background()
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tdb := dbtest.Migrated(t, store.Postgres)
+	noAutovacuum(t, tdb.DB)
+	clock := storetest.NewClock(base.Add(time.Hour))
+	cfg := store.Config{Now: clock.Now}
+	s, err := pgstore.New(tdb.DB, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.FillOutbound(ctx, s, "hubspot", "y", 100, base); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: 15 * time.Second, Owner: "dead"})
+	if err != nil || len(dead) != 100 {
+		t.Fatalf("fixture: the dying replica's claim leased %d events (%v), want 100", len(dead), err)
+	}
+	if err := storetest.FillOutbound(ctx, s, "hubspot", "s", 10000, base.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+	for _, table := range []string{outboundTable, "hubsync_lane_outbound"} {
+		if cols, analysed := statisticsRows(t, tdb.DB, table); cols != 0 || analysed {
+			t.Fatalf("fixture: %s has %d statistics rows (analysed %v), want none", table, cols, analysed)
+		}
+	}
+	s2, logged := autoExplained(t, tdb.URL, cfg)
+	evs, err := s2.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 150, LeaseDuration: 15 * time.Second, Owner: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := claimPlan(t, logged())
+	rows := plan.eventRowsRead(outboundTable)
+	t.Logf("no statistics, 100 expired leases before 10,000 pending lanes: claimed %d events, read %.0f event rows, %d buffers; plan:\n%s",
+		len(evs), rows, plan.SharedHit+plan.SharedRead, plan.shape())
+	var recovered, fresh int
+	for _, e := range evs {
+		switch {
+		case strings.HasPrefix(e.ID, "y"):
+			recovered++
+		case e.ID <= fmt.Sprintf("s%010d", 50):
+			fresh++
+		}
+	}
+	if len(evs) != 150 || recovered != 100 || fresh != 50 {
+		t.Errorf("claimed %d events, %d of the expired leases and %d of the first 50 pending records; want all 100 expired leases, then the first 50 pending",
+			len(evs), recovered, fresh)
+	}
+	lanesRead := map[string]float64{}
+	plan.walk(func(n planNode) {
+		if n.NodeType == "Seq Scan" || strings.HasPrefix(n.NodeType, "Bitmap") || n.NodeType == "Hash Join" || n.NodeType == "Merge Join" {
+			t.Errorf("plan has a %s on %s: a read of a whole table or index range", n.NodeType, n.Relation)
+		}
+		if n.NodeType == "Sort" && slices.ContainsFunc(n.Plans, func(c planNode) bool { return c.Relation == "hubsync_lane_outbound" }) {
+			t.Errorf("plan sorts the due lanes")
+		}
+		if n.Relation == "hubsync_lane_outbound" && n.NodeType == "Index Scan" && n.Index != "hubsync_lane_outbound_pkey" {
+			lanesRead[n.Index] += (n.ActualRows + n.RemovedFilter) * n.ActualLoops
+		}
+	})
+	if lanesRead["idx_lane_outbound_leased"] != 100 || lanesRead["idx_lane_outbound_free"] != 50 || len(lanesRead) != 2 {
+		t.Errorf("the claim read lanes %v, want 100 from idx_lane_outbound_leased and 50 from idx_lane_outbound_free", lanesRead)
+	}
+	if rows > 20*float64(len(evs)) {
+		t.Errorf("the claim read %.0f event rows to return %d: its cost depends on the backlog", rows, len(evs))
 	}
 }

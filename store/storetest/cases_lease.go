@@ -27,6 +27,31 @@ func testLeaseExpiry(t *testing.T, b *bundle) {
 	}
 }
 
+// testExpiredLeaseFirst checks that an event whose lease expired (its worker
+// died) is claimed before the records enqueued while it was out, so that
+// recovering it does not wait behind the backlog that built up meanwhile.
+// SQLite and MariaDB take candidates in CreatedDate order, and the expired
+// event is the older one; PostgreSQL takes the lanes of expired leases
+// before the other due lanes (migration 023), where it once ordered every
+// due lane by the time it became due, and the expired lease's record came
+// last.
+func testExpiredLeaseFirst(t *testing.T, b *bundle) {
+	q := b.q
+	ctx := context.Background()
+	a := q.mustEnqueue(t, spec{})
+	wantIDs(t, "claim of A by a worker that then dies", q.mustClaim(t, 1, 30*time.Second, "dead"), a)
+	b.clock.Advance(10 * time.Second)
+	later := []string{q.mustEnqueue(t, spec{}), q.mustEnqueue(t, spec{})}
+	b.clock.Advance(21 * time.Second) // A's lease expired about a second ago
+	p, err := q.getPending(ctx, keyDefault, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantIDs(t, "GetPending(1) after A's lease expired", p, a)
+	wantIDs(t, "claim(1) after A's lease expired", q.mustClaim(t, 1, 30*time.Second, "w2"), a)
+	wantIDs(t, "the next claim: the records enqueued meanwhile", q.mustClaim(t, 10, 30*time.Second, "w2"), later...)
+}
+
 // snapshot is the part of an event that a rejected state change must not touch.
 type snapshot struct {
 	Status     store.Status

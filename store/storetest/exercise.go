@@ -46,6 +46,7 @@ var cases = []testCase{
 	{name: "ClaimExactKey", only: []store.Direction{store.DirectionInbound, store.DirectionOutbound}, run: testClaimExactKey},
 	{name: "ConcurrentClaimers", run: testConcurrentClaimers},
 	{name: "LeaseExpiry", run: testLeaseExpiry},
+	{name: "ExpiredLeaseFirst", run: testExpiredLeaseFirst},
 	{name: "Fencing", run: testFencing},
 	{name: "ExtendLease", run: testExtendLease},
 	{name: "FencingBatchComplete", run: testFencingBatch},
