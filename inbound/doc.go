@@ -55,7 +55,12 @@
 // the record's later events that are already due, all under one lease, and no
 // other worker gets any event of that record meanwhile; a record's retried
 // event holds back its later ones. Events of one record that come out
-// together are applied in occurredAt order. Arrival order is
+// together are applied in occurredAt order, one after another; the events of
+// different records are applied concurrently, up to
+// WorkerConfig.ApplyConcurrency records at once, each event in its own
+// transaction, since an apply's time is round trips and a commit. A merge
+// changes records besides its own, so a cycle that holds one applies all its
+// events one at a time, in occurredAt order across records. Arrival order is
 // not occurrence order, since HubSpot delivers batches concurrently and retries
 // them, so correctness rests on the Applier's monotonic guard per record and
 // field (in the spirit of seed 002's applied_sequence): a change not newer than

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +47,18 @@ const (
 	// PollIntervalDefault is how long an idle worker waits before claiming again
 	// (Notify wakes it earlier).
 	PollIntervalDefault = time.Second
+	// ApplyConcurrencyDefault is how many records a cycle applies at once
+	// (WorkerConfig.ApplyConcurrency). An apply is one transaction whose time
+	// goes to round trips and its commit, not to the worker's CPU: under load
+	// one took 45-70 ms on PostgreSQL, so a cycle of 700 events spent most of a
+	// minute applying one after another. With four in flight a cycle's applies
+	// take at best a quarter of that, while holding only 4 of the pool's 20
+	// connections (pgstore, mysqlstore), leaving the rest to the receiver, the
+	// outbound worker, the API and the lease heartbeat.
+	ApplyConcurrencyDefault = 4
+	// ApplyConcurrencyMax bounds WorkerConfig.ApplyConcurrency: past the
+	// connection pool, more applies only wait for a connection.
+	ApplyConcurrencyMax = 32
 	// BudgetKeyDefault is the budget key HubSpot calls are counted against.
 	BudgetKeyDefault = "hubspot"
 	// cleanupTimeout bounds the releases and completions a cancelled cycle
@@ -111,6 +123,17 @@ type WorkerConfig struct {
 	AppID string
 	// BatchSize is how many events one cycle claims; default BatchSizeDefault.
 	BatchSize int
+	// ApplyConcurrency is how many records a cycle applies at once, each in
+	// its own transaction; a record's events still apply one after another in
+	// occurredAt order, and a cycle that holds a merge (which re-points other
+	// records) applies all its events one at a time. 1 applies one event at a
+	// time. On SQLite, which admits one writer, parallel applies only queue on
+	// the write lock; on MySQL and MariaDB, concurrent creations can deadlock
+	// on the links table's unique index (InnoDB gap locks), and records.Service
+	// does not retry its transaction, so each deadlock costs its event a retry
+	// with backoff: use 1 on both (hubsync serve does). Default
+	// ApplyConcurrencyDefault, at most ApplyConcurrencyMax.
+	ApplyConcurrency int
 	// LeaseDuration is how long a claim holds its events unless extended; a
 	// heartbeat extends them every LeaseDuration/3 while the cycle runs (one
 	// BatchRead per object type and the applies), so it is how long a crashed
@@ -145,6 +168,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	}
 	c.Source = cmp.Or(c.Source, outbox.SyncSourceHubSpot)
 	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
+	c.ApplyConcurrency = cmp.Or(c.ApplyConcurrency, ApplyConcurrencyDefault)
 	c.LeaseDuration = cmp.Or(c.LeaseDuration, LeaseDurationDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.BudgetAhead = cmp.Or(c.BudgetAhead, BudgetAheadDefault)
@@ -170,6 +194,9 @@ func (c WorkerConfig) validate() error {
 	}
 	if c.BatchSize < 0 || c.BatchSize > 1000 {
 		errs = append(errs, fmt.Errorf("WorkerConfig.BatchSize is %d; use 1..1000 or 0 for %d", c.BatchSize, BatchSizeDefault))
+	}
+	if c.ApplyConcurrency < 0 || c.ApplyConcurrency > ApplyConcurrencyMax {
+		errs = append(errs, fmt.Errorf("WorkerConfig.ApplyConcurrency is %d; use 1..%d (1 applies one event at a time), or 0 for %d", c.ApplyConcurrency, ApplyConcurrencyMax, ApplyConcurrencyDefault))
 	}
 	if c.LeaseDuration < 0 || (c.LeaseDuration > 0 && c.LeaseDuration < time.Second) {
 		errs = append(errs, fmt.Errorf("WorkerConfig.LeaseDuration is %s; heartbeats run every third of it, so use at least 1s, or 0 for %s", c.LeaseDuration, LeaseDurationDefault))
@@ -279,8 +306,11 @@ type task struct {
 
 // cycle is the state of one RunOnce.
 type cycle struct {
-	w         *Worker
-	log       *slog.Logger
+	w   *Worker
+	log *slog.Logger
+	// mu guards completes, errs and held, which the applies of different
+	// records change at once (apply).
+	mu        sync.Mutex
 	completes []*task
 	errs      []error
 	// held are the records whose creation could not be read from HubSpot this
@@ -296,12 +326,22 @@ func (t *task) key() recordKey { return recordKey{t.ev.ObjectType, t.ev.External
 
 // hold marks the tasks' records as waiting for delay.
 func (c *cycle) hold(tasks []*task, delay time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.held == nil {
 		c.held = map[recordKey]time.Duration{}
 	}
 	for _, t := range tasks {
 		c.held[t.key()] = max(c.held[t.key()], delay)
 	}
+}
+
+// heldFor reports whether k is held, and for how long.
+func (c *cycle) heldFor(k recordKey) (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.held[k]
+	return d, ok
 }
 
 // RunOnce claims up to BatchSize events and handles them; it returns how
@@ -606,12 +646,38 @@ var kindRank = map[string]int{
 	store.EventDelete: 4, store.EventPrivacyDelete: 5,
 }
 
-// apply applies the ready tasks in occurredAt order across all records, so
-// that events of different records that depend on each other (the creation of a
-// contact and its later merge into another) apply in the order they happened;
-// creations that needed a fetch from HubSpot become ready after the rest, so
-// the order of arrival in tasks means nothing. When an event of a record fails,
-// the record's later events wait with it (released, no attempt used).
+// attrApplyConcurrency is the cycle span's attribute naming how many records
+// its applies ran at once.
+const attrApplyConcurrency = "hubsync.apply_concurrency"
+
+// lane is one record's ready events in a cycle, in the order they apply.
+type lane struct {
+	tasks []*task
+	// stopped is set once an event of the record was retried, lost its lease
+	// or could not be read whole: the record's later events wait with it,
+	// released with delay (no attempt used), so it never applies out of order.
+	stopped bool
+	delay   time.Duration
+	held    []*task
+}
+
+func (l *lane) stop(delay time.Duration) { l.stopped, l.delay = true, delay }
+
+// apply applies the ready tasks in occurredAt order (then kind, then event id)
+// within each record; creations that needed a fetch from HubSpot become ready
+// after the rest, so the order of arrival in tasks means nothing. When an
+// event of a record fails, the record's later events wait with it (released,
+// no attempt used).
+//
+// Different records apply at once, at most ApplyConcurrency of them, since
+// an apply's time goes to round trips and its commit: they lock different
+// records, like the records other replicas apply meanwhile (MySQL's gap locks
+// aside, see WorkerConfig.ApplyConcurrency). A merge does not fit
+// this: it re-points its merged ids onto the survivor, other records that may
+// have earlier events in the same cycle (the creation of a contact and its
+// later merge into another). A cycle holding a merge therefore applies every
+// event one at a time in occurredAt order across all records, as does
+// ApplyConcurrency 1. Merges are rare, so this costs little.
 func (c *cycle) apply(ctx context.Context, tasks []*task) {
 	slices.SortStableFunc(tasks, func(a, b *task) int {
 		return cmp.Or(
@@ -620,69 +686,126 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 			compareNumeric(a.canon.EventID, b.canon.EventID),
 		)
 	})
-	blocked := maps.Clone(c.held) // record → release delay of its later events
-	if blocked == nil {
-		blocked = map[recordKey]time.Duration{}
-	}
-	var held []*task
-	sctx := outbox.WithSyncSource(ctx, c.w.cfg.Source)
+	lanes := map[recordKey]*lane{}
+	var order []*lane // by each record's first event
+	merge := false
 	for _, t := range tasks {
-		if ctx.Err() != nil {
+		l := lanes[t.key()]
+		if l == nil {
+			l = &lane{}
+			if d, ok := c.heldFor(t.key()); ok {
+				l.stop(d) // its creation could not be read
+			}
+			lanes[t.key()] = l
+			order = append(order, l)
+		}
+		l.tasks = append(l.tasks, t)
+		merge = merge || t.ev.EventType == store.EventMerge
+	}
+	sctx := outbox.WithSyncSource(ctx, c.w.cfg.Source)
+	n := min(c.w.cfg.ApplyConcurrency, len(order))
+	if merge {
+		n = 1
+	}
+	// The cycle's trace says how many records it applied at once, so a slow
+	// cycle that held a merge explains itself.
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int(attrApplyConcurrency, n))
+	if n <= 1 {
+		for _, t := range tasks {
+			if ctx.Err() != nil || !c.step(ctx, sctx, lanes[t.key()], t) {
+				return // finish releases the rest
+			}
+		}
+		for _, l := range order {
+			c.release(ctx, l.delay, l.held)
+		}
+		return
+	}
+	// n goroutines take the records in order; each applies a record's events
+	// one after another. A lane and its tasks belong to the goroutine running
+	// it; what the cycle shares is guarded by c.mu.
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(order) || ctx.Err() != nil {
+					return
+				}
+				c.applyLane(ctx, sctx, order[i])
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// applyLane applies one record's events in order, then releases those that
+// waited behind a failure.
+func (c *cycle) applyLane(ctx, sctx context.Context, l *lane) {
+	for _, t := range l.tasks {
+		if ctx.Err() != nil || !c.step(ctx, sctx, l, t) {
 			return // finish releases the rest
 		}
-		k := t.key()
-		if _, ok := blocked[k]; ok {
-			held = append(held, t)
-			continue
-		}
-		res, fenced, err := c.applyOne(sctx, t)
-		if errors.Is(err, apply.ErrUnlinked) && t.change.Partial {
-			if !c.readWhole(ctx, t) {
-				if d, ok := c.held[k]; ok {
-					blocked[k] = d
-				}
-				continue
+	}
+	c.release(ctx, l.delay, l.held)
+}
+
+// step applies t, an event of l's record, unless an earlier event stopped the
+// record (then t waits in l.held). It reports false when ctx ended during the
+// apply: t is left for finish to release.
+func (c *cycle) step(ctx, sctx context.Context, l *lane, t *task) bool {
+	if l.stopped {
+		l.held = append(l.held, t)
+		return true
+	}
+	res, fenced, err := c.applyOne(sctx, t)
+	if errors.Is(err, apply.ErrUnlinked) && t.change.Partial {
+		if !c.readWhole(ctx, t) {
+			if d, ok := c.heldFor(t.key()); ok {
+				l.stop(d)
 			}
-			res, fenced, err = c.applyOne(sctx, t)
+			return true
 		}
-		if err == nil {
-			outcome := OutcomeApplied
-			if res.Outcome == apply.Stale || (len(res.Applied) == 0 && len(res.Stale) > 0) {
-				outcome = OutcomeStale
-			}
-			c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
-				"external_id", t.change.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
-			if fenced {
-				// Completed in the apply's own transaction.
-				t.done = true
-				c.outcome(t, outcome)
-			} else {
-				c.complete(t, outcome)
-			}
-			continue
+		res, fenced, err = c.applyOne(sctx, t)
+	}
+	if err == nil {
+		outcome := OutcomeApplied
+		if res.Outcome == apply.Stale || (len(res.Applied) == 0 && len(res.Stale) > 0) {
+			outcome = OutcomeStale
 		}
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, store.ErrLeaseLost) {
-			// Another worker took the event over: nothing was applied, and the
-			// record's later events are its too.
+		c.log.Debug("inbound: applied", "event", t.ev.ID, "kind", t.ev.EventType, "object", t.ev.ObjectType,
+			"external_id", t.change.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
+		if fenced {
+			// Completed in the apply's own transaction.
 			t.done = true
-			c.log.Warn("inbound: lease lost; the apply was rolled back", "event", t.ev.ID, "kind", t.ev.EventType, "external_id", t.ev.ExternalID)
-			c.outcome(t, OutcomeLeaseLost)
-			blocked[k] = 0
-			continue
+			c.outcome(t, outcome)
+		} else {
+			c.complete(t, outcome)
 		}
-		if errors.Is(err, apply.ErrPermanent) {
-			c.fail(ctx, t, err.Error())
-			continue
-		}
-		// Keep the record's order: the rest of its events wait with this one.
-		blocked[k] = c.retry(ctx, t, err.Error(), hubspot.RetryAfterOf(err))
+		return true
 	}
-	for _, t := range held {
-		c.release(ctx, blocked[t.key()], []*task{t})
+	if ctx.Err() != nil {
+		return false
 	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		// Another worker took the event over: nothing was applied, and the
+		// record's later events are its too.
+		t.done = true
+		c.log.Warn("inbound: lease lost; the apply was rolled back", "event", t.ev.ID, "kind", t.ev.EventType, "external_id", t.ev.ExternalID)
+		c.outcome(t, OutcomeLeaseLost)
+		l.stop(0)
+		return true
+	}
+	if errors.Is(err, apply.ErrPermanent) {
+		c.fail(ctx, t, err.Error())
+		return true
+	}
+	// Keep the record's order: the rest of its events wait with this one.
+	l.stop(c.retry(ctx, t, err.Error(), hubspot.RetryAfterOf(err)))
+	return true
 }
 
 // readWhole turns the update t, whose external id no local record is linked
@@ -743,7 +866,9 @@ func (c *cycle) outcome(t *task, o string) {
 // complete queues t for the cycle's one Complete call.
 func (c *cycle) complete(t *task, outcome string) {
 	t.done = true
+	c.mu.Lock()
 	c.completes = append(c.completes, t)
+	c.mu.Unlock()
 	c.outcome(t, outcome)
 }
 
@@ -806,7 +931,7 @@ func (c *cycle) release(ctx context.Context, delay time.Duration, tasks []*task)
 			c.log.Warn("inbound: lease lost on release", "err", err)
 			return
 		}
-		c.errs = append(c.errs, fmt.Errorf("release %d inbound events: %w", len(leases), err))
+		c.addErr(fmt.Errorf("release %d inbound events: %w", len(leases), err))
 		return
 	}
 	for _, t := range released {
@@ -820,7 +945,13 @@ func (c *cycle) storeErr(t *task, op string, err error) {
 		c.outcome(t, OutcomeLeaseLost)
 		return
 	}
-	c.errs = append(c.errs, fmt.Errorf("%s inbound event %s: %w", op, t.ev.ID, err))
+	c.addErr(fmt.Errorf("%s inbound event %s: %w", op, t.ev.ID, err))
+}
+
+func (c *cycle) addErr(err error) {
+	c.mu.Lock()
+	c.errs = append(c.errs, err)
+	c.mu.Unlock()
 }
 
 // finish completes what was handled and releases what was not (a cancelled
@@ -837,7 +968,7 @@ func (c *cycle) finish(ctx context.Context, tasks []*task) {
 			if errors.Is(err, store.ErrLeaseLost) {
 				c.log.Warn("inbound: leases lost before completion", "err", err)
 			} else {
-				c.errs = append(c.errs, fmt.Errorf("complete %d inbound events: %w", len(leases), err))
+				c.addErr(fmt.Errorf("complete %d inbound events: %w", len(leases), err))
 			}
 		}
 	}

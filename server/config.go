@@ -16,6 +16,7 @@ import (
 	hubsync "github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbound"
@@ -123,6 +124,17 @@ type Config struct {
 	// its batch calls (outbound.Config.FillWait); 0 means
 	// outbound.FillWaitDefault (250 ms), negative none, at most 1 s.
 	OutboundFillWait time.Duration
+	// SyncApplyConcurrency is how many records the SyncWorker applies at once
+	// (inbound.WorkerConfig.ApplyConcurrency); a record's events still apply
+	// in order. 0 means inbound.ApplyConcurrencyDefault (4) on PostgreSQL and
+	// 1 elsewhere: SQLite admits one writer, so parallel applies would only
+	// take turns at its write lock, polling (busy_timeout); on MySQL and
+	// MariaDB concurrent creations deadlock on the links table's unique index
+	// (InnoDB gap locks; about one in five in a test of twelve at once), and
+	// each deadlock costs its event a retry with backoff, since the records
+	// service does not retry its transaction. At most
+	// inbound.ApplyConcurrencyMax.
+	SyncApplyConcurrency int
 	// BudgetKey names the budget shared by every replica; default BudgetKeyDefault.
 	BudgetKey string
 	// HubSpotTimeout bounds one HubSpot request; default hubspot.TimeoutDefault.
@@ -333,6 +345,9 @@ func (c Config) Validate() error {
 	if c.OutboundBudgetAhead > outbound.BudgetAheadMax {
 		add("OutboundBudgetAhead is %s; use at most %s, 0 for %s, or negative for never", c.OutboundBudgetAhead, outbound.BudgetAheadMax, outbound.BudgetAheadDefault)
 	}
+	if c.SyncApplyConcurrency < 0 || c.SyncApplyConcurrency > inbound.ApplyConcurrencyMax {
+		add("SyncApplyConcurrency is %d; use 1..%d (1 applies one event at a time), or 0 for %d on PostgreSQL and 1 elsewhere", c.SyncApplyConcurrency, inbound.ApplyConcurrencyMax, inbound.ApplyConcurrencyDefault)
+	}
 	if c.BudgetRetrySpread > budget.WindowDefault {
 		add("BudgetRetrySpread is %s; use at most %s, or 0 for %s", c.BudgetRetrySpread, budget.WindowDefault, budget.RetrySpreadDefault)
 	}
@@ -361,6 +376,16 @@ func (c Config) Validate() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+}
+
+// syncApplyConcurrency is the SyncWorker's ApplyConcurrency on a database of
+// dialect d: by default one apply at a time except on PostgreSQL (see
+// Config.SyncApplyConcurrency).
+func syncApplyConcurrency(configured int, d store.Dialect) int {
+	if configured == 0 && d != store.Postgres {
+		return 1
+	}
+	return configured // 0: the inbound default
 }
 
 // outboundCallTimeout is the outbound worker's per-call deadline: the

@@ -311,7 +311,8 @@ func (s *Server) build(ctx context.Context) error {
 		syncWorker, err = inbound.NewWorker(inbound.WorkerConfig{
 			Store: st.Inbound(), Applier: recs, HubSpot: client, Budget: bud, BudgetKey: cfg.BudgetKey,
 			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, MaxEventSkew: cfg.MaxEventSkew,
-			TracerProvider: cfg.TracerProvider,
+			ApplyConcurrency: syncApplyConcurrency(cfg.SyncApplyConcurrency, st.Dialect()),
+			TracerProvider:   cfg.TracerProvider,
 		})
 		if err != nil {
 			return err

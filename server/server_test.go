@@ -201,6 +201,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{"bad public url", Config{PublicURL: "crm.example.com", HubSpotClientSecret: "s", DisableSyncWorker: true, DisableOutboundWorker: true}, []string{"PublicURL"}},
 		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"RateLimit"}},
 		{"budget ahead", Config{OutboundBudgetAhead: time.Minute, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"OutboundBudgetAhead", "at most 10s"}},
+		{"apply concurrency", Config{SyncApplyConcurrency: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"SyncApplyConcurrency", "use 1..32"}},
 	} {
 		_, err := New(tc.cfg)
 		if !errors.Is(err, ErrConfig) {
@@ -274,4 +275,27 @@ func testConfigMappingDrivesEveryPart(t *testing.T, d store.Dialect) {
 		}
 		return false
 	})
+}
+
+// TestSyncApplyConcurrencyDefaults: the SyncWorker applies one record at a
+// time by default on SQLite (one writer) and MySQL (concurrent creations
+// deadlock), the inbound default on PostgreSQL, and what it is told anywhere.
+func TestSyncApplyConcurrencyDefaults(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		configured int
+		d          store.Dialect
+		want       int
+	}{
+		{0, store.SQLite, 1},
+		{3, store.SQLite, 3},
+		{0, store.Postgres, 0},
+		{0, store.MySQL, 1},
+		{2, store.MySQL, 2},
+		{8, store.Postgres, 8},
+	} {
+		if got := syncApplyConcurrency(tc.configured, tc.d); got != tc.want {
+			t.Errorf("syncApplyConcurrency(%d, %s) = %d, want %d", tc.configured, tc.d, got, tc.want)
+		}
+	}
 }

@@ -26,6 +26,7 @@ var configNames = map[string]string{
 	"OutboundFillWait":      "HUBSYNC_OUTBOUND_FILL_WAIT",
 	"BudgetPace":            "HUBSYNC_BUDGET_PACE",
 	"OutboundBudgetAhead":   "HUBSYNC_OUTBOUND_BUDGET_AHEAD",
+	"SyncApplyConcurrency":  "HUBSYNC_SYNC_APPLY_CONCURRENCY",
 	"InboundRetention":      "HUBSYNC_INBOUND_RETENTION",
 	"OutboundRetention":     "HUBSYNC_OUTBOUND_RETENTION",
 	"InternalRetention":     "HUBSYNC_INTERNAL_RETENTION",

@@ -135,6 +135,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.int(&cfg.BudgetPace, "budget-pace", "HUBSYNC_BUDGET_PACE", budget.PaceDefault, "calls booked ahead get at most this many times their even share of the limit per 1% of the window (negative: no cap)")
 	e.duration(&cfg.OutboundBudgetAhead, "outbound-budget-ahead", "HUBSYNC_OUTBOUND_BUDGET_AHEAD", outbound.BudgetAheadDefault, "how far ahead an outbound cycle may book its call when the budget's window is full, keeping its records (negative: never; at most 10s)")
 	e.duration(&cfg.OutboundFillWait, "outbound-fill-wait", "HUBSYNC_OUTBOUND_FILL_WAIT", outbound.FillWaitDefault, "how long an outbound cycle may keep claiming to fill its batch calls (at most 1s)")
+	e.int(&cfg.SyncApplyConcurrency, "sync-apply-concurrency", "HUBSYNC_SYNC_APPLY_CONCURRENCY", 0, fmt.Sprintf("how many records the SyncWorker applies at once, each record's events in order (0: %d on PostgreSQL, 1 on SQLite and MySQL; at most %d)", inbound.ApplyConcurrencyDefault, inbound.ApplyConcurrencyMax))
 	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")
 	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
 	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
