@@ -20,10 +20,9 @@
 -- expires, and a released or retried one as its delay ends, not behind every
 -- record queued before that (SQLite and MariaDB take it in creation order,
 -- which also puts it before the records queued after it). evs walks each
--- claimed record's unfinished events in
--- Lane order on its open index, up to @max_per_record, while they are
--- claimable (the first that is not stops the record: backoff, or a live
--- lease); leased leases them; and kept moves the lanes of the records it
+-- taken record's unfinished events in Lane order on its open index, up to
+-- @max_per_record, while they are claimable (the first that is not stops the
+-- record: backoff, or a live lease); leased leases them; and kept moves the lanes of the records it
 -- leased to one microsecond after the new lease's expiry, Leased and Claimed,
 -- their head unchanged. Every step is an index range with a LIMIT or an index
 -- probe, so the cost follows what the claim returns, whatever the backlog and
