@@ -15,7 +15,9 @@
 // within Config.BudgetAhead (budget.Scheduler), keeps its events and calls at
 // the booked instant (unless a 429 paused the budget meanwhile); when the budget refuses (no room that close, or a claim
 // by id, which never books), that call's and every later call's events are
-// released (no attempt used) until the room is that close. A started worker
+// released (no attempt used) until the room is that close; once due again
+// they keep their place in the claim order, ahead of the records queued
+// since (package store). A started worker
 // runs Concurrency such cycles at once, back to back
 // while there is work, so that one cycle's database round trips overlap
 // another's HubSpot call; the budget, not the number of cycles, holds the

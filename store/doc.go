@@ -61,12 +61,16 @@
 // at most ClaimParams.MaxPerRecord events per record. So a claim returns a
 // record's due events together, in Lane order, and may return more than Limit
 // events. Different records are interleaved by (CreatedDate, Id) of their
-// events (on PostgreSQL, records whose lease expired first, by the lease's
-// expiry, then the others by the time they became due: the head's
-// NextAttemptDate, which for an event never retried is its CreatedDate),
-// which only decides which record goes first (fairness), never the order
-// within a record. On every backend a record whose lease expired (its worker
-// died) comes before the records queued while it was out. No claim hands out an event of a record while another
+// events (on PostgreSQL, records claimed before first — a lease expired, or
+// a head released with a delay, put in backoff or requeued — by the time
+// they became due again, then the others by the time they became due: the
+// head's NextAttemptDate, which for an event enqueued without a delay is its
+// CreatedDate), which only decides which record goes first (fairness), never
+// the order within a record. On every backend a record whose head was
+// claimed before keeps its place: once due again (its lease expired, its
+// worker died; or the delay of a Release or of an IncrementRetry backoff
+// ended; or it was requeued) it comes before the records queued after it,
+// not behind the backlog queued while it was out. No claim hands out an event of a record while another
 // claimer holds a live lease on that record: followers are never heads while
 // their head is unfinished, so only the claimer that took the head can take
 // them. Failed and processed events do not block their record, nor does an

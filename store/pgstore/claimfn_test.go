@@ -39,7 +39,7 @@ func withoutComments(s string) string {
 
 // TestClaimFunctionsMatchClaimSQL keeps sql/Claim.sql the claim's one source:
 // the body of each claim function, as the newest migration that defines it
-// (023) left it, must be RETURN QUERY of that file
+// (024) left it, must be RETURN QUERY of that file
 // as the engine renders it for the queue, its parameters must be the statement's in the
 // order of their first use (so $1, $2, … mean the same in both), the engine's
 // call must pass them in that order, and the function must carry every

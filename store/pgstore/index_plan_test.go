@@ -90,7 +90,7 @@ FROM generate_series(1, 100) g`
 var queueTables = []string{"_system_integrationinbound", "_system_integrationoutbound", "_system_outboxevent"}
 
 // laneTables are the record lanes of migration 018, which the claim function
-// reads by its two due indexes (migration 023).
+// reads by its two due indexes (migrations 023, 024).
 var laneTables = []string{"hubsync_lane_inbound", "hubsync_lane_outbound", "hubsync_lane_internal"}
 
 // explainPlan returns the plan PostgreSQL chooses for query (EXPLAIN, FORMAT
@@ -264,7 +264,7 @@ func TestQueueQueriesUseIndexes(t *testing.T) {
 		// record's events are read on the open index and its live leases on
 		// the lease index, never on a record's whole history
 		// (idx_outbound_record), which without them still is an index path;
-		// and its lanes on the two due indexes of the lanes (migration 023),
+		// and its lanes on the two due indexes of the lanes (migrations 023, 024),
 		// never by a scan of the lanes table.
 		claim := explainedClaim(t, tdb.URL, cfg, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: time.Minute, Owner: "w"})
 		used := map[string]bool{}
@@ -274,7 +274,7 @@ func TestQueueQueriesUseIndexes(t *testing.T) {
 				t.Errorf("claim (%s) reads %s with a sequential scan; plan:\n%s", state, n.Relation, claim.shape())
 			}
 		})
-		for _, ix := range []string{"idx_outbound_open", "idx_outbound_lease", "idx_lane_outbound_leased", "idx_lane_outbound_free"} {
+		for _, ix := range []string{"idx_outbound_open", "idx_outbound_lease", "idx_lane_outbound_claimed", "idx_lane_outbound_free"} {
 			if !used[ix] {
 				t.Errorf("claim (%s) does not probe %s; plan:\n%s", state, ix, claim.shape())
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,8 +22,9 @@ import (
 
 // lanesFromEvents recomputes the outbound lanes from the events alone (the
 // definition in migration 018, with Leased from migration 023: the record has
-// an event under a lease, live or expired) and reports every difference from
-// the lanes table the triggers kept.
+// an event under a lease, live or expired; and Claimed from migration 024:
+// Leased, or the head was leased before, Attempt > 0) and reports every
+// difference from the lanes table the triggers kept.
 func lanesFromEvents(t *testing.T, db *sql.DB) []string {
 	t.Helper()
 	rows, err := db.QueryContext(context.Background(), `
@@ -30,8 +32,9 @@ WITH want AS (
     SELECT h.Destination, h.ObjectType, h.RecordID, h.Id AS head_id,
         COALESCE(GREATEST(CASE WHEN h.Status = 'pending' THEN h.NextAttemptDate END,
                           lz.until + interval '1 microsecond'), h.NextAttemptDate) AS due,
-        lz.until IS NOT NULL AS leased
-    FROM (SELECT DISTINCT ON (Destination, ObjectType, RecordID) Destination, ObjectType, RecordID, Id, Status, NextAttemptDate
+        lz.until IS NOT NULL AS leased,
+        lz.until IS NOT NULL OR h.Attempt > 0 AS claimed
+    FROM (SELECT DISTINCT ON (Destination, ObjectType, RecordID) Destination, ObjectType, RecordID, Id, Status, NextAttemptDate, Attempt
           FROM _System_IntegrationOutbound WHERE Status IN ('pending', 'processing')
           ORDER BY Destination, ObjectType, RecordID, Lane) h
     LEFT JOIN (SELECT Destination, ObjectType, RecordID, MAX(LeaseExpiresDate) AS until FROM _System_IntegrationOutbound
@@ -40,22 +43,24 @@ WITH want AS (
 )
 SELECT COALESCE(w.RecordID, l.RecordID), COALESCE(w.head_id, '-'), COALESCE(l.HeadId, '-'),
     COALESCE(w.due::text, '-'), COALESCE(l.DueDate::text, '-'),
-    COALESCE(w.leased::text, '-'), COALESCE(l.Leased::text, '-')
+    COALESCE(w.leased::text, '-'), COALESCE(l.Leased::text, '-'),
+    COALESCE(w.claimed::text, '-'), COALESCE(l.Claimed::text, '-')
 FROM want w FULL JOIN hubsync_lane_outbound l
   ON l.Destination = w.Destination AND l.ObjectType = w.ObjectType AND l.RecordID = w.RecordID
-WHERE w.head_id IS DISTINCT FROM l.HeadId OR w.due IS DISTINCT FROM l.DueDate OR w.leased IS DISTINCT FROM l.Leased`)
+WHERE w.head_id IS DISTINCT FROM l.HeadId OR w.due IS DISTINCT FROM l.DueDate OR w.leased IS DISTINCT FROM l.Leased
+   OR w.claimed IS DISTINCT FROM l.Claimed`)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
 	var out []string
 	for rows.Next() {
-		var rec, wantHead, gotHead, wantDue, gotDue, wantLeased, gotLeased string
-		if err := rows.Scan(&rec, &wantHead, &gotHead, &wantDue, &gotDue, &wantLeased, &gotLeased); err != nil {
+		var rec, wantHead, gotHead, wantDue, gotDue, wantLeased, gotLeased, wantClaimed, gotClaimed string
+		if err := rows.Scan(&rec, &wantHead, &gotHead, &wantDue, &gotDue, &wantLeased, &gotLeased, &wantClaimed, &gotClaimed); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("record %s: lane head %s due %s leased %s, events say head %s due %s leased %s",
-			rec, gotHead, gotDue, gotLeased, wantHead, wantDue, wantLeased))
+		out = append(out, fmt.Sprintf("record %s: lane head %s due %s leased %s claimed %s, events say head %s due %s leased %s claimed %s",
+			rec, gotHead, gotDue, gotLeased, gotClaimed, wantHead, wantDue, wantLeased, wantClaimed))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
@@ -153,6 +158,14 @@ VALUES ('loaded', 'hubspot', 'contacts', 'r8', 'update', '{}', 'processing', $1,
 		t.Fatal(err)
 	}
 	checkLanes(t, db, "a raw INSERT of a leased event")
+	// And of a pending event leased before (a copy of a released one) gives
+	// its new lane Claimed.
+	if _, err := db.ExecContext(ctx, `INSERT INTO _System_IntegrationOutbound (Id, Destination, ObjectType, RecordID, EventType, Payload, Status,
+    CreatedDate, LastModifiedDate, NextAttemptDate, Attempt, Seq, Lane)
+VALUES ('reloaded', 'hubspot', 'contacts', 'r7', 'update', '{}', 'pending', $1, $1, $1, 2, 1, 1)`, now()); err != nil {
+		t.Fatal(err)
+	}
+	checkLanes(t, db, "a raw INSERT of a pending event leased before")
 	if _, err := q.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "r9",
 		EventType: "update", Payload: []byte(`{}`)}); err != nil {
 		t.Fatal(err)
@@ -403,27 +416,7 @@ func TestProcessedInboundMakesNoLane(t *testing.T) {
 // not, exactly as the events define them.
 func TestMigrationMarksLeasedLanes(t *testing.T) {
 	ctx := context.Background()
-	tdb := dbtest.New(t, store.Postgres)
-	all, err := migrate.Migrations(store.Postgres)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tdb.DB.ExecContext(ctx, `CREATE TABLE hubsync_migration (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
-		t.Fatal(err)
-	}
-	for _, mg := range all {
-		if mg.Version > 22 {
-			break
-		}
-		for _, stmt := range migrate.SplitStatements(mg.SQL) {
-			if _, err := tdb.DB.ExecContext(ctx, stmt); err != nil {
-				t.Fatalf("apply %03d_%s: %v", mg.Version, mg.Name, err)
-			}
-		}
-		if _, err := tdb.DB.ExecContext(ctx, `INSERT INTO hubsync_migration VALUES ($1, $2, 'test')`, mg.Version, mg.Name); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tdb := migratedThrough(t, 22)
 	// At 022: five records, three of them claimed, one of those since
 	// expired; a record whose head was released keeps a leased follower.
 	clock := storetest.NewClock(time.Time{})
@@ -472,5 +465,110 @@ func TestMigrationMarksLeasedLanes(t *testing.T) {
 	var leased int
 	if err := tdb.DB.QueryRowContext(ctx, `SELECT COUNT(*) FROM hubsync_lane_outbound WHERE Leased`).Scan(&leased); err != nil || leased != 3 {
 		t.Fatalf("%d lanes Leased after the migration (%v), want 3 (r0 expired, r1, r2)", leased, err)
+	}
+}
+
+// migratedThrough returns a new PostgreSQL database with the migrations up to
+// and including version last applied, and recorded as the migrator records
+// them, so that migrate.Up applies the next ones.
+func migratedThrough(t *testing.T, last int) *dbtest.DB {
+	t.Helper()
+	ctx := context.Background()
+	tdb := dbtest.New(t, store.Postgres)
+	all, err := migrate.Migrations(store.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tdb.DB.ExecContext(ctx, `CREATE TABLE hubsync_migration (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, mg := range all {
+		if mg.Version > last {
+			break
+		}
+		for _, stmt := range migrate.SplitStatements(mg.SQL) {
+			if _, err := tdb.DB.ExecContext(ctx, stmt); err != nil {
+				t.Fatalf("apply %03d_%s: %v", mg.Version, mg.Name, err)
+			}
+		}
+		if _, err := tdb.DB.ExecContext(ctx, `INSERT INTO hubsync_migration VALUES ($1, $2, 'test')`, mg.Version, mg.Name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return tdb
+}
+
+// TestMigrationMarksClaimedLanes upgrades a database with events under way
+// from migration 023 to 024: the lanes of the records claimed before (a
+// lease, live or expired, or a head leased before: released with a delay, in
+// backoff, requeued from the dead letters) must come out Claimed (the
+// migration's backfill), and the lanes of records never claimed not, exactly
+// as the events define them.
+func TestMigrationMarksClaimedLanes(t *testing.T) {
+	ctx := context.Background()
+	tdb := migratedThrough(t, 23)
+	clock := storetest.NewClock(time.Time{})
+	s, err := pgstore.New(tdb.DB, store.Config{Now: clock.Now, Retry: store.RetryPolicy{MaxAttempts: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := s.Outbound()
+	// At 023: seven records of one event each, r0 first.
+	for i := range 7 {
+		if _, err := q.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts",
+			RecordID: fmt.Sprintf("r%d", i), EventType: "update", Payload: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	evs, err := q.Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 5, LeaseDuration: time.Second, Owner: "w"})
+	if err != nil || len(evs) != 5 || evs[4].RecordID != "r4" {
+		t.Fatalf("fixture: claimed %v (%v), want r0 to r4", evs, err)
+	}
+	// r0's lease will expire; r1 stays leased; r2 is released with a delay,
+	// r3 in backoff, r4 failed and requeued; r5 and r6 were never claimed.
+	if err := q.Release(ctx, time.Hour, evs[2].Lease()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.IncrementRetry(ctx, evs[3].Lease(), "HubSpot 502", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Fail(ctx, evs[4].Lease(), "HubSpot 400"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.Requeue(ctx, evs[4].ID); err != nil || n != 1 {
+		t.Fatalf("fixture: requeue %d (%v)", n, err)
+	}
+	if err := q.ExtendLease(ctx, time.Hour, evs[1].Lease()); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Minute)
+
+	m, err := migrate.New(tdb.DB, store.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done, err := m.Up(ctx); err != nil || len(done) == 0 || done[0] != 24 {
+		t.Fatalf("Up from 023 applied %v (%v), want 024 first", done, err)
+	}
+	checkLanes(t, tdb.DB, "the migration to 024")
+	var claimed []string
+	rows, err := tdb.DB.QueryContext(ctx, `SELECT RecordID FROM hubsync_lane_outbound WHERE Claimed ORDER BY RecordID`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r string
+		if err := rows.Scan(&r); err != nil {
+			t.Fatal(err)
+		}
+		claimed = append(claimed, r)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"r0", "r1", "r2", "r3", "r4"}; !slices.Equal(claimed, want) {
+		t.Fatalf("lanes Claimed after the migration: %v, want %v (r5 and r6 were never claimed)", claimed, want)
 	}
 }

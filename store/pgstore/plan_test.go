@@ -14,8 +14,8 @@ import (
 
 // TestClaimPlanUsesIndex checks that with a large backlog, most of it processed
 // history, the claim function's statement reads the record lanes' two due
-// indexes in order (the lanes of expired leases, then the others: migration
-// 023), with no sort of the due lanes, and never scans a table, in the plan it
+// indexes in order (the lanes of records claimed before, then the others:
+// migrations 023, 024), with no sort of the due lanes, and never scans a table, in the plan it
 // ran (explainedClaim).
 func TestClaimPlanUsesIndex(t *testing.T) {
 	ctx := context.Background()
@@ -53,7 +53,7 @@ func TestClaimPlanUsesIndex(t *testing.T) {
 			t.Errorf("claim plan reads every due lane and sorts them")
 		}
 	})
-	for _, ix := range []string{"idx_lane_outbound_leased", "idx_lane_outbound_free"} {
+	for _, ix := range []string{"idx_lane_outbound_claimed", "idx_lane_outbound_free"} {
 		if !dueIndexes[ix] {
 			t.Errorf("claim plan does not read the lanes' (Destination, DueDate, HeadId) index %s", ix)
 		}

@@ -36,8 +36,8 @@ import (
 //     (below) would drop the head too, and ok the record with it. ClaimIDs
 //     locks the head it is named with FOR UPDATE, re-checked the same way.
 //   - The zombie finishes the head (Complete, Fail): the lane re-check passes
-//     (the new head is due, and the lane stays Leased, migration 023: the
-//     zombie still holds its followers' leases, expired) and the UPDATE's
+//     (the new head is due, and the lane stays Claimed, migrations 023 and
+//     024: the zombie still holds its followers' leases, expired) and the UPDATE's
 //     re-check drops the finished head;
 //     its followers are the record's first unfinished events, leased in order.
 //   - The zombie delays a follower it holds while the head stays claimable (a
@@ -437,12 +437,12 @@ type edit struct{ has, without string }
 var (
 	// laneRecheck: the recovered and free CTEs filter due lanes in a
 	// subquery, on the snapshot's lane versions, so the lane lock re-checks
-	// nothing (neither DueDate nor Leased).
+	// nothing (neither DueDate nor Claimed).
 	laneRecheck = guard{"the lane lock's DueDate re-check", []edit{
-		{"WHERE n.Destination = $1 AND n.Leased AND n.DueDate <= $2",
-			"WHERE n.Destination = $1 AND n.LaneKey IN (SELECT d.LaneKey FROM hubsync_lane_outbound d WHERE d.Destination = $1 AND d.Leased AND d.DueDate <= $2 OFFSET 0)"},
-		{"WHERE n.Destination = $1 AND NOT n.Leased AND n.DueDate <= $2",
-			"WHERE n.Destination = $1 AND n.LaneKey IN (SELECT d.LaneKey FROM hubsync_lane_outbound d WHERE d.Destination = $1 AND NOT d.Leased AND d.DueDate <= $2 OFFSET 0)"},
+		{"WHERE n.Destination = $1 AND n.Claimed AND n.DueDate <= $2",
+			"WHERE n.Destination = $1 AND n.LaneKey IN (SELECT d.LaneKey FROM hubsync_lane_outbound d WHERE d.Destination = $1 AND d.Claimed AND d.DueDate <= $2 OFFSET 0)"},
+		{"WHERE n.Destination = $1 AND NOT n.Claimed AND n.DueDate <= $2",
+			"WHERE n.Destination = $1 AND n.LaneKey IN (SELECT d.LaneKey FROM hubsync_lane_outbound d WHERE d.Destination = $1 AND NOT d.Claimed AND d.DueDate <= $2 OFFSET 0)"},
 	}}
 	// lockedRecheck: locked re-checks nothing, as before migration 022.
 	lockedRecheck = guard{"locked's re-check (migration 022)", []edit{

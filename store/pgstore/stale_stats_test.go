@@ -328,11 +328,36 @@ func TestLaneTriggersProbeWithoutStatistics(t *testing.T) {
 // TestRecoveredClaimWithoutStatistics is the claim after a replica died: 100
 // records whose leases expired, then a backlog of 10,000 records enqueued
 // while they were out, never analysed. The claim must take the expired
-// leases' lanes first (migration 023), each branch from its partial index in
-// order, locking no more lanes than the limit: 100 from the leased index and
-// the remaining 50 places from the other, and read rows in proportion to what
-// it returns.
+// leases' lanes first (migrations 023, 024), each branch from its partial
+// index in order, locking no more lanes than the limit: 100 from the claimed
+// index and the remaining 50 places from the free one, and read rows in
+// proportion to what it returns.
 func TestRecoveredClaimWithoutStatistics(t *testing.T) {
+	claimedFirstWithoutStatistics(t, "expired leases", nil)
+}
+
+// TestReleasedClaimWithoutStatistics is TestRecoveredClaimWithoutStatistics
+// with the 100 records released with a delay instead (outbound's cycle when
+// the HubSpot budget refuses), before the backlog was enqueued: once their
+// delay ends they come first (migration 024), from the claimed index, with
+// no sort and no more lanes read than the claim returns.
+func TestReleasedClaimWithoutStatistics(t *testing.T) {
+	claimedFirstWithoutStatistics(t, "released records", func(ctx context.Context, q store.Queue[store.OutboundEvent], evs []store.OutboundEvent) error {
+		leases := make([]store.Lease, len(evs))
+		for i, e := range evs {
+			leases[i] = e.Lease()
+		}
+		return q.Release(ctx, 30*time.Second, leases...)
+	})
+}
+
+// claimedFirstWithoutStatistics claims 100 records, hands them to back (nil
+// leaves their 15 s leases to expire), enqueues a backlog of 10,000 records
+// behind them and, a minute later, with no statistics on the queue or its
+// lanes, claims 150 events: the 100 records claimed before, then the first 50
+// of the backlog, each branch an index range of its own partial index in
+// order.
+func claimedFirstWithoutStatistics(t *testing.T, what string, back func(context.Context, store.Queue[store.OutboundEvent], []store.OutboundEvent) error) {
 	ctx := context.Background()
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	tdb := dbtest.Migrated(t, store.Postgres)
@@ -346,9 +371,14 @@ func TestRecoveredClaimWithoutStatistics(t *testing.T) {
 	if err := storetest.FillOutbound(ctx, s, "hubspot", "y", 100, base); err != nil {
 		t.Fatal(err)
 	}
-	dead, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: 15 * time.Second, Owner: "dead"})
-	if err != nil || len(dead) != 100 {
-		t.Fatalf("fixture: the dying replica's claim leased %d events (%v), want 100", len(dead), err)
+	first, err := s.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 100, LeaseDuration: 15 * time.Second, Owner: "first"})
+	if err != nil || len(first) != 100 {
+		t.Fatalf("fixture: the first claim leased %d events (%v), want 100", len(first), err)
+	}
+	if back != nil {
+		if err := back(ctx, s.Outbound(), first); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := storetest.FillOutbound(ctx, s, "hubspot", "s", 10000, base.Add(time.Hour)); err != nil {
 		t.Fatal(err)
@@ -366,8 +396,8 @@ func TestRecoveredClaimWithoutStatistics(t *testing.T) {
 	}
 	plan := claimPlan(t, logged())
 	rows := plan.eventRowsRead(outboundTable)
-	t.Logf("no statistics, 100 expired leases before 10,000 pending lanes: claimed %d events, read %.0f event rows, %d buffers; plan:\n%s",
-		len(evs), rows, plan.SharedHit+plan.SharedRead, plan.shape())
+	t.Logf("no statistics, 100 %s before 10,000 pending lanes: claimed %d events, read %.0f event rows, %d buffers; plan:\n%s",
+		what, len(evs), rows, plan.SharedHit+plan.SharedRead, plan.shape())
 	var recovered, fresh int
 	for _, e := range evs {
 		switch {
@@ -378,8 +408,8 @@ func TestRecoveredClaimWithoutStatistics(t *testing.T) {
 		}
 	}
 	if len(evs) != 150 || recovered != 100 || fresh != 50 {
-		t.Errorf("claimed %d events, %d of the expired leases and %d of the first 50 pending records; want all 100 expired leases, then the first 50 pending",
-			len(evs), recovered, fresh)
+		t.Errorf("claimed %d events, %d of the %s and %d of the first 50 pending records; want all 100 %s, then the first 50 pending",
+			len(evs), recovered, what, fresh, what)
 	}
 	lanesRead := map[string]float64{}
 	plan.walk(func(n planNode) {
@@ -393,8 +423,8 @@ func TestRecoveredClaimWithoutStatistics(t *testing.T) {
 			lanesRead[n.Index] += (n.ActualRows + n.RemovedFilter) * n.ActualLoops
 		}
 	})
-	if lanesRead["idx_lane_outbound_leased"] != 100 || lanesRead["idx_lane_outbound_free"] != 50 || len(lanesRead) != 2 {
-		t.Errorf("the claim read lanes %v, want 100 from idx_lane_outbound_leased and 50 from idx_lane_outbound_free", lanesRead)
+	if lanesRead["idx_lane_outbound_claimed"] != 100 || lanesRead["idx_lane_outbound_free"] != 50 || len(lanesRead) != 2 {
+		t.Errorf("the claim read lanes %v, want 100 from idx_lane_outbound_claimed and 50 from idx_lane_outbound_free", lanesRead)
 	}
 	if rows > 20*float64(len(evs)) {
 		t.Errorf("the claim read %.0f event rows to return %d: its cost depends on the backlog", rows, len(evs))

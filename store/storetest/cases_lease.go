@@ -32,7 +32,7 @@ func testLeaseExpiry(t *testing.T, b *bundle) {
 // recovering it does not wait behind the backlog that built up meanwhile.
 // SQLite and MariaDB take candidates in CreatedDate order, and the expired
 // event is the older one; PostgreSQL takes the lanes of expired leases
-// before the other due lanes (migration 023), where it once ordered every
+// before the other due lanes (migrations 023, 024), where it once ordered every
 // due lane by the time it became due, and the expired lease's record came
 // last.
 func testExpiredLeaseFirst(t *testing.T, b *bundle) {
@@ -50,6 +50,68 @@ func testExpiredLeaseFirst(t *testing.T, b *bundle) {
 	wantIDs(t, "GetPending(1) after A's lease expired", p, a)
 	wantIDs(t, "claim(1) after A's lease expired", q.mustClaim(t, 1, 30*time.Second, "w2"), a)
 	wantIDs(t, "the next claim: the records enqueued meanwhile", q.mustClaim(t, 10, 30*time.Second, "w2"), later...)
+}
+
+// testClaimedBeforeKeepsPlace checks the rule for a record whose head was
+// claimed before and went back to pending: released with a delay (outbound
+// releases a cycle's records when the shared HubSpot budget refuses), put in
+// retry backoff after a failure, or requeued from the dead letters. Once it is
+// due again, it is claimed before the records queued after it, as an expired
+// lease is (testExpiredLeaseFirst): it keeps its place in the queue, and does
+// not go to the back of the backlog that built up during its delay. SQLite
+// and MariaDB take candidates in CreatedDate order, which none of these
+// changes; PostgreSQL takes the lanes of records whose head was claimed
+// before (or that hold a lease) before the other due lanes (migration 024),
+// where it once ordered them by the end of their delay, behind every record
+// queued before that.
+func testClaimedBeforeKeepsPlace(t *testing.T, b *bundle) {
+	q := b.q
+	ctx := context.Background()
+	ways := []struct {
+		name string
+		// back returns the claimed event a to pending, due again within a
+		// minute (the policy's backoff is 10 s), after B and C.
+		back func(a item) error
+	}{
+		{"released with a delay", func(a item) error { return q.Release(ctx, 5*time.Second, a.lease()) }},
+		{"in retry backoff", func(a item) error {
+			_, err := q.IncrementRetry(ctx, a.lease(), "HubSpot 502", 5*time.Second)
+			return err
+		}},
+		{"failed, then requeued", func(a item) error {
+			if err := q.Fail(ctx, a.lease(), "HubSpot 400"); err != nil {
+				return err
+			}
+			_, err := q.Requeue(ctx, a.ID)
+			return err
+		}},
+	}
+	for _, w := range ways {
+		a := q.mustEnqueue(t, spec{})
+		wantIDs(t, w.name+": claim of A", q.mustClaim(t, 1, minute, "w1"), a)
+		b.clock.Advance(time.Second)
+		later := []string{q.mustEnqueue(t, spec{})}
+		b.clock.Advance(time.Second)
+		later = append(later, q.mustEnqueue(t, spec{}))
+		if err := w.back(q.mustGet(t, a)); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		b.clock.Advance(time.Minute) // A is due again, as are B and C
+		p, err := q.getPending(ctx, keyDefault, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantIDs(t, w.name+": GetPending(1) once A is due again", p, a)
+		got := q.mustClaim(t, 1, minute, "w2")
+		wantIDs(t, w.name+": claim(1) once A is due again, before B and C queued after it", got, a)
+		rest := q.mustClaim(t, 10, minute, "w2")
+		wantIDs(t, w.name+": the next claim: B and C", rest, later...)
+		for _, it := range append(got, rest...) {
+			if err := q.Complete(ctx, it.lease()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
 
 // snapshot is the part of an event that a rejected state change must not touch.

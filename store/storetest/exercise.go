@@ -47,6 +47,7 @@ var cases = []testCase{
 	{name: "ConcurrentClaimers", run: testConcurrentClaimers},
 	{name: "LeaseExpiry", run: testLeaseExpiry},
 	{name: "ExpiredLeaseFirst", run: testExpiredLeaseFirst},
+	{name: "ClaimedBeforeKeepsPlace", run: testClaimedBeforeKeepsPlace},
 	{name: "Fencing", run: testFencing},
 	{name: "ExtendLease", run: testExtendLease},
 	{name: "FencingBatchComplete", run: testFencingBatch},

@@ -1,4 +1,4 @@
--- The body of the claim function hubsync_claim_<queue> (migration 023), which
+-- The body of the claim function hubsync_claim_<queue> (migration 024), which
 -- the engine calls (ClaimCall.sql): this file is the statement's one source,
 -- and TestClaimFunctionsMatchClaimSQL requires each migrated function body to
 -- be RETURN QUERY of it, rendered for its queue, without these comments; a
@@ -8,22 +8,25 @@
 -- … in the body).
 --
 -- A claim reads its record lanes (hubsync_lane_<queue>, migration 018), not
--- the backlog, and takes recovered work first (migration 023): recovered
--- takes up to @limit due lanes of the key whose record holds an expired lease
--- (Leased), oldest expiry first, from idx_lane_<queue>_leased; free takes the
--- remaining places, @limit minus what recovered took, from the other due
--- lanes in (DueDate, HeadId) order, from idx_lane_<queue>_free; both skip
--- lanes another claimer holds, and lanes is the two together. So a record
--- whose worker died goes out as its lease expires, not behind every record
--- queued before that (SQLite and MariaDB take it in creation order, which
--- also puts it first). evs walks each claimed record's unfinished events in
--- Lane order on its open index, up to @max_per_record, while they are
--- claimable (the first that is not stops the record: backoff, or a live
--- lease); leased leases them; and kept moves the lanes of the records it
--- leased to one microsecond after the new lease's expiry, Leased, their head
--- unchanged. Every step is an index range with a LIMIT or an index probe, so
--- the cost follows what the claim returns, whatever the backlog and whatever
--- the planner's statistics say (plan tests in stale_stats_test.go).
+-- the backlog, and takes recovered work first (migrations 023, 024):
+-- recovered takes up to @limit due lanes of the key whose record was claimed
+-- before (Claimed: it holds a lease, here an expired one, or its head was
+-- leased before and went back to pending: released with a delay, in retry
+-- backoff, requeued), oldest due date first, from idx_lane_<queue>_claimed;
+-- free takes the remaining places, @limit minus what recovered took, from the
+-- other due lanes (heads never claimed) in (DueDate, HeadId) order, from
+-- idx_lane_<queue>_free; both skip lanes another claimer holds, and lanes is
+-- the two together. So a record whose worker died goes out as its lease
+-- expires, and a released or retried one as its delay ends, not behind every
+-- record queued before that (SQLite and MariaDB take it in creation order,
+-- which also puts it before the records queued after it). evs walks each
+-- taken record's unfinished events in Lane order on its open index, up to
+-- @max_per_record, while they are claimable (the first that is not stops the
+-- record: backoff, or a live lease); leased leases them; and kept moves the lanes of the records it
+-- leased to one microsecond after the new lease's expiry, Leased and Claimed,
+-- their head unchanged. Every step is an index range with a LIMIT or an index
+-- probe, so the cost follows what the claim returns, whatever the backlog and
+-- whatever the planner's statistics say (plan tests in stale_stats_test.go).
 --
 -- The statement keeps its own lanes: the function's SET hubsync.lanes_kept
 -- makes the UPDATE trigger of the events table return at once, which would
@@ -34,7 +37,7 @@
 --
 -- The lane row lock arbitrates between claimers: one record, one claimer. A
 -- lane changed by a commit after this statement's snapshot is re-checked by
--- PostgreSQL (DueDate <= @now, and Leased as its branch wants it) on its
+-- PostgreSQL (DueDate <= @now, and Claimed as its branch wants it) on its
 -- newest version before it is locked, so a head delayed since the snapshot
 -- drops its record, and so does a lane that moved from one due index to the
 -- other (the next claim takes it). locked takes the
@@ -56,13 +59,13 @@
 -- table, and ClaimCall.sql selects the engine's columns from them by name.
 WITH recovered AS MATERIALIZED (
     SELECT {{tuple . "n"}} FROM hubsync_lane_{{.Dir}} n
-    WHERE {{if .Key}}n.{{.Key}} = @key AND {{end}}n.Leased AND n.DueDate <= @now
+    WHERE {{if .Key}}n.{{.Key}} = @key AND {{end}}n.Claimed AND n.DueDate <= @now
     ORDER BY {{if .Key}}n.{{.Key}}, {{end}}n.DueDate, n.HeadId
     LIMIT @limit
     FOR UPDATE SKIP LOCKED
 ), free AS MATERIALIZED (
     SELECT {{tuple . "n"}} FROM hubsync_lane_{{.Dir}} n
-    WHERE {{if .Key}}n.{{.Key}} = @key AND {{end}}NOT n.Leased AND n.DueDate <= @now
+    WHERE {{if .Key}}n.{{.Key}} = @key AND {{end}}NOT n.Claimed AND n.DueDate <= @now
     ORDER BY {{if .Key}}n.{{.Key}}, {{end}}n.DueDate, n.HeadId
     LIMIT @limit - (SELECT COUNT(*) FROM recovered)
     FOR UPDATE SKIP LOCKED
@@ -88,7 +91,7 @@ WITH recovered AS MATERIALIZED (
     RETURNING t.*
 ), kept AS (
     UPDATE hubsync_lane_{{.Dir}} AS n
-    SET DueDate = GREATEST(n.DueDate, @lease_expires + interval '1 microsecond'), Leased = true
+    SET DueDate = GREATEST(n.DueDate, @lease_expires + interval '1 microsecond'), Leased = true, Claimed = true
     WHERE n.LaneKey = ANY (ARRAY(SELECT {{lanekey . "r"}} FROM leased r))
 )
 SELECT r.* FROM leased r

@@ -6,12 +6,13 @@
 -- Lists of ids and leases arrive as one JSON array parameter.
 --
 -- A claim is one statement (Claim.sql) over the record lanes of migration 018,
--- the body of the queue's claim function (migrations 021 to 023), which the
+-- the body of the queue's claim function (migrations 021 to 024), which the
 -- engine calls with ClaimCall.sql; the function carries the statement's
 -- planner settings, and the statement keeps the lanes of the records it
--- leases. It takes the due lanes of records whose lease expired first, then
--- the other due lanes, each in (DueDate, HeadId) order (migration 023); Pending
--- lists the same heads.
+-- leases. It takes the due lanes of records claimed before first (an expired
+-- lease, or a head released, retried or requeued), then the other due lanes,
+-- each in (DueDate, HeadId) order (migrations 023, 024); Pending lists the
+-- same heads.
 -- ClaimIDs tests each named event with the template "head".
 
 {{/* A candidate e is the head of its record: the record's earliest unfinished
