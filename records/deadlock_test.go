@@ -5,13 +5,19 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/store"
 )
@@ -41,7 +47,8 @@ func TestDeadlockIsRetried(t *testing.T) {
 
 func testDeadlockIsRetried(t *testing.T, d store.Dialect, op string) {
 	ctx := context.Background()
-	b := setup(t, d, Config{})
+	spans := tracetest.NewInMemoryExporter()
+	b := setup(t, d, Config{TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))})
 	db := b.st.DB()
 	t0 := b.clock.Now().Add(time.Hour)
 	var id string
@@ -134,6 +141,24 @@ func testDeadlockIsRetried(t *testing.T, d store.Dialect, op string) {
 		}
 		if rec.Version != 2 {
 			t.Errorf("version %d after the update, want 2", rec.Version)
+		}
+		// The write's span links to the outbound event that committed, not
+		// to the one the rolled-back attempt enqueued.
+		evs := b.outbound(t, id)
+		if len(evs) != 2 {
+			t.Fatalf("%d outbound events, want 2 (create, update)", len(evs))
+		}
+		var links []string
+		for _, sp := range spans.GetSpans() {
+			if sp.Name != "hubsync.records.write" || !slices.Contains(sp.Attributes, attribute.String("hubsync.records.op", "update")) {
+				continue
+			}
+			for _, l := range sp.Links {
+				links = append(links, l.SpanContext.TraceID().String())
+			}
+		}
+		if want := eventtrace.SpanContext(evs[1].ID).TraceID().String(); !slices.Equal(links, []string{want}) {
+			t.Errorf("the update's span links to traces %v; want only the committed event's, %s", links, want)
 		}
 	case "apply":
 		res, err := b.svc.ApplyFenced(ctx, change(store.EventUpdate, "101", t0.Add(time.Minute), map[string]any{"name": "b"}),
