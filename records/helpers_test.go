@@ -47,7 +47,7 @@ func setup(t *testing.T, d store.Dialect, cfg Config) *bundle {
 // outbound is one row of _System_IntegrationOutbound, read back in claim order.
 type outbound struct {
 	ID, Destination, EventType string
-	Payload, Old           *outbox.Snapshot
+	Payload, Old               *outbox.Snapshot
 }
 
 func (b *bundle) outbound(t *testing.T, recordID string) []outbound {
