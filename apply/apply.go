@@ -107,7 +107,8 @@ type Applier interface {
 // fence completes the inbound event under its lease
 // (store.LeaseOps.CompleteTx): it fails with store.ErrLeaseLost when another
 // worker took the event over, and the Applier must then roll back, so a worker
-// that lost its lease changes nothing.
+// that lost its lease changes nothing. It runs once per transaction: again when
+// the Applier runs a transaction the database rolled back (a deadlock) again.
 type Fence func(ctx context.Context, tx store.DBTX) error
 
 // FencedApplier is an Applier that can run a Fence in the transaction that

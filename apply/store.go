@@ -48,7 +48,9 @@ type RecordStore interface {
 	// nil; otherwise it rolls back and returns fn's error. Guarded applies one
 	// Change per call, so the record, its clocks, links and tombstones change
 	// together or not at all. Errors that retrying cannot fix should match
-	// ErrPermanent.
+	// ErrPermanent. InTx may run fn again, in a new transaction, after the
+	// database rolled the last one back as transient (a deadlock:
+	// records.Service does), so fn starts from fresh state on every run.
 	InTx(ctx context.Context, fn func(tx RecordTx) error) error
 }
 

@@ -128,10 +128,11 @@ type WorkerConfig struct {
 	// occurredAt order, and a cycle that holds a merge (which re-points other
 	// records) applies all its events one at a time. 1 applies one event at a
 	// time. On SQLite, which admits one writer, parallel applies only queue on
-	// the write lock; on MySQL and MariaDB, concurrent creations can deadlock
-	// on the links table's unique index (InnoDB gap locks), and records.Service
-	// does not retry its transaction, so each deadlock costs its event a retry
-	// with backoff: use 1 on both (hubsync serve does). Default
+	// the write lock: use 1 there (hubsync serve does). On MySQL and MariaDB,
+	// concurrent creations can deadlock on the links table's unique index
+	// (InnoDB gap locks); records.Service runs the deadlock victim's
+	// transaction again, so that costs no retry of the event (an Applier that
+	// does not retry its transactions would cost one per deadlock). Default
 	// ApplyConcurrencyDefault, at most ApplyConcurrencyMax.
 	ApplyConcurrency int
 	// LeaseDuration is how long a claim holds its events unless extended; a

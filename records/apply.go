@@ -66,7 +66,7 @@ var _ apply.RecordStore = (*recordStore)(nil)
 // InTx runs fn in one transaction; invalid or too large values are permanent.
 func (rs *recordStore) InTx(ctx context.Context, fn func(apply.RecordTx) error) error {
 	s := (*Service)(rs)
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *writeTx) error {
 		return fn(&recordTx{s: s, tx: tx, locked: map[string]Record{}})
 	})
 	if errors.Is(err, ErrInvalid) || errors.Is(err, ErrTooLarge) {
@@ -79,19 +79,19 @@ func (rs *recordStore) InTx(ctx context.Context, fn func(apply.RecordTx) error) 
 // since updateTx and deleteTx write at the version read under the lock.
 type recordTx struct {
 	s      *Service
-	tx     *sql.Tx
+	tx     *writeTx
 	locked map[string]Record // by object type and id
 }
 
 var _ apply.SQLRecordTx = (*recordTx)(nil)
 
 // DBTX returns the transaction, for the SyncWorker's fence.
-func (t *recordTx) DBTX() store.DBTX { return t.tx }
+func (t *recordTx) DBTX() store.DBTX { return t.tx.Tx }
 
 func lockKey(objectType, id string) string { return objectType + "/" + id }
 
 func (t *recordTx) LookupRecord(ctx context.Context, source, objectType, externalID string) (string, bool, error) {
-	return t.s.links.LookupRecordTx(ctx, t.tx, source, objectType, externalID)
+	return t.s.links.LookupRecordTx(ctx, t.tx.Tx, source, objectType, externalID)
 }
 
 func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, value string) (string, bool, error) {
@@ -115,17 +115,17 @@ func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, v
 }
 
 func (t *recordTx) Link(ctx context.Context, source, objectType, id, externalID string) error {
-	return t.s.links.LinkTx(ctx, t.tx, source, objectType, id, externalID)
+	return t.s.links.LinkTx(ctx, t.tx.Tx, source, objectType, id, externalID)
 }
 
 func (t *recordTx) UnlinkExternal(ctx context.Context, source, objectType, externalID string) error {
-	return t.s.links.UnlinkExternalTx(ctx, t.tx, source, objectType, externalID)
+	return t.s.links.UnlinkExternalTx(ctx, t.tx.Tx, source, objectType, externalID)
 }
 
 func (t *recordTx) NewRecordID() string { return newID() }
 
 func (t *recordTx) Tombstone(ctx context.Context, source, objectType, externalID string) (apply.Tombstone, bool, error) {
-	tomb, ok, err := t.s.links.TombstoneTx(ctx, t.tx, source, objectType, externalID)
+	tomb, ok, err := t.s.links.TombstoneTx(ctx, t.tx.Tx, source, objectType, externalID)
 	if err != nil || !ok {
 		return apply.Tombstone{}, ok, err
 	}
@@ -133,18 +133,18 @@ func (t *recordTx) Tombstone(ctx context.Context, source, objectType, externalID
 }
 
 func (t *recordTx) PutTombstone(ctx context.Context, source, objectType, externalID string, tomb apply.Tombstone) error {
-	return t.s.links.PutTombstoneTx(ctx, t.tx, links.Tombstone{
+	return t.s.links.PutTombstoneTx(ctx, t.tx.Tx, links.Tombstone{
 		Destination: source, ObjectType: objectType, ExternalID: externalID,
 		Kind: tomb.Kind, SurvivorID: tomb.SurvivorID, OccurredAt: tomb.OccurredAt,
 	})
 }
 
 func (t *recordTx) RemoveTombstone(ctx context.Context, source, objectType, externalID string, before time.Time) error {
-	return t.s.links.RemoveTombstoneTx(ctx, t.tx, source, objectType, externalID, before)
+	return t.s.links.RemoveTombstoneTx(ctx, t.tx.Tx, source, objectType, externalID, before)
 }
 
 func (t *recordTx) LockRecord(ctx context.Context, objectType, id string) (bool, error) {
-	rec, err := t.s.get(ctx, t.tx, "record_get_for_update", objectType, id)
+	rec, err := t.s.get(ctx, t.tx.Tx, "record_get_for_update", objectType, id)
 	switch {
 	case errors.Is(err, ErrNotFound):
 		delete(t.locked, lockKey(objectType, id))
@@ -165,11 +165,11 @@ func (t *recordTx) lockedRecord(objectType, id string) (Record, error) {
 }
 
 func (t *recordTx) Clocks(ctx context.Context, objectType, id string) (map[string]time.Time, error) {
-	return t.s.clocks(ctx, t.tx, objectType, id)
+	return t.s.clocks(ctx, t.tx.Tx, objectType, id)
 }
 
 func (t *recordTx) AdvanceClocks(ctx context.Context, objectType, id string, names []string, at time.Time) error {
-	return t.s.touchClocks(ctx, t.tx, objectType, id, names, at)
+	return t.s.touchClocks(ctx, t.tx.Tx, objectType, id, names, at)
 }
 
 func (t *recordTx) ClearFieldClocks(ctx context.Context, objectType, id string) error {

@@ -14,6 +14,13 @@
 // ErrConflict. The row is changed before the events are inserted, so the row lock
 // orders concurrent writers' events in commit order.
 //
+// A transaction the database rolls back as transient (a deadlock, a
+// serialization failure or a lock wait timeout: store.Store.Retryable) is run
+// again whole, up to dialectsql.RetryAttempts times, after short random waits;
+// what it did the first time was rolled back, and the write's span links only
+// to the outbound events of the attempt that committed. A fence's
+// store.ErrLeaseLost is never retried.
+//
 // Service implements apply.Applier with apply.Guarded over its tables: a
 // per-field monotonic guard, per-external-id tombstones for deleted and
 // merged-away ids (links.Tombstone) and merge redirects, so late, older changes

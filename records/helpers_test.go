@@ -46,14 +46,14 @@ func setup(t *testing.T, d store.Dialect, cfg Config) *bundle {
 
 // outbound is one row of _System_IntegrationOutbound, read back in claim order.
 type outbound struct {
-	Destination, EventType string
-	Payload, Old           *outbox.Snapshot
+	ID, Destination, EventType string
+	Payload, Old               *outbox.Snapshot
 }
 
 func (b *bundle) outbound(t *testing.T, recordID string) []outbound {
 	t.Helper()
 	rows, err := b.st.DB().QueryContext(context.Background(), dialectsql.Rebind(b.d,
-		"SELECT Destination, EventType, Payload, OldPayload FROM _System_IntegrationOutbound WHERE RecordID = ? ORDER BY CreatedDate, Id"), recordID)
+		"SELECT Id, Destination, EventType, Payload, OldPayload FROM _System_IntegrationOutbound WHERE RecordID = ? ORDER BY CreatedDate, Id"), recordID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func (b *bundle) outbound(t *testing.T, recordID string) []outbound {
 	for rows.Next() {
 		var o outbound
 		var p, old []byte
-		if err := rows.Scan(&o.Destination, &o.EventType, &p, &old); err != nil {
+		if err := rows.Scan(&o.ID, &o.Destination, &o.EventType, &p, &old); err != nil {
 			t.Fatal(err)
 		}
 		if o.Payload, err = outbox.ParseSnapshot(p); err != nil {

@@ -159,6 +159,13 @@ type Service struct {
 	cfg     Config
 	log     *slog.Logger
 	tracer  trace.Tracer
+
+	// testAttempt, set by tests only, runs first in every attempt of a
+	// transaction (inTx).
+	testAttempt func(tx *sql.Tx)
+	// testLocked, set by tests only, runs in the transaction right after a
+	// record's row is read for update.
+	testLocked func(tx *sql.Tx, objectType, id string)
 }
 
 // New returns a records service on st's database, which must have hubsync's
@@ -237,13 +244,13 @@ func (s *Service) Insert(ctx context.Context, objectType string, fields map[stri
 	ctx, span := s.startWrite(ctx, "insert", objectType, "")
 	defer span.End()
 	var rec Record
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *writeTx) error {
 		var err error
 		now := s.now()
 		if rec, err = s.createTx(ctx, tx, objectType, newID(), fields); err != nil {
 			return err
 		}
-		return s.touchClocks(ctx, tx, objectType, rec.ID, keys(fields), now)
+		return s.touchClocks(ctx, tx.Tx, objectType, rec.ID, keys(fields), now)
 	})
 	eventtrace.Fail(span, err)
 	return rec, err
@@ -267,8 +274,8 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 	ctx, span := s.startWrite(ctx, "update", objectType, id)
 	defer span.End()
 	var rec Record
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		before, err := s.get(ctx, tx, "record_get_for_update", objectType, id)
+	err := s.inTx(ctx, func(tx *writeTx) error {
+		before, err := s.get(ctx, tx.Tx, "record_get_for_update", objectType, id)
 		if err != nil {
 			return err
 		}
@@ -283,7 +290,7 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 		// Only the fields whose value changed move their clock: a save that
 		// rewrites a value as it is must not make an in-flight inbound change of
 		// that field look stale.
-		return s.touchClocks(ctx, tx, objectType, id, changedFields(before.Fields, rec.Fields, patch), now)
+		return s.touchClocks(ctx, tx.Tx, objectType, id, changedFields(before.Fields, rec.Fields, patch), now)
 	})
 	eventtrace.Fail(span, err)
 	return rec, err
@@ -304,8 +311,8 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 	}
 	ctx, span := s.startWrite(ctx, "delete", objectType, id)
 	defer span.End()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		before, err := s.get(ctx, tx, "record_get_for_update", objectType, id)
+	err := s.inTx(ctx, func(tx *writeTx) error {
+		before, err := s.get(ctx, tx.Tx, "record_get_for_update", objectType, id)
 		if err != nil {
 			return err
 		}
@@ -316,10 +323,10 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 		if err := s.deleteTx(ctx, tx, before, false); err != nil {
 			return err
 		}
-		if err := s.tombstoneLinksTx(ctx, tx, objectType, id, now); err != nil {
+		if err := s.tombstoneLinksTx(ctx, tx.Tx, objectType, id, now); err != nil {
 			return err
 		}
-		return s.touchClocks(ctx, tx, objectType, id, []string{tombstoneField}, now)
+		return s.touchClocks(ctx, tx.Tx, objectType, id, []string{tombstoneField}, now)
 	})
 	eventtrace.Fail(span, err)
 	return err
@@ -359,7 +366,7 @@ func (s *Service) tombstoneLinksTx(ctx context.Context, tx *sql.Tx, objectType, 
 
 // createTx inserts a record at version 1 and enqueues its events. The caller
 // sets its field clocks.
-func (s *Service) createTx(ctx context.Context, tx *sql.Tx, objectType, id string, fields map[string]any) (Record, error) {
+func (s *Service) createTx(ctx context.Context, tx *writeTx, objectType, id string, fields map[string]any) (Record, error) {
 	clean := make(map[string]any, len(fields))
 	for k, v := range fields {
 		if v != nil {
@@ -385,7 +392,7 @@ func (s *Service) createTx(ctx context.Context, tx *sql.Tx, objectType, id strin
 // updateTx writes before's fields merged with patch at the next version, unless
 // nothing changes, and enqueues its events. The caller holds the row (read
 // for update at before.Version).
-func (s *Service) updateTx(ctx context.Context, tx *sql.Tx, before Record, patch map[string]any) (Record, error) {
+func (s *Service) updateTx(ctx context.Context, tx *writeTx, before Record, patch map[string]any) (Record, error) {
 	merged := make(map[string]any, len(before.Fields)+len(patch))
 	for k, v := range before.Fields {
 		merged[k] = v
@@ -426,7 +433,7 @@ func (s *Service) updateTx(ctx context.Context, tx *sql.Tx, before Record, patch
 
 // deleteTx deletes the record at before.Version and enqueues its events. A
 // privacy delete keeps no field values in the events.
-func (s *Service) deleteTx(ctx context.Context, tx *sql.Tx, before Record, privacy bool) error {
+func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, privacy bool) error {
 	res, err := tx.ExecContext(ctx, s.q.Get("record_delete"), before.ObjectType, before.ID, before.Version)
 	if err != nil {
 		return fmt.Errorf("records: delete %s/%s: %w", before.ObjectType, before.ID, err)
@@ -446,7 +453,7 @@ func (s *Service) deleteTx(ctx context.Context, tx *sql.Tx, before Record, priva
 
 // emitTx enqueues the internal event and one outbound event per destination
 // (unless the change came from that destination) for one change.
-func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outboundType string, before *Record, after Record) error {
+func (s *Service) emitTx(ctx context.Context, tx *writeTx, internalType, outboundType string, before *Record, after Record) error {
 	src := outbox.SyncSource(ctx)
 	var meta map[string]string
 	if src != "" {
@@ -460,7 +467,7 @@ func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outbound
 	if err != nil {
 		return err
 	}
-	if _, err := s.st.Internal().EnqueueTx(ctx, tx, store.InternalEvent{
+	if _, err := s.st.Internal().EnqueueTx(ctx, tx.Tx, store.InternalEvent{
 		ID: newID(), EventType: internalType, ObjectType: after.ObjectType, RecordID: after.ID,
 		Payload: payload, Metadata: internalMeta,
 	}); err != nil {
@@ -473,7 +480,7 @@ func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outbound
 		}
 	}
 	for _, dest := range s.cfg.Destinations {
-		res, err := outbox.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
+		res, err := outbox.EnqueueTx(ctx, s.st, tx.Tx, store.OutboundEvent{
 			ID: newID(), Destination: dest, ObjectType: after.ObjectType, RecordID: after.ID,
 			EventType: outboundType, Payload: payload, OldPayload: old,
 		})
@@ -481,7 +488,7 @@ func (s *Service) emitTx(ctx context.Context, tx *sql.Tx, internalType, outbound
 			return fmt.Errorf("records: %w", err)
 		}
 		if res.Inserted {
-			eventtrace.LinkEnqueued(ctx, res.ID)
+			tx.enqueued = append(tx.enqueued, res.ID)
 		}
 	}
 	return nil
@@ -539,6 +546,11 @@ func (s *Service) get(ctx context.Context, q store.DBTX, query, objectType, id s
 	rec, err := s.scan(row, objectType)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Record{}, fmt.Errorf("%w: %s/%s", ErrNotFound, objectType, id)
+	}
+	if err == nil && s.testLocked != nil && query == "record_get_for_update" {
+		if tx, ok := q.(*sql.Tx); ok {
+			s.testLocked(tx, objectType, id)
+		}
 	}
 	return rec, err
 }
@@ -676,8 +688,43 @@ func checkFieldName(k string) error {
 
 func (s *Service) now() time.Time { return s.cfg.Now().UTC().Truncate(time.Microsecond) }
 
-func (s *Service) inTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	return dialectsql.InTx(ctx, s.db, "records", fn)
+// writeTx is one attempt of a records transaction.
+type writeTx struct {
+	*sql.Tx
+	// enqueued are the ids of the outbound events the attempt enqueued; the
+	// write's span links to them once the attempt has committed.
+	enqueued []string
+}
+
+// inTx runs fn in a transaction and commits it. A transaction that fails
+// with a transient error of the database (store.Store.Retryable: a deadlock,
+// serialization failure or lock wait timeout) is run again whole, from a
+// fresh writeTx (dialectsql.Retry): fn must keep nothing from a failed
+// attempt but what it assigns anew. What must happen once, after the commit,
+// happens here.
+func (s *Service) inTx(ctx context.Context, fn func(tx *writeTx) error) error {
+	var committed *writeTx
+	err := dialectsql.Retry(ctx, s.st.Retryable, func() error {
+		w := &writeTx{}
+		err := dialectsql.InTx(ctx, s.db, "records", func(tx *sql.Tx) error {
+			w.Tx = tx
+			if s.testAttempt != nil {
+				s.testAttempt(tx)
+			}
+			return fn(w)
+		})
+		if err == nil {
+			committed = w
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for _, id := range committed.enqueued {
+		eventtrace.LinkEnqueued(ctx, id)
+	}
+	return nil
 }
 
 func oneRow(res sql.Result, before Record) error {

@@ -2,7 +2,6 @@ package records
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,12 +268,12 @@ func TestRollbackInsideTx(t *testing.T) {
 	b := setup(t, store.SQLite, Config{})
 	ctx := context.Background()
 	boom := errors.New("boom")
-	err := b.svc.inTx(ctx, func(tx *sql.Tx) error {
+	err := b.svc.inTx(ctx, func(tx *writeTx) error {
 		rec, err := b.svc.createTx(ctx, tx, "contacts", newID(), map[string]any{"a": 1})
 		if err != nil {
 			return err
 		}
-		if err := b.svc.touchClocks(ctx, tx, "contacts", rec.ID, []string{"a"}, b.clock.Now()); err != nil {
+		if err := b.svc.touchClocks(ctx, tx.Tx, "contacts", rec.ID, []string{"a"}, b.clock.Now()); err != nil {
 			return err
 		}
 		return boom

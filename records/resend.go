@@ -2,7 +2,6 @@ package records
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"maps"
 
@@ -24,9 +23,9 @@ func (s *Service) Resend(ctx context.Context, objectType, id string, theirs map[
 		return Record{}, err
 	}
 	var rec Record
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *writeTx) error {
 		var err error
-		rec, err = s.get(ctx, tx, "record_get_for_update", objectType, id)
+		rec, err = s.get(ctx, tx.Tx, "record_get_for_update", objectType, id)
 		if err != nil {
 			return err
 		}
@@ -49,7 +48,7 @@ func (s *Service) Resend(ctx context.Context, objectType, id string, theirs map[
 			}
 		}
 		for _, dest := range s.cfg.Destinations {
-			if _, err := outbox.EnqueueTx(ctx, s.st, tx, store.OutboundEvent{
+			if _, err := outbox.EnqueueTx(ctx, s.st, tx.Tx, store.OutboundEvent{
 				ID: newID(), Destination: dest, ObjectType: objectType, RecordID: rec.ID,
 				EventType: store.EventUpdate, Payload: payload, OldPayload: old,
 			}); err != nil {

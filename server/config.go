@@ -126,14 +126,13 @@ type Config struct {
 	OutboundFillWait time.Duration
 	// SyncApplyConcurrency is how many records the SyncWorker applies at once
 	// (inbound.WorkerConfig.ApplyConcurrency); a record's events still apply
-	// in order. 0 means inbound.ApplyConcurrencyDefault (4) on PostgreSQL and
-	// 1 elsewhere: SQLite admits one writer, so parallel applies would only
-	// take turns at its write lock, polling (busy_timeout); on MySQL and
-	// MariaDB concurrent creations deadlock on the links table's unique index
-	// (InnoDB gap locks; about one in five in a test of twelve at once), and
-	// each deadlock costs its event a retry with backoff, since the records
-	// service does not retry its transaction. At most
-	// inbound.ApplyConcurrencyMax.
+	// in order. 0 means inbound.ApplyConcurrencyDefault (4) on PostgreSQL,
+	// MySQL and MariaDB, and 1 on SQLite: it admits one writer, so parallel
+	// applies would only take turns at its write lock, polling (busy_timeout).
+	// On MySQL and MariaDB concurrent creations can deadlock on the links
+	// table's unique index (InnoDB gap locks); the records service runs the
+	// victim's transaction again at once, so the event is not retried. At
+	// most inbound.ApplyConcurrencyMax.
 	SyncApplyConcurrency int
 	// BudgetKey names the budget shared by every replica; default BudgetKeyDefault.
 	BudgetKey string
@@ -346,7 +345,7 @@ func (c Config) Validate() error {
 		add("OutboundBudgetAhead is %s; use at most %s, 0 for %s, or negative for never", c.OutboundBudgetAhead, outbound.BudgetAheadMax, outbound.BudgetAheadDefault)
 	}
 	if c.SyncApplyConcurrency < 0 || c.SyncApplyConcurrency > inbound.ApplyConcurrencyMax {
-		add("SyncApplyConcurrency is %d; use 1..%d (1 applies one event at a time), or 0 for %d on PostgreSQL and 1 elsewhere", c.SyncApplyConcurrency, inbound.ApplyConcurrencyMax, inbound.ApplyConcurrencyDefault)
+		add("SyncApplyConcurrency is %d; use 1..%d (1 applies one event at a time), or 0 for %d (1 on SQLite)", c.SyncApplyConcurrency, inbound.ApplyConcurrencyMax, inbound.ApplyConcurrencyDefault)
 	}
 	if c.BudgetRetrySpread > budget.WindowDefault {
 		add("BudgetRetrySpread is %s; use at most %s, or 0 for %s", c.BudgetRetrySpread, budget.WindowDefault, budget.RetrySpreadDefault)
@@ -379,10 +378,10 @@ func (c Config) Validate() error {
 }
 
 // syncApplyConcurrency is the SyncWorker's ApplyConcurrency on a database of
-// dialect d: by default one apply at a time except on PostgreSQL (see
-// Config.SyncApplyConcurrency).
+// dialect d: by default the inbound default, but one apply at a time on
+// SQLite (see Config.SyncApplyConcurrency).
 func syncApplyConcurrency(configured int, d store.Dialect) int {
-	if configured == 0 && d != store.Postgres {
+	if configured == 0 && d == store.SQLite {
 		return 1
 	}
 	return configured // 0: the inbound default

@@ -223,14 +223,21 @@ func (m *meter) claimed(id, key string, lease time.Duration) {
 
 // key returns the key of a leased event and forgets the lease.
 func (m *meter) key(id string) string {
+	k, _ := m.take(id)
+	return k
+}
+
+// take is key, and reports whether the lease was known ("unknown" when not:
+// forgotten, or already settled).
+func (m *meter) take(id string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	l, ok := m.leased[id]
 	if !ok {
-		return "unknown"
+		return "unknown", false
 	}
 	delete(m.leased, id)
-	return l.key
+	return l.key, true
 }
 
 // lost returns the ids of a batch whose leases were lost, so they are not counted.
@@ -246,14 +253,22 @@ func lost(err error) map[string]bool {
 	return ids
 }
 
-func (m *meter) complete(leases []store.Lease, err error) {
+func (m *meter) complete(leases []store.Lease, err error) { m.completed(leases, err, false) }
+
+// completeTx is complete for completions inside a caller's transaction. A
+// lease already counted by an earlier one is not counted again: a transaction
+// the database rolled back as transient (a deadlock) runs again whole, its
+// fence included (records.Service retries it).
+func (m *meter) completeTx(leases []store.Lease, err error) { m.completed(leases, err, true) }
+
+func (m *meter) completed(leases []store.Lease, err error, once bool) {
 	gone := lost(err)
 	if err != nil && gone == nil {
 		return // nothing known to be applied
 	}
 	for _, l := range leases {
-		k := m.key(l.ID)
-		if !gone[l.ID] {
+		k, ok := m.take(l.ID)
+		if !gone[l.ID] && (ok || !once) {
 			m.countProcessed(k)
 		}
 	}
@@ -362,10 +377,12 @@ func (q *meteredQueue[E]) Complete(ctx context.Context, leases ...store.Lease) e
 }
 
 // CompleteTx counts the completions when the caller's transaction accepted
-// them; one rolled back afterwards (its apply failed) is counted all the same.
+// them; one rolled back afterwards (its apply failed) is counted all the same,
+// and a lease completed again (its transaction rolled back as a deadlock and
+// run again) only once.
 func (q *meteredQueue[E]) CompleteTx(ctx context.Context, tx store.DBTX, leases ...store.Lease) error {
 	err := q.Queue.CompleteTx(ctx, tx, leases...)
-	q.m.complete(leases, err)
+	q.m.completeTx(leases, err)
 	return err
 }
 

@@ -133,3 +133,54 @@ func value(t *testing.T, c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// TestMeteredStoreCountsARetriedCompleteTxOnce: a fenced apply whose
+// transaction the database rolled back as a deadlock runs again, its
+// CompleteTx included (records.Service retries it); the event is processed
+// once and counted once.
+func TestMeteredStoreCountsARetriedCompleteTxOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := hubsync.Open(ctx, dbtest.New(t, store.SQLite).URL, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := hubsync.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	in := newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)
+	ms := newMeteredStore(db.Store, in)
+	out := ms.Outbound()
+	snap, _ := outbox.Snapshot{ID: "r1", Fields: map[string]any{}}.Marshal()
+	if _, err := out.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "r1", EventType: store.EventCreate, Payload: snap}); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := out.Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 1, Owner: "t"})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("claim = %d events, %v", len(evs), err)
+	}
+	for _, commit := range []bool{false, true} { // the deadlock's victim, then its retry
+		tx, err := ms.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := out.CompleteTx(ctx, tx, evs[0].Lease()); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			err = tx.Commit()
+		} else {
+			err = tx.Rollback()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := value(t, in.processed.WithLabelValues("outbound", "hubspot")); got != 1 {
+		t.Errorf("processed = %v, want 1", got)
+	}
+	if got := value(t, in.processed.WithLabelValues("outbound", "unknown")); got != 0 {
+		t.Errorf("processed of an unknown key = %v, want 0: the retried completion was counted twice", got)
+	}
+}

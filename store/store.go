@@ -204,4 +204,10 @@ type Store interface {
 	Stats(ctx context.Context) (Stats, error)
 	// Now is the store's clock.
 	Now() time.Time
+	// Retryable reports whether err, from a statement or transaction on DB, is
+	// a transient failure after which the whole transaction may run again:
+	// a deadlock or lock wait timeout (MySQL/MariaDB 1213, 1205), a deadlock
+	// or serialization failure (PostgreSQL 40P01, 40001). The store retries
+	// its own transactions; records.Service retries its transactions too.
+	Retryable(err error) bool
 }

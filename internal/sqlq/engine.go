@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -172,29 +172,14 @@ func (s *Store) inTx(ctx context.Context, opts *sql.TxOptions, f func(tx *sql.Tx
 }
 
 // retry runs f, one statement or one transaction, and runs it again while the
-// dialect says its failure was transient. Retries wait a short, random and
-// growing time first: transactions that deadlocked each other and retried at
-// once would meet again (MariaDB's claim under eight concurrent claimers did,
-// five times in a row).
+// dialect says its failure was transient (dialectsql.Retry).
 func (s *Store) retry(ctx context.Context, f func() error) error {
-	const attempts = 10
-	var err error
-	for i := range attempts {
-		if i > 0 {
-			wait := time.Duration(1+rand.IntN(2<<min(i, 6))) * time.Millisecond
-			select {
-			case <-ctx.Done():
-				return err
-			case <-time.After(wait):
-			}
-		}
-		err = f()
-		if err == nil || s.d.Retryable == nil || !s.d.Retryable(err) || ctx.Err() != nil {
-			return err
-		}
-	}
-	return err
+	return dialectsql.Retry(ctx, s.d.Retryable, f)
 }
+
+// Retryable reports whether err is a transient failure of the database
+// (Dialect.Retryable: deadlock, serialization failure, lock wait timeout).
+func (s *Store) Retryable(err error) bool { return s.d.Retryable != nil && s.d.Retryable(err) }
 
 // lockWrites takes the write mutex where the dialect serialises writes and
 // returns its release. Never call it while holding it, nor inside a caller's
