@@ -12,9 +12,13 @@
 -- them back.
 
 {{/* A candidate e is the head of its record: no earlier event of its record is
-     unfinished, and no other one holds a live lease (see the PostgreSQL file). */}}
+     unfinished, and no other one holds a live lease (see the PostgreSQL file).
+     The probe is forced onto the record key's index: with the statistics of a
+     table that filled up faster than InnoDB recomputes them, MariaDB probed
+     through idx_<queue>_poll on the key alone, reading the whole backlog per
+     candidate (TestClaimHeadProbeWithStaleStatistics). */}}
 {{define "unblocked"}}NOT EXISTS (
-        SELECT 1 FROM {{.Table}} x
+        SELECT 1 FROM {{.Table}} x FORCE INDEX ({{.OpenIndex}})
         WHERE {{same . "x" "e"}} AND x.Id <> e.Id AND x.Status IN ('pending', 'processing')
           AND (x.Lane < e.Lane OR (x.Status = 'processing' AND x.LeaseExpiresDate >= @now)))
 {{end}}
