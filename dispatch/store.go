@@ -95,7 +95,8 @@ func (p *pubStore) claim(ctx context.Context, key string, limit int, leaseFor ti
 	case store.Postgres:
 		out, err = scan(p.db.QueryContext(ctx, p.q.Get("publish_claim"), key, p.t(now), p.t(now), limit, lease))
 	default:
-		err = dialectsql.InTx(ctx, p.db, "publish claim", func(tx *sql.Tx) error {
+		err = dialectsql.InTxRetry(ctx, p.db, p.st.Retryable, "publish claim", func(tx *sql.Tx) error {
+			out = out[:0]
 			rows, err := tx.QueryContext(ctx, p.q.Get("publish_lock"), key, p.t(now), p.t(now), limit)
 			if err != nil {
 				return err

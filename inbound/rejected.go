@@ -66,9 +66,10 @@ type RejectedRecorder interface {
 // with their reason, listed by GET /admin/rejected and cleaned up with the
 // inbound retention.
 type RejectedLog struct {
-	db      *sql.DB
-	dialect store.Dialect
-	q       *dialectsql.Queries
+	db        *sql.DB
+	retryable func(error) bool // the store's: a deadlock's transaction runs again
+	dialect   store.Dialect
+	q         *dialectsql.Queries
 }
 
 var _ RejectedRecorder = (*RejectedLog)(nil)
@@ -80,7 +81,7 @@ func NewRejectedLog(st store.Store) (*RejectedLog, error) {
 	if err != nil {
 		return nil, fmt.Errorf("inbound: %w", err)
 	}
-	return &RejectedLog{db: st.DB(), dialect: st.Dialect(), q: q}, nil
+	return &RejectedLog{db: st.DB(), retryable: st.Retryable, dialect: st.Dialect(), q: q}, nil
 }
 
 // RecordRejected stores evs in one transaction; an event without ID gets one.
@@ -88,7 +89,7 @@ func (l *RejectedLog) RecordRejected(ctx context.Context, evs []RejectedEvent) e
 	if len(evs) == 0 {
 		return nil
 	}
-	return dialectsql.InTx(ctx, l.db, "inbound: record rejected events", func(tx *sql.Tx) error {
+	return dialectsql.InTxRetry(ctx, l.db, l.retryable, "inbound: record rejected events", func(tx *sql.Tx) error {
 		for _, ev := range evs {
 			id := cmp.Or(ev.ID, uuid.Must(uuid.NewV7()).String())
 			sum := sha256.Sum256([]byte(ev.Reason + "\x00" + ev.RawPayload))

@@ -79,7 +79,7 @@ func (l *Links) one(ctx context.Context, tx store.DBTX, query, destination, obje
 // idempotent, and re-links a record that had another external id. It returns
 // ErrConflict when externalID already belongs to another local record.
 func (l *Links) Link(ctx context.Context, destination, objectType, recordID, externalID string) error {
-	return dialectsql.InTx(ctx, l.db, "links", func(tx *sql.Tx) error {
+	return dialectsql.InTxRetry(ctx, l.db, l.st.Retryable, "links", func(tx *sql.Tx) error {
 		return l.LinkTx(ctx, tx, destination, objectType, recordID, externalID)
 	})
 }

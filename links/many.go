@@ -93,7 +93,7 @@ func (l *Links) LinkMany(ctx context.Context, destination, objectType string, pa
 	if len(pairs) == 0 {
 		return nil
 	}
-	return dialectsql.InTx(ctx, l.db, "links", func(tx *sql.Tx) error {
+	return dialectsql.InTxRetry(ctx, l.db, l.st.Retryable, "links", func(tx *sql.Tx) error {
 		return l.LinkManyTx(ctx, tx, destination, objectType, pairs)
 	})
 }

@@ -23,7 +23,7 @@ func (l *Links) AddOwed(ctx context.Context, destination, objectType, recordID s
 	if len(fields) == 0 {
 		return nil
 	}
-	return dialectsql.InTx(ctx, l.db, "links", func(tx *sql.Tx) error {
+	return dialectsql.InTxRetry(ctx, l.db, l.st.Retryable, "links", func(tx *sql.Tx) error {
 		have, err := l.owedOne(ctx, tx, destination, objectType, recordID)
 		if err != nil {
 			return err

@@ -118,7 +118,7 @@ func (l *Links) PushedMany(ctx context.Context, destination, objectType string, 
 	if len(states) == 0 {
 		return nil
 	}
-	return dialectsql.InTx(ctx, l.db, "links", func(tx *sql.Tx) error {
+	return dialectsql.InTxRetry(ctx, l.db, l.st.Retryable, "links", func(tx *sql.Tx) error {
 		return l.PushedManyTx(ctx, tx, destination, objectType, states)
 	})
 }

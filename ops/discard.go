@@ -98,7 +98,7 @@ func DiscardDeadLetters(ctx context.Context, st store.Store, r DiscardRequest) (
 		}
 	}
 	var n int64
-	err = dialectsql.InTx(ctx, st.DB(), "discard dead letters", func(tx *sql.Tx) error {
+	err = dialectsql.InTxRetry(ctx, st.DB(), st.Retryable, "discard dead letters", func(tx *sql.Tx) error {
 		n = 0
 		for _, h := range dead {
 			// The delete is fenced on the failed status: a dead letter

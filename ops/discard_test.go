@@ -162,3 +162,27 @@ func TestRecordEvents(t *testing.T) {
 		}
 	})
 }
+
+// TestDiscardRunsAgainAfterADeadlock: the discard's transaction, rolled back
+// by the database as a deadlock after it kept the first dead letter, runs
+// again from the start and counts each discarded event once.
+func TestDiscardRunsAgainAfterADeadlock(t *testing.T) {
+	for _, d := range []store.Dialect{store.Postgres, store.MySQL} {
+		t.Run(dbtest.Name(d), func(t *testing.T) {
+			b := setupDialect(t, d)
+			ctx := context.Background()
+			ids := b.deadOutbound(t, "hubspot", 2)
+			fired := dbtest.FailOnce(t, b.st.DB(), d, "hubsync_discarded_event", "INSERT", 2)
+			res, err := DiscardDeadLetters(ctx, b.st, DiscardRequest{Direction: store.DirectionOutbound, IDs: ids, Reason: "gone"})
+			if err != nil || res.Discarded != 2 {
+				t.Fatalf("DiscardDeadLetters after one injected deadlock = %+v, %v; want 2 discarded", res, err)
+			}
+			if n := fired(); n < 4 {
+				t.Errorf("the discard kept events %d times; want the first, the deadlocked second and a retry of both", n)
+			}
+			if got, err := ListDiscarded(ctx, b.st, 0); err != nil || len(got) != 2 {
+				t.Errorf("ListDiscarded = %d, %v; want 2", len(got), err)
+			}
+		})
+	}
+}

@@ -81,7 +81,8 @@ func (s *Store) Submit(ctx context.Context, r Request, key string, mappingVersio
 	hash := r.Hash()
 	inserted := false
 	var seq int64
-	err = dialectsql.InTx(ctx, s.db, "subscriptions: submit", func(tx *sql.Tx) error {
+	err = dialectsql.InTxRetry(ctx, s.db, s.st.Retryable, "subscriptions: submit", func(tx *sql.Tx) error {
+		inserted = false
 		if _, err := tx.ExecContext(ctx, s.q.Get("sequence_next"), r.BrandID, r.ProductID, r.ContactKey); err != nil {
 			return fmt.Errorf("subscriptions: next sequence: %w", err)
 		}
@@ -204,7 +205,7 @@ func (s *Store) States(ctx context.Context) ([]State, error) {
 // false when the state was already at or past newest.
 func (s *Store) Settle(ctx context.Context, newest Stored, status, detail string) (advanced bool, err error) {
 	now := dialectsql.Time(s.d, s.st.Now())
-	err = dialectsql.InTx(ctx, s.db, "subscriptions: settle", func(tx *sql.Tx) error {
+	err = dialectsql.InTxRetry(ctx, s.db, s.st.Retryable, "subscriptions: settle", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, s.q.Get("state_ensure"), newest.BrandID, newest.ProductID, newest.ContactKey, now); err != nil {
 			return fmt.Errorf("subscriptions: settle: %w", err)
 		}

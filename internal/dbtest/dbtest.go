@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -214,5 +215,63 @@ func Each(t *testing.T, f func(t *testing.T, d store.Dialect)) {
 			t.Parallel()
 			f(t, d)
 		})
+	}
+}
+
+// FailOnce makes the at-th row written by event ("INSERT" or "UPDATE") on
+// table (counting from 1, across transactions) fail as a deadlock would, with
+// the database's own deadlock error (PostgreSQL SQLSTATE 40P01, MySQL error
+// 1213), and lets every other one through: a trigger counts its firings where
+// a rollback cannot undo the count (a sequence; a MyISAM table). It returns
+// how many times the trigger fired, so that a test can tell the write was run
+// again. SQLite has no deadlocks (it admits one writer), so it is not
+// supported.
+func FailOnce(t testing.TB, db *sql.DB, d store.Dialect, table, event string, at int) (fired func() int) {
+	t.Helper()
+	n := strconv.Itoa(at)
+	var stmts []string
+	var count string
+	switch d {
+	case store.Postgres:
+		stmts = []string{
+			`CREATE SEQUENCE hubsync_test_fail_once`,
+			`CREATE FUNCTION hubsync_test_fail_once() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF nextval('hubsync_test_fail_once') = ` + n + ` THEN
+        RAISE EXCEPTION 'injected deadlock (dbtest.FailOnce)' USING ERRCODE = '40P01';
+    END IF;
+    RETURN NEW;
+END $$`,
+			`CREATE TRIGGER hubsync_test_fail_once BEFORE ` + event + ` ON ` + table + ` FOR EACH ROW EXECUTE FUNCTION hubsync_test_fail_once()`,
+		}
+		count = `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM hubsync_test_fail_once`
+	case store.MySQL:
+		stmts = []string{
+			`CREATE TABLE hubsync_test_fail_once (n INT NOT NULL) ENGINE = MyISAM`,
+			`INSERT INTO hubsync_test_fail_once VALUES (0)`,
+			`CREATE TRIGGER hubsync_test_fail_once BEFORE ` + event + ` ON ` + table + ` FOR EACH ROW
+BEGIN
+    UPDATE hubsync_test_fail_once SET n = n + 1;
+    IF (SELECT n FROM hubsync_test_fail_once) = ` + n + ` THEN
+        SIGNAL SQLSTATE '40001' SET MYSQL_ERRNO = 1213, MESSAGE_TEXT = 'injected deadlock (dbtest.FailOnce)';
+    END IF;
+END`,
+		}
+		count = `SELECT n FROM hubsync_test_fail_once`
+	default:
+		t.Fatalf("dbtest.FailOnce: %s has no deadlocks to inject", d)
+	}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("dbtest.FailOnce: %v\n%s", err, q)
+		}
+	}
+	return func() int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(count).Scan(&n); err != nil {
+			t.Fatalf("dbtest.FailOnce: count: %v", err)
+		}
+		return n
 	}
 }

@@ -28,6 +28,13 @@ func InTx(ctx context.Context, db *sql.DB, what string, fn func(tx *sql.Tx) erro
 	return nil
 }
 
+// InTxRetry is InTx run again whole while transient (a store.Store's
+// Retryable) says its failure was transient (Retry): fn must start from
+// fresh state on every run, since the database rolled back the failed one.
+func InTxRetry(ctx context.Context, db *sql.DB, transient func(error) bool, what string, fn func(tx *sql.Tx) error) error {
+	return Retry(ctx, transient, func() error { return InTx(ctx, db, what, fn) })
+}
+
 // RetryAttempts bounds the runs of one Retry: the first and nine retries.
 const RetryAttempts = 10
 
