@@ -33,17 +33,12 @@ func TestMySQLDriftPlansWithStaleStatistics(t *testing.T) {
 	}
 	exec := func(q string, args ...any) {
 		t.Helper()
-		rows, err := db.DB.QueryContext(ctx, q, args...) // ANALYZE TABLE returns a result set
-		if err != nil {
+		if _, err := db.DB.ExecContext(ctx, q, args...); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}
-		rows.Close()
 	}
 	tables := []string{"_System_IntegrationOutbound", "_System_IntegrationInbound", "hubsync_field_clock"}
-	for _, tb := range tables {
-		exec("ANALYZE TABLE " + tb)
-		exec("ALTER TABLE " + tb + " STATS_AUTO_RECALC = 0")
-	}
+	dbtest.FreezeEmptyStatistics(t, db.DB, tables...)
 	if err := storetest.FillOutboundRecords(ctx, st, "hubspot", "h", 20000, 7000, base); err != nil {
 		t.Fatal(err)
 	}
@@ -56,11 +51,7 @@ FROM seq_1_to_20000 AS s`, base, base, base)
 	exec(`INSERT INTO hubsync_field_clock (ObjectType, RecordID, Field, OccurredAt)
 SELECT 'contacts', CONCAT('h', s.seq), f.Field, ? FROM seq_1_to_7000 AS s
 CROSS JOIN (SELECT 'email' AS Field UNION ALL SELECT 'firstname' UNION ALL SELECT 'lastname') AS f`, base)
-	// Connections that open the tables from now on plan with the row counts
-	// of the filled tables and the index statistics of the empty ones.
-	for _, tb := range tables {
-		exec("FLUSH TABLES " + tb)
-	}
+	dbtest.ReopenTables(t, db.DB, tables...)
 	q, err := dialectsql.Load(sqlFS, "sql", store.MySQL)
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +74,7 @@ CROSS JOIN (SELECT 'email' AS Field UNION ALL SELECT 'firstname' UNION ALL SELEC
 				}
 			}
 			var reads int
-			for _, cols := range explainMySQL(t, db.DB, q.Get(c.query), c.args...) {
+			for _, cols := range dbtest.ExplainMySQL(t, db.DB, q.Get(c.query), c.args...) {
 				if !aliases[cols[2]] {
 					continue
 				}
@@ -129,46 +120,4 @@ CROSS JOIN (SELECT 'email' AS Field UNION ALL SELECT 'firstname' UNION ALL SELEC
 			}
 		})
 	}
-}
-
-// explainMySQL returns MySQL's EXPLAIN of query with args, each row's columns
-// (id, select_type, table, type, possible_keys, key, key_len, ref, rows,
-// Extra), and logs it.
-func explainMySQL(t *testing.T, db *sql.DB, query string, args ...any) [][]string {
-	t.Helper()
-	rows, err := db.Query("EXPLAIN "+query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]string
-	var text []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		row := make([]string, len(vals))
-		for i, v := range vals {
-			row[i] = v.String
-		}
-		if len(row) < 10 {
-			t.Fatalf("unexpected EXPLAIN row %q", row)
-		}
-		out = append(out, row)
-		text = append(text, strings.Join(row, " | "))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("plan (id | select_type | table | type | possible_keys | key | key_len | ref | rows | Extra):\n%s", strings.Join(text, "\n"))
-	return out
 }
