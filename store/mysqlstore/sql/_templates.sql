@@ -15,8 +15,10 @@
      unfinished, and no other one holds a live lease (see the PostgreSQL file).
      The probe is forced onto the record key's index: with the statistics of a
      table that filled up faster than InnoDB recomputes them, MariaDB probed
-     through idx_<queue>_poll on the key alone, reading the whole backlog per
-     candidate (TestClaimHeadProbeWithStaleStatistics). */}}
+     through an index on the key alone (idx_outbound_poll on Destination,
+     idx_inbound_expiry on Source), reading the whole backlog per
+     candidate (TestClaimHeadProbeWithStaleStatistics, and for every claim
+     statement of every queue TestClaimProbesWithStaleStatistics). */}}
 {{define "unblocked"}}NOT EXISTS (
         SELECT 1 FROM {{.Table}} x FORCE INDEX ({{.OpenIndex}})
         WHERE {{same . "x" "e"}} AND x.Id <> e.Id AND x.Status IN ('pending', 'processing')
