@@ -37,6 +37,10 @@ const (
 	CleanupIntervalDefault = time.Hour
 	// BudgetKeyDefault is the budget key of the configured private app.
 	BudgetKeyDefault = "hubspot:private-app:primary"
+	// OutboundConcurrencyMax bounds Config.OutboundConcurrency: each cycle
+	// holds up to a batch of claimed events and a database connection at a
+	// time.
+	OutboundConcurrencyMax = 16
 
 	// ReadHeaderTimeoutDefault bounds the reading of a request's headers, so a
 	// client sending them slowly (slowloris) is cut off.
@@ -124,6 +128,14 @@ type Config struct {
 	// its batch calls (outbound.Config.FillWait); 0 means
 	// outbound.FillWaitDefault (250 ms), negative none, at most 1 s.
 	OutboundFillWait time.Duration
+	// OutboundConcurrency is how many outbound cycles (claimed batches) each
+	// replica keeps in flight (outbound.Config.Concurrency); 0 means
+	// outbound.ConcurrencyDefault (3), at most OutboundConcurrencyMax. More
+	// cycles keep the budget busy while calls wait on HubSpot; when the
+	// budget, not HubSpot's latency, is the bottleneck, fewer cycles split
+	// the flow less and are refused less often (BENCHMARKS.md, eighth
+	// session).
+	OutboundConcurrency int
 	// SyncApplyConcurrency is how many records the SyncWorker applies at once
 	// (inbound.WorkerConfig.ApplyConcurrency); a record's events still apply
 	// in order. 0 means inbound.ApplyConcurrencyDefault (4) on PostgreSQL,
@@ -340,6 +352,9 @@ func (c Config) Validate() error {
 	}
 	if c.OutboundFillWait > outbound.FillWaitMax {
 		add("OutboundFillWait is %s; use at most %s, or 0 for %s", c.OutboundFillWait, outbound.FillWaitMax, outbound.FillWaitDefault)
+	}
+	if c.OutboundConcurrency < 0 || c.OutboundConcurrency > OutboundConcurrencyMax {
+		add("OutboundConcurrency is %d; use 1..%d, or 0 for %d", c.OutboundConcurrency, OutboundConcurrencyMax, outbound.ConcurrencyDefault)
 	}
 	if c.OutboundBudgetAhead > outbound.BudgetAheadMax {
 		add("OutboundBudgetAhead is %s; use at most %s, 0 for %s, or negative for never", c.OutboundBudgetAhead, outbound.BudgetAheadMax, outbound.BudgetAheadDefault)

@@ -59,8 +59,11 @@ type Server struct {
 	ln       net.Listener
 	http     *http.Server
 	parts    []part // in start order
-	err      error
-	errOnce  sync.Once
+	// outboundCycles is the polling outbound worker's Concurrency, logged
+	// when the server starts serving; 0 without one.
+	outboundCycles int
+	err            error
+	errOnce        sync.Once
 }
 
 // New validates cfg and returns a Server that is not yet running. Every
@@ -143,7 +146,11 @@ func (s *Server) Start(ctx context.Context) error {
 	for _, p := range s.parts {
 		names = append(names, p.name)
 	}
-	s.log.Info("hubsync: serving", "addr", s.ln.Addr().String(), "database", s.db.Dialect, "parts", names)
+	attrs := []any{"addr", s.ln.Addr().String(), "database", s.db.Dialect, "parts", names}
+	if s.outboundCycles > 0 {
+		attrs = append(attrs, "outbound_cycles", s.outboundCycles)
+	}
+	s.log.Info("hubsync: serving", attrs...)
 	return nil
 }
 
@@ -325,7 +332,7 @@ func (s *Server) build(ctx context.Context) error {
 	if !cfg.DisableOutboundWorker {
 		w, err := outbound.NewWorker(outbound.Config{
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
-			HTTPTimeout: outboundCallTimeout(cfg.HubSpotTimeout), FillWait: cfg.OutboundFillWait, BudgetAhead: cfg.OutboundBudgetAhead, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
+			HTTPTimeout: outboundCallTimeout(cfg.HubSpotTimeout), FillWait: cfg.OutboundFillWait, Concurrency: cfg.OutboundConcurrency, BudgetAhead: cfg.OutboundBudgetAhead, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 			Handlers:       subscriptionHandlers(st, client, cfg.Mapping, s.log),
 			TracerProvider: cfg.TracerProvider,
 		})
@@ -341,6 +348,7 @@ func (s *Server) build(ctx context.Context) error {
 			wake = append(wake, pub)
 		} else {
 			s.parts = append(s.parts, part{"outbound-worker", w.Start, w.Stop})
+			s.outboundCycles = w.Concurrency()
 			wake = append(wake, w)
 		}
 	}

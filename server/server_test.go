@@ -202,6 +202,7 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{"rate limit", Config{RateLimit: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"RateLimit"}},
 		{"budget ahead", Config{OutboundBudgetAhead: time.Minute, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"OutboundBudgetAhead", "at most 10s"}},
 		{"apply concurrency", Config{SyncApplyConcurrency: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"SyncApplyConcurrency", "use 1..32"}},
+		{"outbound concurrency", Config{OutboundConcurrency: 17, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"OutboundConcurrency", "use 1..16"}},
 	} {
 		_, err := New(tc.cfg)
 		if !errors.Is(err, ErrConfig) {

@@ -24,6 +24,7 @@ var configNames = map[string]string{
 	"BudgetCallLead":        "HUBSYNC_BUDGET_CALL_LEAD",
 	"BudgetRetrySpread":     "HUBSYNC_BUDGET_RETRY_SPREAD",
 	"OutboundFillWait":      "HUBSYNC_OUTBOUND_FILL_WAIT",
+	"OutboundConcurrency":   "HUBSYNC_OUTBOUND_CONCURRENCY",
 	"BudgetPace":            "HUBSYNC_BUDGET_PACE",
 	"OutboundBudgetAhead":   "HUBSYNC_OUTBOUND_BUDGET_AHEAD",
 	"SyncApplyConcurrency":  "HUBSYNC_SYNC_APPLY_CONCURRENCY",

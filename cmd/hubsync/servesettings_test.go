@@ -41,6 +41,7 @@ func TestServeSettingErrors(t *testing.T) {
 		{"call lead not a duration", env("HUBSYNC_BUDGET_CALL_LEAD=soon"), nil, []string{"HUBSYNC_BUDGET_CALL_LEAD", `"soon"`}},
 		{"retry spread past the window", env(), []string{"-budget-retry-spread", "1m"}, []string{"HUBSYNC_BUDGET_RETRY_SPREAD", "at most 10s"}},
 		{"fill wait too long", env("HUBSYNC_OUTBOUND_FILL_WAIT=5s"), nil, []string{"HUBSYNC_OUTBOUND_FILL_WAIT", "at most 1s"}},
+		{"outbound concurrency past the bound", env("HUBSYNC_OUTBOUND_CONCURRENCY=17"), nil, []string{"HUBSYNC_OUTBOUND_CONCURRENCY", "use 1..16"}},
 		{"apply concurrency past the bound", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=33"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "use 1..32"}},
 		{"apply concurrency not a number", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=many"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "not a number"}},
 	}
@@ -140,5 +141,30 @@ func TestServeWebhookSignatures(t *testing.T) {
 				t.Fatalf("v1-only delivery = %d, want %d", resp.StatusCode, tc.want)
 			}
 		})
+	}
+}
+
+// TestServeOutboundConcurrency: HUBSYNC_OUTBOUND_CONCURRENCY sets how many
+// cycles the outbound worker keeps in flight, which serve logs as it starts
+// (outbound.ConcurrencyDefault without it).
+func TestServeOutboundConcurrency(t *testing.T) {
+	t.Parallel()
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{nil, "outbound_cycles=3"},
+		{[]string{"HUBSYNC_OUTBOUND_CONCURRENCY=1"}, "outbound_cycles=1"},
+	} {
+		dir := t.TempDir()
+		svc := startServe(t, simEnv(sim, "sqlite:"+filepath.Join(dir, "hubsync.db"), tc.env...), "-sync-worker=false")
+		testwait.For(t, "serve's start line", func() bool { return strings.Contains(svc.logs(), "hubsync: serving") })
+		if logs := svc.logs(); !strings.Contains(logs, tc.want) {
+			t.Errorf("with %v, serve's logs do not say %q:\n%s", tc.env, tc.want, logs)
+		}
+		if code := svc.stop(t); code != 0 {
+			t.Fatalf("exit %d\n%s", code, svc.logs())
+		}
 	}
 }
