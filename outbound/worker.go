@@ -65,6 +65,15 @@ const (
 	BudgetAheadDefault = 2 * time.Second
 	// BudgetAheadMax bounds Config.BudgetAhead.
 	BudgetAheadMax = 10 * time.Second
+	// NarrowFor is how long after the shared budget refused one of its cycles
+	// a worker runs only one of its Concurrency loops. A refusal says the
+	// budget, not HubSpot's latency, is the bottleneck: then more cycles add
+	// nothing but claims of records they must release again, and records that
+	// go round (in chaos runs at the budget, one cycle per replica halved the
+	// re-claims and met the 30 s recovery goal that three missed:
+	// BENCHMARKS.md, eighth session). Without refusals the loops overlap, so
+	// that calls waiting on HubSpot keep the budget busy. One budget window.
+	NarrowFor = 10 * time.Second
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
 )
@@ -191,7 +200,8 @@ type Config struct {
 	// flight at once; default ConcurrencyDefault. Their claims take turns (one
 	// claimer per worker), the rest overlaps. The budget, not this number,
 	// keeps the call rate within HubSpot's limit: each cycle reserves its
-	// calls before making them.
+	// calls before making them. For NarrowFor after the budget refused one
+	// of its cycles, the worker runs one cycle at a time.
 	Concurrency int
 	// BatchSize is the claim limit in events (not records: several events of
 	// one record coalesce into one write); default BatchSizeDefault.
@@ -331,6 +341,12 @@ type Worker struct {
 	// due times, so that the claims after the wait come back with a few
 	// records each instead of the backlog that built up.
 	budgetShut atomic.Int64
+	// refusedAt is when (Config.Now, Unix ns) the budget last refused one of
+	// this worker's cycles; 0 if it never did. See NarrowFor.
+	refusedAt atomic.Int64
+	// testNarrowed, when set (tests only), runs each time a loop stands aside
+	// for NarrowFor.
+	testNarrowed func()
 
 	svc    startstop.Service
 	tracer trace.Tracer
@@ -382,15 +398,16 @@ func (w *Worker) Done() <-chan struct{} { return w.svc.Done() }
 func (w *Worker) run(ctx context.Context, stop <-chan struct{}) {
 	var wg sync.WaitGroup
 	for i := range w.cfg.Concurrency {
-		wg.Go(func() { w.loop(ctx, stop, w.notify[i]) })
+		wg.Go(func() { w.loop(ctx, stop, w.notify[i], i == 0) })
 	}
 	wg.Wait()
 }
 
 // loop runs cycles back to back while they find work; it waits only when a
 // cycle found nothing (PollInterval, cut short by Notify), failed
-// (PollInterval) or was refused by the budget (until it has room).
-func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}) {
+// (PollInterval) or was refused by the budget (until it has room). A loop
+// other than the first stands aside for NarrowFor after a refusal.
+func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}, first bool) {
 	for {
 		select {
 		case <-stop:
@@ -398,6 +415,15 @@ func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		default:
+		}
+		if wait := w.narrowWait(); !first && wait > 0 {
+			if w.testNarrowed != nil {
+				w.testNarrowed()
+			}
+			if !service.Idle(ctx, stop, notify, wait) {
+				return
+			}
+			continue
 		}
 		s, err := w.RunOnce(ctx)
 		wait := time.Duration(0)
@@ -486,12 +512,24 @@ func (w *Worker) budgetWait() time.Duration {
 	return time.Duration(w.budgetShut.Load() - w.cfg.Now().UnixNano())
 }
 
+// narrowWait is how long the worker's loops other than its first still stand
+// aside (NarrowFor); 0 when they may claim.
+func (w *Worker) narrowWait() time.Duration {
+	at := w.refusedAt.Load()
+	if at == 0 {
+		return 0
+	}
+	return max(time.Duration(at+int64(NarrowFor)-w.cfg.Now().UnixNano()), 0)
+}
+
 // budgetRefused notes a refusal that asked to wait d (0: none).
 func (w *Worker) budgetRefused(d time.Duration) {
 	if d <= 0 {
 		return
 	}
-	until := w.cfg.Now().Add(d).UnixNano()
+	now := w.cfg.Now()
+	w.refusedAt.Store(now.UnixNano())
+	until := now.Add(d).UnixNano()
 	for {
 		cur := w.budgetShut.Load()
 		if cur >= until || w.budgetShut.CompareAndSwap(cur, until) {

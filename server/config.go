@@ -131,10 +131,9 @@ type Config struct {
 	// OutboundConcurrency is how many outbound cycles (claimed batches) each
 	// replica keeps in flight (outbound.Config.Concurrency); 0 means
 	// outbound.ConcurrencyDefault (3), at most OutboundConcurrencyMax. More
-	// cycles keep the budget busy while calls wait on HubSpot; when the
-	// budget, not HubSpot's latency, is the bottleneck, fewer cycles split
-	// the flow less and are refused less often (BENCHMARKS.md, eighth
-	// session).
+	// cycles keep the budget busy while calls wait on HubSpot; for
+	// outbound.NarrowFor after the budget refused one of them, a replica runs
+	// one at a time (BENCHMARKS.md, eighth session).
 	OutboundConcurrency int
 	// SyncApplyConcurrency is how many records the SyncWorker applies at once
 	// (inbound.WorkerConfig.ApplyConcurrency); a record's events still apply
