@@ -190,8 +190,12 @@ func testDeadlockIsRetried(t *testing.T, d store.Dialect, op string) {
 	if err := testwait.Recv(t, "rival's end", rivalDone); err != nil {
 		t.Fatalf("rival: %v (it should have got the row once the records transaction was rolled back)", err)
 	}
-	if attempts != 2 {
-		t.Errorf("%d attempts, want 2 (the deadlock's victim, then its retry)", attempts)
+	// At least the deadlock's victim and its retry. A third is possible: on
+	// PostgreSQL the retry may lock the record's row before rival, still
+	// waiting for it, does, and then the two deadlock once more (seen once in
+	// a CI run under -race).
+	if attempts < 2 {
+		t.Errorf("%d attempts, want at least 2 (the deadlock's victim, then its retry)", attempts)
 	}
 	got, err := b.svc.Get(ctx, "contacts", id)
 	if err != nil {
