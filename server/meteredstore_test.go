@@ -26,16 +26,7 @@ func TestMeteredStoreCountsLeaseOps(t *testing.T) {
 
 func testMeteredStoreCountsLeaseOps(t *testing.T, d store.Dialect) {
 	ctx := context.Background()
-	db, err := hubsync.Open(ctx, dbtest.New(t, d).URL, store.Config{Retry: store.RetryPolicy{MaxAttempts: 2}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := hubsync.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	in := newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)
-	ms := newMeteredStore(db.Store, in)
+	in, ms := openMetered(t, d, store.Config{Retry: store.RetryPolicy{MaxAttempts: 2}})
 	out := ms.Outbound()
 
 	for _, rec := range []string{"r1", "r2", "r3", "r4"} {
@@ -141,16 +132,7 @@ func value(t *testing.T, c prometheus.Counter) float64 {
 func TestMeteredStoreCountsARetriedCompleteTxOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := hubsync.Open(ctx, dbtest.New(t, store.SQLite).URL, store.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	if _, err := hubsync.Migrate(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	in := newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)
-	ms := newMeteredStore(db.Store, in)
+	in, ms := openMetered(t, store.SQLite, store.Config{})
 	out := ms.Outbound()
 	snap, _ := outbox.Snapshot{ID: "r1", Fields: map[string]any{}}.Marshal()
 	if _, err := out.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "r1", EventType: store.EventCreate, Payload: snap}); err != nil {
@@ -183,4 +165,21 @@ func TestMeteredStoreCountsARetriedCompleteTxOnce(t *testing.T) {
 	if got := value(t, in.processed.WithLabelValues("outbound", "unknown")); got != 0 {
 		t.Errorf("processed of an unknown key = %v, want 0: the retried completion was counted twice", got)
 	}
+}
+
+// openMetered opens a migrated database of dialect d with cfg and returns the
+// metrics wrapper of its store, with its instruments.
+func openMetered(t *testing.T, d store.Dialect, cfg store.Config) (*instruments, store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := hubsync.Open(ctx, dbtest.New(t, d).URL, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := hubsync.Migrate(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	in := newInstruments(db.Store, slog.New(slog.DiscardHandler), StatsTTLDefault)
+	return in, newMeteredStore(db.Store, in)
 }
