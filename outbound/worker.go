@@ -73,7 +73,7 @@ const (
 	// re-claims and met the 30 s recovery goal that three missed:
 	// BENCHMARKS.md, eighth session). Without refusals the loops overlap, so
 	// that calls waiting on HubSpot keep the budget busy. One budget window.
-	NarrowFor = 10 * time.Second
+	NarrowFor = budget.WindowDefault
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
 )
