@@ -25,6 +25,10 @@ type Reservation struct {
 	// the grant its calls may start; zero for a grant to use at once. A call
 	// must not start before it.
 	Wait time.Duration
+	// Full reports, for a grant booked ahead (Wait > 0), that the window had
+	// no room for its calls at once: the limit, not only pacing
+	// (Config.Pace), made them wait.
+	Full bool
 
 	// bucket and width say where the grant is counted (Observation.Grant).
 	bucket, width int64

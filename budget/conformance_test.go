@@ -320,6 +320,28 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		}
 	})
 
+	t.Run("BookedFullOnlyWhenTheWindowIs", func(t *testing.T) {
+		t.Parallel()
+		// Pacing books a burst's third call into the next slice although the
+		// window has room: not Full. A call booked because the window holds
+		// its limit is.
+		clock := newClock()
+		a, b := newReplicas(t, Config{Limit: 100, Window: 10 * time.Second, DailyLimit: -1, Pace: 2, Now: clock.Now})
+		for i := range 2 {
+			if r := mustSchedule(t, a, "full", 1, time.Second); !r.Granted || r.Wait != 0 || r.Full {
+				t.Fatalf("Schedule %d into an empty window = %+v; want granted at once", i, r)
+			}
+		}
+		if r := mustSchedule(t, b, "full", 1, time.Second); !r.Granted || r.Wait == 0 || r.Full {
+			t.Fatalf("third Schedule of a slice = %+v; want booked into the next slice by pacing, not Full", r)
+		}
+		wantGranted(t, a, "full", 97) // Reserve is not paced: the window holds its limit
+		clock.Advance(time.Second)    // its room frees 9.1 s from now
+		if r := mustSchedule(t, b, "full", 1, 10*time.Second); !r.Granted || r.Wait == 0 || !r.Full {
+			t.Fatalf("Schedule into a full window = %+v; want booked ahead, Full", r)
+		}
+	})
+
 	t.Run("BookingWaitsOutAPause", func(t *testing.T) {
 		t.Parallel()
 		clock := newClock()

@@ -240,6 +240,8 @@ func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 	res := Reservation{Granted: true, UseBy: time.UnixMicro(l.useBy(x) - (eff - now)).UTC(), bucket: x, width: l.width}
 	if at > eff {
 		res.Wait = time.Duration(at-eff) * time.Microsecond
+		// Booked ahead: by pacing alone, or because the window is full?
+		res.Full = s.earliest(l, floorDiv(start, l.width), tokens, false)*l.width > start
 	}
 	return res
 }

@@ -53,8 +53,9 @@ func (c *cycle) storeCtx() (context.Context, context.CancelFunc) {
 }
 
 // process pushes claimed events: one cycle. ahead is how far ahead it may
-// book its calls (Config.BudgetAhead; 0 for none).
-func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, ahead time.Duration) (Summary, error) {
+// book its calls (Config.BudgetAhead; 0 for none); hold says whether it holds
+// calls filled below half (Config.Hold).
+func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, ahead time.Duration, hold bool) (Summary, error) {
 	if len(evs) == 0 {
 		return Summary{}, nil
 	}
@@ -127,9 +128,13 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, ahead t
 	// Each call reserves its own tokens right before it is made, so that it
 	// is counted in the budget's window when it is made (budget
 	// Reservation.UseBy), never reserved early and made in a later window.
-	for i, call := range plan.Calls {
+	calls := plan.Calls
+	if hold {
+		calls = c.hold(calls)
+	}
+	for i, call := range calls {
 		if ctx.Err() != nil {
-			for _, rest := range plan.Calls[i:] {
+			for _, rest := range calls[i:] {
 				c.release(rest.Records, 0)
 			}
 			c.errs = append(c.errs, ctx.Err())
@@ -138,6 +143,45 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, ahead t
 		c.exec(call.Op, call.HubSpotType, call.IDProperty, call.Records)
 	}
 	return c.sum, errors.Join(c.errs...)
+}
+
+// hold releases, until the worker's next hold tick, the records of each call
+// filled below half whose events were all claimed for the first time, and
+// returns the calls to make now. At the tick they are claimed again, first,
+// with what arrived meanwhile, and sent: a record is held once.
+func (c *cycle) hold(calls []Call) []Call {
+	cfg := c.w.cfg
+	now := cfg.Now()
+	var send []Call
+	var held []*RecordPlan
+	for _, call := range calls {
+		if len(call.Records) >= hubspot.MaxBatchInputs/2 || claimedBefore(call.Records) {
+			send = append(send, call)
+			continue
+		}
+		held = append(held, call.Records...)
+	}
+	if len(held) > 0 {
+		released := c.sum.Released
+		c.release(held, c.w.nextTick(now).Sub(now))
+		n := c.sum.Released - released
+		c.sum.Held += n
+		cfg.Metrics.add(&cfg.Metrics.held, int64(n))
+	}
+	return send
+}
+
+// claimedBefore reports whether an event of recs was claimed before this
+// claim: held, released for the budget, or leased by a replica that died.
+func claimedBefore(recs []*RecordPlan) bool {
+	for _, r := range recs {
+		for _, e := range r.Events {
+			if e.Attempt > 1 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // leaseExpiry is the earliest lease expiry of evs: the store stamps a lease
@@ -198,6 +242,9 @@ func (c *cycle) reserve(tokens int, recs []*RecordPlan, need time.Duration) bool
 		}
 		if res.Wait > 0 {
 			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.budgetBooked, 1)
+			if res.Full {
+				c.w.shortAt.Store(cfg.Now().UnixNano())
+			}
 			if !c.keep.Ensure(c.ctx, res.Wait+need) {
 				// The grant goes unused (counted, so only stricter).
 				c.leaseShort = true

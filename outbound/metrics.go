@@ -13,8 +13,8 @@ type Metrics struct {
 	mu    sync.Mutex
 	calls map[CallLabel]int64
 
-	coalesced, skipped, superseded, completed, retried, dead, failed, released atomic.Int64
-	adopted, leaseLost, rateLimited, budgetDenied, budgetBooked, splits        atomic.Int64
+	coalesced, skipped, superseded, completed, retried, dead, failed, released, held atomic.Int64
+	adopted, leaseLost, rateLimited, budgetDenied, budgetBooked, splits              atomic.Int64
 }
 
 // CallLabel labels HubSpot calls: Op is the plan operation ("update",
@@ -43,6 +43,9 @@ type MetricsSnapshot struct {
 	Retried, Dead, Failed int64
 	// Released counts events given back without using an attempt (budget, stop, auth, adoption).
 	Released int64
+	// Held counts the released events that were held to fill a later call
+	// while the budget was short (Config.Hold).
+	Held int64
 	// Adopted counts records linked to an existing HubSpot object after a 409.
 	Adopted int64
 	// LeaseLost counts events whose lease expired before the worker settled them.
@@ -88,6 +91,7 @@ func (m *Metrics) Snapshot() MetricsSnapshot {
 		Dead:         m.dead.Load(),
 		Failed:       m.failed.Load(),
 		Released:     m.released.Load(),
+		Held:         m.held.Load(),
 		Adopted:      m.adopted.Load(),
 		LeaseLost:    m.leaseLost.Load(),
 		RateLimited:  m.rateLimited.Load(),

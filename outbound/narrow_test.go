@@ -60,6 +60,7 @@ func TestRefusedWorkerRunsOneCycle(t *testing.T) {
 		c.Concurrency = 2
 		c.BatchSize = 1
 		c.FillWait = -1
+		c.Hold = -1 // narrowing alone: the free loop claims at once
 	})
 	outbound.SetNarrowedHook(w, func() { narrowed.Add(1) })
 	wl := newWorkload(b, 3)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,22 @@ const (
 	NarrowFor = budget.WindowDefault
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
+	// HoldDefault is Config.Hold's default: a call then carries about two
+	// seconds of its (object type, operation)'s changes, and a change waits
+	// at most about four seconds for its call.
+	HoldDefault = 2 * time.Second
+	// HoldMax bounds Config.Hold.
+	HoldMax = 10 * time.Second
+	// HoldFor is how long after the shared budget refused one of its cycles,
+	// or booked one of its calls ahead for want of room, a worker claims at the hold cadence
+	// (Config.Hold). Holding makes calls fuller, so the budget has room again
+	// and stops refusing; the cadence must outlast that by far, or the worker
+	// goes back to claiming the flow as it comes, fills the budget with small
+	// calls within seconds, and holds again. With 30 s, 59 % of a chaos
+	// run's calls came from those seconds (BENCHMARKS.md, ninth session).
+	// After a burst that made the budget short, changes wait for a tick for
+	// this long.
+	HoldFor = 5 * time.Minute
 )
 
 // storeOpTimeout bounds the bookkeeping that follows HubSpot calls; it runs
@@ -244,6 +261,29 @@ type Config struct {
 	// delivery) never book ahead; they answer with the wait. Default
 	// BudgetAheadDefault, at most BudgetAheadMax; negative never books ahead.
 	BudgetAhead time.Duration
+	// Hold is the cadence at which the worker claims while the budget, not
+	// the flow of changes, limits its calls. A worker that claims the flow
+	// as it arrives spends each call on what arrived since the last claim: a
+	// few records per (object type, operation), so that the budget stays
+	// saturated with small calls. For HoldFor after the budget refused one
+	// of its cycles, or booked one of its calls ahead because the window was
+	// full (budget.Reservation.Full; not for pacing alone):
+	//   - a loop whose claim found no backlog (fewer events than BatchSize)
+	//     waits for the next multiple of Hold on the worker's clock (Now), plus
+	//     a random part of up to half of Hold, instead of claiming again at
+	//     once (Notify does not cut this wait short). Every replica's loops
+	//     wake after the same instants, the first to claim takes what
+	//     arrived since the one before, and a call carries about Hold's
+	//     worth of its group's changes. A backlog is still claimed at once;
+	//   - a polling cycle claims up to FillClaimsMax × BatchSize events in
+	//     one claim, and holds each call filled below half whose events were
+	//     all claimed for the first time: it releases them, without using an
+	//     attempt and keeping their place, until the next multiple of Hold,
+	//     when they are claimed with what arrived meanwhile and sent.
+	// So while the budget is short a change waits for its call at most about
+	// two Holds; otherwise Hold changes nothing. Default HoldDefault, at most
+	// HoldMax; negative never holds.
+	Hold time.Duration
 	// PollInterval is the wait after a cycle that found nothing; Notify cuts it short.
 	PollInterval time.Duration
 	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
@@ -278,6 +318,7 @@ func (c Config) withDefaults() Config {
 	c.HTTPTimeout = cmp.Or(c.HTTPTimeout, HTTPTimeoutDefault)
 	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
 	c.FillWait = cmp.Or(c.FillWait, FillWaitDefault)
+	c.Hold = cmp.Or(c.Hold, HoldDefault)
 	c.BudgetAhead = cmp.Or(c.BudgetAhead, BudgetAheadDefault)
 	c.AuthRetryDelay = cmp.Or(c.AuthRetryDelay, AuthRetryDelayDefault)
 	b := service.NewBase("outbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
@@ -314,6 +355,9 @@ func (c Config) validate() error {
 	if c.FillWait > FillWaitMax {
 		errs = append(errs, fmt.Errorf("Config.FillWait is %s; use at most %s (a cycle's first events wait that long), 0 for %s, or negative for none", c.FillWait, FillWaitMax, FillWaitDefault))
 	}
+	if c.Hold > HoldMax {
+		errs = append(errs, fmt.Errorf("Config.Hold is %s; use at most %s (a held change waits up to about two of it), 0 for %s, or negative for never", c.Hold, HoldMax, HoldDefault))
+	}
 	if c.BudgetAhead > BudgetAheadMax {
 		errs = append(errs, fmt.Errorf("Config.BudgetAhead is %s; use at most %s (a booked call's records wait that long), 0 for %s, or negative for none", c.BudgetAhead, BudgetAheadMax, BudgetAheadDefault))
 	}
@@ -344,6 +388,10 @@ type Worker struct {
 	// refusedAt is when (Config.Now, Unix ns) the budget last refused one of
 	// this worker's cycles; 0 if it never did. See NarrowFor.
 	refusedAt atomic.Int64
+	// shortAt is when (Config.Now, Unix ns) the budget last refused one of
+	// this worker's cycles or booked one of its calls ahead for want of room
+	// (Reservation.Full); 0 if it never did. See Config.Hold.
+	shortAt atomic.Int64
 	// testNarrowed, when set (tests only), runs each time a loop stands aside
 	// for NarrowFor.
 	testNarrowed func()
@@ -426,25 +474,36 @@ func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}, first b
 			continue
 		}
 		s, err := w.RunOnce(ctx)
-		wait := time.Duration(0)
-		switch {
-		case err != nil:
-			if !errors.Is(err, context.Canceled) {
-				w.log.Error("outbound cycle failed", "err", err)
-			}
-			wait = w.cfg.PollInterval
-		case s.BudgetRetryAfter > 0:
-			wait = s.BudgetRetryAfter
-		case s.Claimed == 0:
-			wait = w.cfg.PollInterval
+		if err != nil && !errors.Is(err, context.Canceled) {
+			w.log.Error("outbound cycle failed", "err", err)
 		}
+		wait, wake := w.pause(s, err, notify)
 		if wait <= 0 {
 			continue
 		}
-		if !service.Idle(ctx, stop, notify, wait) {
+		if !service.Idle(ctx, stop, wake, wait) {
 			return
 		}
 	}
+}
+
+// pause is how long a loop waits after a cycle that returned s and err, and
+// what may cut the wait short: notify, or nothing while the worker holds
+// (Config.Hold), so that a change queued meanwhile waits for the tick.
+func (w *Worker) pause(s Summary, err error, notify <-chan struct{}) (time.Duration, <-chan struct{}) {
+	switch {
+	case err != nil:
+		return w.cfg.PollInterval, notify
+	case s.BudgetRetryAfter > 0:
+		return s.BudgetRetryAfter, notify
+	case s.Backlog:
+		return 0, notify // more is claimable: claim it at once
+	case w.holding():
+		return w.tickWait(), nil
+	case s.Claimed == 0:
+		return w.cfg.PollInterval, notify
+	}
+	return 0, notify
 }
 
 // Summary reports what one cycle did, in events unless it says records.
@@ -464,9 +523,15 @@ type Summary struct {
 	// Retried counts events scheduled for another attempt, Failed those
 	// dead-lettered, Released those returned without using an attempt.
 	Retried, Failed, Released int
+	// Held counts the events released until the next hold tick to fill a
+	// later call (Config.Hold); they are counted in Released too.
+	Held int
 	// BudgetRetryAfter is, when the budget refused the cycle's calls, how long
 	// until it has room; the events were released for that long.
 	BudgetRetryAfter time.Duration
+	// Backlog reports that the cycle's last claim came back full: more
+	// events were claimable.
+	Backlog bool
 }
 
 func (s *Summary) add(o Summary) {
@@ -480,6 +545,8 @@ func (s *Summary) add(o Summary) {
 	s.Retried += o.Retried
 	s.Failed += o.Failed
 	s.Released += o.Released
+	s.Held += o.Held
+	s.Backlog = s.Backlog || o.Backlog
 	s.BudgetRetryAfter = max(s.BudgetRetryAfter, o.BudgetRetryAfter)
 }
 
@@ -495,15 +562,48 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 	case <-ctx.Done():
 		return Summary{}, ctx.Err()
 	}
-	evs, err := w.cfg.Store.Claim(ctx, w.claimParams())
+	// While holding, the first claim takes what a fill would, in one
+	// statement: the first loop to wake after a tick then takes what arrived
+	// since the last, before another loop's claim can split it.
+	hold := w.holding()
+	p := w.claimParams()
+	if hold {
+		p.Limit *= FillClaimsMax
+	}
+	evs, err := w.cfg.Store.Claim(ctx, p)
 	<-w.claimSem
 	if err != nil {
 		return Summary{}, fmt.Errorf("outbound: claim: %w", err)
 	}
-	evs, err = w.fill(ctx, evs)
-	s, perr := w.process(ctx, evs, max(w.cfg.BudgetAhead, 0))
+	full := len(evs) >= p.Limit
+	if !hold {
+		evs, full, err = w.fill(ctx, evs)
+	}
+	s, perr := w.process(ctx, evs, max(w.cfg.BudgetAhead, 0), hold)
+	s.Backlog = full
 	w.budgetRefused(s.BudgetRetryAfter)
 	return s, errors.Join(err, perr)
+}
+
+// holding reports whether the worker claims at the hold cadence: the budget
+// refused one of its cycles, or booked one of its calls ahead for want of
+// room, within HoldFor (Config.Hold).
+func (w *Worker) holding() bool {
+	at := w.shortAt.Load()
+	return w.cfg.Hold > 0 && at != 0 && w.cfg.Now().UnixNano()-at < int64(HoldFor)
+}
+
+// nextTick is the first multiple of Config.Hold after now: the instant at
+// which every replica's held records come due and their loops wake.
+func (w *Worker) nextTick(now time.Time) time.Time { return now.Truncate(w.cfg.Hold).Add(w.cfg.Hold) }
+
+// tickWait is how long a holding loop waits before it claims again: until
+// the next tick, plus a random part of up to half of Config.Hold, so that
+// the first loop to wake, of any replica, claims what arrived since the
+// tick before, alone (the claim takes milliseconds).
+func (w *Worker) tickWait() time.Duration {
+	now := w.cfg.Now()
+	return w.nextTick(now).Sub(now) + rand.N(w.cfg.Hold/2+1)
 }
 
 // budgetWait is how long the budget still has no room, by its last refusal
@@ -529,6 +629,7 @@ func (w *Worker) budgetRefused(d time.Duration) {
 	}
 	now := w.cfg.Now()
 	w.refusedAt.Store(now.UnixNano())
+	w.shortAt.Store(now.UnixNano())
 	until := now.Add(d).UnixNano()
 	for {
 		cur := w.budgetShut.Load()
@@ -541,29 +642,31 @@ func (w *Worker) budgetRefused(d time.Duration) {
 // fill claims more events while the first claim came back full and the
 // cycle's calls are partly filled (Config.FillWait). An error of a later
 // claim ends the filling; the events claimed so far are still processed.
-func (w *Worker) fill(ctx context.Context, evs []store.OutboundEvent) ([]store.OutboundEvent, error) {
+// It reports whether the last claim came back full (more is claimable).
+func (w *Worker) fill(ctx context.Context, evs []store.OutboundEvent) ([]store.OutboundEvent, bool, error) {
 	p := w.claimParams()
-	if w.cfg.FillWait <= 0 || len(evs) < p.Limit {
-		return evs, nil
+	full := len(evs) >= p.Limit
+	if w.cfg.FillWait <= 0 || !full {
+		return evs, full, nil
 	}
 	deadline := w.cfg.Now().Add(w.cfg.FillWait)
 	for claims := 1; claims < FillClaimsMax && !callsFilled(evs) && w.cfg.Now().Before(deadline); claims++ {
 		select {
 		case w.claimSem <- struct{}{}:
 		case <-ctx.Done():
-			return evs, nil
+			return evs, full, nil
 		}
 		more, err := w.cfg.Store.Claim(ctx, p)
 		<-w.claimSem
 		if err != nil {
-			return evs, fmt.Errorf("outbound: claim to fill calls: %w", err)
+			return evs, full, fmt.Errorf("outbound: claim to fill calls: %w", err)
 		}
 		evs = append(evs, more...)
-		if len(more) < p.Limit {
+		if full = len(more) >= p.Limit; !full {
 			break // nothing more is claimable now
 		}
 	}
-	return evs, nil
+	return evs, full, nil
 }
 
 // callsFilled reports whether every (object type, operation) among evs has
@@ -608,7 +711,7 @@ func (w *Worker) ProcessIDs(ctx context.Context, ids []string) (Summary, error) 
 	if err != nil {
 		return Summary{}, fmt.Errorf("outbound: claim ids: %w", err)
 	}
-	s, err := w.process(ctx, evs, 0)
+	s, err := w.process(ctx, evs, 0, false)
 	w.budgetRefused(s.BudgetRetryAfter)
 	return s, err
 }

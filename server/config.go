@@ -135,6 +135,10 @@ type Config struct {
 	// outbound.NarrowFor after the budget refused one of them, a replica runs
 	// one at a time (BENCHMARKS.md, eighth session).
 	OutboundConcurrency int
+	// OutboundHold is the cadence at which outbound workers claim while the
+	// budget is short, so that their calls fill (outbound.Config.Hold); 0
+	// means outbound.HoldDefault (2 s), negative never, at most 10 s.
+	OutboundHold time.Duration
 	// SyncApplyConcurrency is how many records the SyncWorker applies at once
 	// (inbound.WorkerConfig.ApplyConcurrency); a record's events still apply
 	// in order. 0 means inbound.ApplyConcurrencyDefault (4) on PostgreSQL,
@@ -354,6 +358,9 @@ func (c Config) Validate() error {
 	}
 	if c.OutboundConcurrency < 0 || c.OutboundConcurrency > OutboundConcurrencyMax {
 		add("OutboundConcurrency is %d; use 1..%d, or 0 for %d", c.OutboundConcurrency, OutboundConcurrencyMax, outbound.ConcurrencyDefault)
+	}
+	if c.OutboundHold > outbound.HoldMax {
+		add("OutboundHold is %s; use at most %s (a held change waits up to about two of it), 0 for %s, or negative for never", c.OutboundHold, outbound.HoldMax, outbound.HoldDefault)
 	}
 	if c.OutboundBudgetAhead > outbound.BudgetAheadMax {
 		add("OutboundBudgetAhead is %s; use at most %s, 0 for %s, or negative for never", c.OutboundBudgetAhead, outbound.BudgetAheadMax, outbound.BudgetAheadDefault)

@@ -332,7 +332,7 @@ func (s *Server) build(ctx context.Context) error {
 	if !cfg.DisableOutboundWorker {
 		w, err := outbound.NewWorker(outbound.Config{
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
-			HTTPTimeout: outboundCallTimeout(cfg.HubSpotTimeout), FillWait: cfg.OutboundFillWait, Concurrency: cfg.OutboundConcurrency, BudgetAhead: cfg.OutboundBudgetAhead, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
+			HTTPTimeout: outboundCallTimeout(cfg.HubSpotTimeout), FillWait: cfg.OutboundFillWait, Hold: cfg.OutboundHold, Concurrency: cfg.OutboundConcurrency, BudgetAhead: cfg.OutboundBudgetAhead, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 			Handlers:       subscriptionHandlers(st, client, cfg.Mapping, s.log),
 			TracerProvider: cfg.TracerProvider,
 		})

@@ -25,6 +25,7 @@ var configNames = map[string]string{
 	"BudgetRetrySpread":     "HUBSYNC_BUDGET_RETRY_SPREAD",
 	"OutboundFillWait":      "HUBSYNC_OUTBOUND_FILL_WAIT",
 	"OutboundConcurrency":   "HUBSYNC_OUTBOUND_CONCURRENCY",
+	"OutboundHold":          "HUBSYNC_OUTBOUND_HOLD",
 	"BudgetPace":            "HUBSYNC_BUDGET_PACE",
 	"OutboundBudgetAhead":   "HUBSYNC_OUTBOUND_BUDGET_AHEAD",
 	"SyncApplyConcurrency":  "HUBSYNC_SYNC_APPLY_CONCURRENCY",

@@ -41,6 +41,7 @@ func TestServeSettingErrors(t *testing.T) {
 		{"call lead not a duration", env("HUBSYNC_BUDGET_CALL_LEAD=soon"), nil, []string{"HUBSYNC_BUDGET_CALL_LEAD", `"soon"`}},
 		{"retry spread past the window", env(), []string{"-budget-retry-spread", "1m"}, []string{"HUBSYNC_BUDGET_RETRY_SPREAD", "at most 10s"}},
 		{"fill wait too long", env("HUBSYNC_OUTBOUND_FILL_WAIT=5s"), nil, []string{"HUBSYNC_OUTBOUND_FILL_WAIT", "at most 1s"}},
+		{"hold too long", env("HUBSYNC_OUTBOUND_HOLD=20s"), nil, []string{"HUBSYNC_OUTBOUND_HOLD", "at most 10s"}},
 		{"outbound concurrency past the bound", env("HUBSYNC_OUTBOUND_CONCURRENCY=17"), nil, []string{"HUBSYNC_OUTBOUND_CONCURRENCY", "use 1..16"}},
 		{"apply concurrency past the bound", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=33"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "use 1..32"}},
 		{"apply concurrency not a number", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=many"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "not a number"}},

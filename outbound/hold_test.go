@@ -1,0 +1,201 @@
+package outbound_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/outbound"
+)
+
+// TestHoldFillsCalls: while the budget is short (it refused one of the
+// worker's cycles within HoldFor), a cycle makes a call filled at least half
+// at once, but holds a call filled below half whose records were claimed for
+// the first time: they wait for the next tick, and are sent then with what
+// arrived meanwhile, in one call. Without Hold, the same companies take a
+// call each time a cycle claims some.
+func TestHoldFillsCalls(t *testing.T) {
+	t.Parallel()
+	for _, hold := range []bool{true, false} {
+		t.Run(fmt.Sprintf("hold=%v", hold), func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, options{})
+			ctx := context.Background()
+			hs := &callSizes{HubSpot: b.client, sizes: map[string][]int{}}
+			w := b.worker(t, func(c *outbound.Config) {
+				c.Budget = &refuseOnce{Budget: b.budget}
+				c.HubSpot = hs
+				c.Hold = outbound.HoldDefault
+				if !hold {
+					c.Hold = -1
+				}
+			})
+			wl := newWorkload(b, 11)
+			run := func(step string) outbound.Summary {
+				t.Helper()
+				s, err := w.RunOnce(ctx)
+				if err != nil {
+					t.Fatalf("%s: %v", step, err)
+				}
+				t.Logf("%s: %+v", step, s)
+				return s
+			}
+			companies := func() []int {
+				var sizes []int
+				for kind, n := range hs.sizes {
+					if strings.HasPrefix(kind, "companies ") {
+						sizes = append(sizes, n...)
+					}
+				}
+				slices.Sort(sizes)
+				return sizes
+			}
+
+			wl.insert(t, "contacts", map[string]any{"email": "first@example.com"})
+			if s := run("refused"); s.BudgetRetryAfter <= 0 {
+				t.Fatalf("first cycle = %+v; want refused by the budget", s)
+			}
+			b.clock.Advance(time.Second) // past the refusal's wait, within HoldFor
+
+			for i := range 60 {
+				wl.insert(t, "contacts", map[string]any{"email": fmt.Sprintf("c%d@example.com", i)})
+			}
+			for i := range 5 {
+				wl.insert(t, "companies", map[string]any{"name": fmt.Sprint("A", i)})
+			}
+			s := run("60 contacts and 5 companies")
+			if got := hs.sizes["contacts upsert"]; !slices.Equal(got, []int{61}) {
+				t.Fatalf("contact calls of %v records; want one of 61 (over half a call: never held)", got)
+			}
+			wantHeld := 0
+			if hold {
+				wantHeld = 5
+			}
+			if s.Held != wantHeld || len(companies())*5 != 5-wantHeld {
+				t.Fatalf("held %d events, company calls %v; want %d held", s.Held, companies(), wantHeld)
+			}
+
+			for i := range 5 {
+				wl.insert(t, "companies", map[string]any{"name": fmt.Sprint("B", i)})
+			}
+			s = run("5 more companies")
+			if hold && (s.Claimed != 5 || s.Held != 5) {
+				t.Fatalf("claimed %d, held %d; want only the 5 new companies claimed (the held ones wait for the tick), and held", s.Claimed, s.Held)
+			}
+
+			// Past the tick, the held records are claimed again with what
+			// arrived meanwhile (nothing here), and go: a record is held once.
+			b.clock.Advance(outbound.HoldDefault)
+			s = run("after the tick")
+			want := []int{5, 5}
+			if hold {
+				want = []int{10}
+			}
+			if got := companies(); !slices.Equal(got, want) {
+				t.Fatalf("company calls of %v records; want %v", got, want)
+			}
+			if m := w.Metrics().Snapshot(); m.Held != int64(2*wantHeld) {
+				t.Errorf("Metrics Held = %d; want %d", m.Held, 2*wantHeld)
+			}
+			b.drain(t, b.worker(t, nil))
+			b.verify(t, "contacts")
+			b.verify(t, "companies")
+		})
+	}
+}
+
+// TestHoldingLoopWaitsForTheTick: after a cycle that found no backlog, a loop
+// of a worker that holds waits for the next multiple of Hold plus at most
+// half of Hold, and Notify does not cut that short; a backlog is claimed at
+// once. Before the budget refused, and HoldFor after it, a loop goes on at
+// once.
+func TestHoldingLoopWaitsForTheTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	hold := 2 * time.Second
+	w := b.worker(t, func(c *outbound.Config) {
+		c.Budget = &refuseOnce{Budget: b.budget}
+		c.Hold = hold
+		c.BatchSize = 1
+	})
+	some := outbound.Summary{Claimed: 1}
+	if wait, _ := outbound.Pause(w, some); wait != 0 {
+		t.Fatalf("before any refusal, a loop waits %s after a cycle that claimed; want 0", wait)
+	}
+	wl := newWorkload(b, 12)
+	wl.insert(t, "contacts", map[string]any{"email": "first@example.com"})
+	if s, err := w.RunOnce(context.Background()); err != nil || s.BudgetRetryAfter <= 0 {
+		t.Fatalf("first cycle = %+v, %v; want refused by the budget", s, err)
+	}
+	b.clock.Advance(time.Second)
+
+	now := b.clock.Now()
+	toTick := now.Truncate(hold).Add(hold).Sub(now)
+	for range 20 {
+		wait, notified := outbound.Pause(w, some)
+		if notified || wait < toTick || wait > toTick+hold/2 {
+			t.Fatalf("holding, a loop waits %s (Notify cuts it short: %v); want %s to %s, not cut short", wait, notified, toTick, toTick+hold/2)
+		}
+	}
+	if wait, _ := outbound.Pause(w, outbound.Summary{}); wait <= 0 {
+		t.Fatalf("holding, a loop that claimed nothing waits %s; want the tick", wait)
+	}
+
+	// Holding, a cycle claims FillClaimsMax × BatchSize events at once; a
+	// claim that comes back full says more is claimable. With the first
+	// record (released by the refusal), 11 are pending.
+	for i := range outbound.FillClaimsMax {
+		wl.insert(t, "contacts", map[string]any{"email": fmt.Sprintf("c%d@example.com", i)})
+	}
+	s, err := w.RunOnce(context.Background())
+	if err != nil || s.Claimed != outbound.FillClaimsMax || !s.Backlog {
+		t.Fatalf("cycle = %+v, %v; want %d events claimed at once (BatchSize 1), and Backlog", s, err, outbound.FillClaimsMax)
+	}
+	if wait, _ := outbound.Pause(w, s); wait != 0 {
+		t.Fatalf("holding, a loop waits %s after a full claim; want 0 (a backlog is claimed at once)", wait)
+	}
+	if s, err = w.RunOnce(context.Background()); err != nil || s.Claimed != 1 || s.Backlog {
+		t.Fatalf("cycle with one event left = %+v, %v; want it claimed, no Backlog", s, err)
+	}
+
+	b.clock.Advance(outbound.HoldFor)
+	if wait, _ := outbound.Pause(w, some); wait != 0 {
+		t.Fatalf("HoldFor after the refusal, a loop waits %s; want 0", wait)
+	}
+}
+
+// TestBookedCallStartsHolding: a budget that books a call ahead (no room at
+// once, room within BudgetAhead) is short too, although it refused nothing:
+// the worker then holds.
+func TestBookedCallStartsHolding(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{budgetLimit: 1})
+	w := b.worker(t, func(c *outbound.Config) { c.Hold = 2 * time.Second })
+	wl := newWorkload(b, 13)
+	some := outbound.Summary{Claimed: 1}
+
+	wl.insert(t, "contacts", map[string]any{"email": "first@example.com"})
+	if s, err := w.RunOnce(context.Background()); err != nil || s.Calls != 1 {
+		t.Fatalf("first cycle = %+v, %v; want one call, granted at once", s, err)
+	}
+	if wait, _ := outbound.Pause(w, some); wait != 0 {
+		t.Fatalf("after a call granted at once, a loop waits %s; want 0", wait)
+	}
+
+	// The window's one call frees its room 10 s after it was answered: a
+	// call 9.5 s later is booked for then.
+	b.clock.Advance(9500 * time.Millisecond)
+	wl.insert(t, "contacts", map[string]any{"email": "second@example.com"})
+	if s, err := w.RunOnce(context.Background()); err != nil || s.Calls != 1 {
+		t.Fatalf("second cycle = %+v, %v; want one call, booked ahead", s, err)
+	}
+	if m := w.Metrics().Snapshot(); m.BudgetBooked != 1 || m.BudgetDenied != 0 {
+		t.Fatalf("budget booked %d calls and refused %d; want 1 booked, none refused", m.BudgetBooked, m.BudgetDenied)
+	}
+	if wait, notified := outbound.Pause(w, some); wait <= 0 || notified {
+		t.Fatalf("after a booked call, a loop waits %s (Notify cuts it short: %v); want the tick, not cut short", wait, notified)
+	}
+}
