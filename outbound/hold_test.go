@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/outbound"
 )
 
@@ -197,5 +198,46 @@ func TestBookedCallStartsHolding(t *testing.T) {
 	}
 	if wait, notified := outbound.Pause(w, some); wait <= 0 || notified {
 		t.Fatalf("after a booked call, a loop waits %s (Notify cuts it short: %v); want the tick, not cut short", wait, notified)
+	}
+}
+
+// TestHalfFullWindowStartsHolding: with a budget that can tell how full its
+// window is (budget.SQL), a worker holds once the window holds half its
+// limit, whoever made the calls (another replica's, here), although its
+// own calls were never refused nor booked.
+func TestHalfFullWindowStartsHolding(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	shared, err := budget.NewSQL(b.db.DB, b.db.Dialect, budget.Config{Limit: 100, DailyLimit: -1, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, func(c *outbound.Config) {
+		c.Budget = shared
+		c.Hold = 2 * time.Second
+	})
+	other := func(tokens int) {
+		t.Helper()
+		if r, err := shared.Reserve(ctx, budgetKey, tokens); err != nil || !r.Granted {
+			t.Fatalf("another replica's Reserve(%d) = %+v, %v; want granted", tokens, r, err)
+		}
+	}
+	some := outbound.Summary{Claimed: 1}
+
+	other(49)
+	if _, err := w.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if wait, _ := outbound.Pause(w, some); wait != 0 {
+		t.Fatalf("with 49 of 100 calls in the window, a loop waits %s; want 0", wait)
+	}
+	other(1)
+	b.clock.Advance(time.Second) // the worker reads the window once a second
+	if _, err := w.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if wait, notified := outbound.Pause(w, some); wait <= 0 || notified {
+		t.Fatalf("with 50 of 100 calls in the window, a loop waits %s (Notify cuts it short: %v); want the tick, not cut short", wait, notified)
 	}
 }

@@ -93,6 +93,9 @@ const (
 	// After a burst that made the budget short, changes wait for a tick for
 	// this long.
 	HoldFor = 5 * time.Minute
+	// holdCheckEvery is how often a worker that does not hold reads how full
+	// the shared budget's window is (Config.Hold), when the budget can tell.
+	holdCheckEvery = time.Second
 )
 
 // storeOpTimeout bounds the bookkeeping that follows HubSpot calls; it runs
@@ -266,8 +269,11 @@ type Config struct {
 	// as it arrives spends each call on what arrived since the last claim: a
 	// few records per (object type, operation), so that the budget stays
 	// saturated with small calls. For HoldFor after the budget refused one
-	// of its cycles, or booked one of its calls ahead because the window was
-	// full (budget.Reservation.Full; not for pacing alone):
+	// of its cycles, booked one of its calls ahead because the window was
+	// full (budget.Reservation.Full; not for pacing alone), or, for a budget
+	// that can tell (budget.SQL's WindowUse, read once a second), held half
+	// its limit or more, whoever made the calls (a replica that restarts
+	// holds at once when the others do):
 	//   - a loop whose claim found no backlog (fewer events than BatchSize)
 	//     waits for the next multiple of Hold on the worker's clock (Now), plus
 	//     a random part of up to half of Hold, instead of claiming again at
@@ -392,6 +398,9 @@ type Worker struct {
 	// this worker's cycles or booked one of its calls ahead for want of room
 	// (Reservation.Full); 0 if it never did. See Config.Hold.
 	shortAt atomic.Int64
+	// checkedAt is when (Config.Now, Unix ns) the worker last read the
+	// budget's window for Config.Hold.
+	checkedAt atomic.Int64
 	// testNarrowed, when set (tests only), runs each time a loop stands aside
 	// for NarrowFor.
 	testNarrowed func()
@@ -562,6 +571,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 	case <-ctx.Done():
 		return Summary{}, ctx.Err()
 	}
+	w.checkWindow(ctx)
 	// While holding, the first claim takes what a fill would, in one
 	// statement: the first loop to wake after a tick then takes what arrived
 	// since the last, before another loop's claim can split it.
@@ -591,6 +601,36 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 func (w *Worker) holding() bool {
 	at := w.shortAt.Load()
 	return w.cfg.Hold > 0 && at != 0 && w.cfg.Now().UnixNano()-at < int64(HoldFor)
+}
+
+// windowReader is a Budget that can say how full a key's window is
+// (budget.SQL).
+type windowReader interface {
+	WindowUse(ctx context.Context, key string) (budget.WindowUse, error)
+}
+
+// checkWindow, at most once per holdCheckEvery while the worker does not
+// hold, reads the budget's window, when the budget can tell, and starts
+// holding when the window holds at least half its limit (calls counted or
+// booked, by any replica). A failed read only logs: the refusals and the
+// bookings still start holding.
+func (w *Worker) checkWindow(ctx context.Context) {
+	r, ok := w.cfg.Budget.(windowReader)
+	if !ok || w.cfg.Hold <= 0 || w.holding() {
+		return
+	}
+	now := w.cfg.Now().UnixNano()
+	if last := w.checkedAt.Load(); now-last < int64(holdCheckEvery) || !w.checkedAt.CompareAndSwap(last, now) {
+		return
+	}
+	u, err := r.WindowUse(ctx, w.cfg.BudgetKey)
+	if err != nil {
+		w.log.Warn("outbound: read the budget's window to decide whether to hold calls", "err", err)
+		return
+	}
+	if 2*(u.Used+u.Booked) >= u.Limit {
+		w.shortAt.Store(now)
+	}
 }
 
 // nextTick is the first multiple of Config.Hold after now: the instant at
