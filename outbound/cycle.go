@@ -161,6 +161,9 @@ func (c *cycle) hold(calls []Call) []Call {
 		}
 		held = append(held, call.Records...)
 	}
+	if len(held) > 0 && c.paused() {
+		return calls // the pause decides: the calls are released for it
+	}
 	if len(held) > 0 {
 		released := c.sum.Released
 		c.release(held, c.w.nextTick(now).Sub(now))
@@ -169,6 +172,18 @@ func (c *cycle) hold(calls []Call) []Call {
 		cfg.Metrics.add(&cfg.Metrics.held, int64(n))
 	}
 	return send
+}
+
+// paused reports whether the budget, if it can tell (a budget.Scheduler),
+// is paused after a 429: the cycle's calls then wait for the pause's end,
+// which reserve reports, rather than for a hold tick.
+func (c *cycle) paused() bool {
+	sched, ok := c.w.cfg.Budget.(budget.Scheduler)
+	if !ok {
+		return false
+	}
+	d, err := sched.Paused(c.ctx, c.w.cfg.BudgetKey)
+	return err == nil && d > 0
 }
 
 // claimedBefore reports whether an event of recs was claimed before this

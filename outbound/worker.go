@@ -281,8 +281,9 @@ type Config struct {
 	//     wake after the same instants, the first to claim takes what
 	//     arrived since the one before, and a call carries about Hold's
 	//     worth of its group's changes. A backlog is still claimed at once;
-	//   - a polling cycle claims up to FillClaimsMax × BatchSize events in
-	//     one claim, and holds each call filled below half whose events were
+	//   - after a tick, a loop claims up to FillClaimsMax × BatchSize events
+	//     in one claim;
+	//   - a polling cycle holds each call filled below half whose events were
 	//     all claimed for the first time: it releases them, without using an
 	//     attempt and keeping their place, until the next multiple of Hold,
 	//     when they are claimed with what arrived meanwhile and sent.
@@ -465,6 +466,7 @@ func (w *Worker) run(ctx context.Context, stop <-chan struct{}) {
 // (PollInterval) or was refused by the budget (until it has room). A loop
 // other than the first stands aside for NarrowFor after a refusal.
 func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}, first bool) {
+	ticked := false // the loop waited for a hold tick (Config.Hold)
 	for {
 		select {
 		case <-stop:
@@ -482,11 +484,12 @@ func (w *Worker) loop(ctx context.Context, stop, notify <-chan struct{}, first b
 			}
 			continue
 		}
-		s, err := w.RunOnce(ctx)
+		s, err := w.runOnce(ctx, ticked)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			w.log.Error("outbound cycle failed", "err", err)
 		}
 		wait, wake := w.pause(s, err, notify)
+		ticked = wait > 0 && wake == nil // only a tick's wait is not cut short
 		if wait <= 0 {
 			continue
 		}
@@ -561,8 +564,13 @@ func (s *Summary) add(o Summary) {
 
 // RunOnce claims up to BatchSize events and pushes them: one cycle. While
 // the budget refused an earlier cycle of this worker and has no room yet, it
-// claims nothing and reports the wait in BudgetRetryAfter.
-func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
+// claims nothing and reports the wait in BudgetRetryAfter. While the worker
+// holds (Config.Hold), it claims as a loop does after a tick.
+func (w *Worker) RunOnce(ctx context.Context) (Summary, error) { return w.runOnce(ctx, true) }
+
+// runOnce is RunOnce; ticked says whether the cycle follows a hold tick, for
+// which a holding worker claims what a fill would in one claim.
+func (w *Worker) runOnce(ctx context.Context, ticked bool) (Summary, error) {
 	if wait := w.budgetWait(); wait > 0 {
 		return Summary{BudgetRetryAfter: wait}, nil
 	}
@@ -572,12 +580,14 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 		return Summary{}, ctx.Err()
 	}
 	w.checkWindow(ctx)
-	// While holding, the first claim takes what a fill would, in one
-	// statement: the first loop to wake after a tick then takes what arrived
-	// since the last, before another loop's claim can split it.
+	// After a tick, the claim takes what a fill would, in one statement: the
+	// first loop to wake then takes what arrived since the tick before,
+	// before another loop's claim can split it. A backlog (no tick) is
+	// claimed and filled as always.
 	hold := w.holding()
 	p := w.claimParams()
-	if hold {
+	big := hold && ticked
+	if big {
 		p.Limit *= FillClaimsMax
 	}
 	evs, err := w.cfg.Store.Claim(ctx, p)
@@ -586,7 +596,7 @@ func (w *Worker) RunOnce(ctx context.Context) (Summary, error) {
 		return Summary{}, fmt.Errorf("outbound: claim: %w", err)
 	}
 	full := len(evs) >= p.Limit
-	if !hold {
+	if !big {
 		evs, full, err = w.fill(ctx, evs)
 	}
 	s, perr := w.process(ctx, evs, max(w.cfg.BudgetAhead, 0), hold)
