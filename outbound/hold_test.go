@@ -201,11 +201,11 @@ func TestBookedCallStartsHolding(t *testing.T) {
 	}
 }
 
-// TestHalfFullWindowStartsHolding: with a budget that can tell how full its
-// window is (budget.SQL), a worker holds once the window holds half its
-// limit, whoever made the calls (another replica's, here), although its
+// TestQuarterFullWindowStartsHolding: with a budget that can tell how full
+// its window is (budget.SQL), a worker holds once the window holds a quarter
+// of its limit, whoever made the calls (another replica's, here), although its
 // own calls were never refused nor booked.
-func TestHalfFullWindowStartsHolding(t *testing.T) {
+func TestQuarterFullWindowStartsHolding(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
@@ -225,12 +225,12 @@ func TestHalfFullWindowStartsHolding(t *testing.T) {
 	}
 	some := outbound.Summary{Claimed: 1}
 
-	other(49)
+	other(24)
 	if _, err := w.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if wait, _ := outbound.Pause(w, some); wait != 0 {
-		t.Fatalf("with 49 of 100 calls in the window, a loop waits %s; want 0", wait)
+		t.Fatalf("with 24 of 100 calls in the window, a loop waits %s; want 0", wait)
 	}
 	other(1)
 	b.clock.Advance(time.Second) // the worker reads the window once a second
@@ -238,6 +238,6 @@ func TestHalfFullWindowStartsHolding(t *testing.T) {
 		t.Fatal(err)
 	}
 	if wait, notified := outbound.Pause(w, some); wait <= 0 || notified {
-		t.Fatalf("with 50 of 100 calls in the window, a loop waits %s (Notify cuts it short: %v); want the tick, not cut short", wait, notified)
+		t.Fatalf("with 25 of 100 calls in the window, a loop waits %s (Notify cuts it short: %v); want the tick, not cut short", wait, notified)
 	}
 }

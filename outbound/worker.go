@@ -96,6 +96,13 @@ const (
 	// holdCheckEvery is how often a worker that does not hold reads how full
 	// the shared budget's window is (Config.Hold), when the budget can tell.
 	holdCheckEvery = time.Second
+	// holdShare: a worker holds once the budget's window holds 1/holdShare
+	// of its limit. Holding replicas keep the window at about a quarter of
+	// 190 in chaos runs, so that a replica that restarts sees it and holds
+	// with them; and a quarter of the burst limit, sustained, is already more
+	// than HubSpot's daily limits allow (250,000 calls a day are 15 % of 190
+	// per 10 s).
+	holdShare = 4
 )
 
 // storeOpTimeout bounds the bookkeeping that follows HubSpot calls; it runs
@@ -271,9 +278,9 @@ type Config struct {
 	// saturated with small calls. For HoldFor after the budget refused one
 	// of its cycles, booked one of its calls ahead because the window was
 	// full (budget.Reservation.Full; not for pacing alone), or, for a budget
-	// that can tell (budget.SQL's WindowUse, read once a second), held half
-	// its limit or more, whoever made the calls (a replica that restarts
-	// holds at once when the others do):
+	// that can tell (budget.SQL's WindowUse, read once a second), held a
+	// quarter of its limit or more, whoever made the calls (a replica that
+	// restarts holds at once when the others do):
 	//   - a loop whose claim found no backlog (fewer events than BatchSize)
 	//     waits for the next multiple of Hold on the worker's clock (Now), plus
 	//     a random part of up to half of Hold, instead of claiming again at
@@ -621,8 +628,8 @@ type windowReader interface {
 
 // checkWindow, at most once per holdCheckEvery while the worker does not
 // hold, reads the budget's window, when the budget can tell, and starts
-// holding when the window holds at least half its limit (calls counted or
-// booked, by any replica). A failed read only logs: the refusals and the
+// holding when the window holds at least a quarter of its limit (calls
+// counted or booked, by any replica; holdShare). A failed read only logs: the refusals and the
 // bookings still start holding.
 func (w *Worker) checkWindow(ctx context.Context) {
 	r, ok := w.cfg.Budget.(windowReader)
@@ -638,7 +645,7 @@ func (w *Worker) checkWindow(ctx context.Context) {
 		w.log.Warn("outbound: read the budget's window to decide whether to hold calls", "err", err)
 		return
 	}
-	if 2*(u.Used+u.Booked) >= u.Limit {
+	if holdShare*(u.Used+u.Booked) >= u.Limit {
 		w.shortAt.Store(now)
 	}
 }
