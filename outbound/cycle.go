@@ -161,16 +161,14 @@ func (c *cycle) hold(calls []Call) []Call {
 		}
 		held = append(held, call.Records...)
 	}
-	if len(held) > 0 && c.paused() {
-		return calls // the pause decides: the calls are released for it
+	if len(held) == 0 || c.paused() {
+		return calls // nothing to hold, or the pause decides: reserve releases them for it
 	}
-	if len(held) > 0 {
-		released := c.sum.Released
-		c.release(held, c.w.nextTick(now).Sub(now))
-		n := c.sum.Released - released
-		c.sum.Held += n
-		cfg.Metrics.add(&cfg.Metrics.held, int64(n))
-	}
+	released := c.sum.Released
+	c.release(held, c.w.nextTick(now).Sub(now))
+	n := c.sum.Released - released
+	c.sum.Held += n
+	cfg.Metrics.add(&cfg.Metrics.held, int64(n))
 	return send
 }
 
