@@ -231,7 +231,9 @@ type Config struct {
 	// of its cycles, the worker runs one cycle at a time.
 	Concurrency int
 	// BatchSize is the claim limit in events (not records: several events of
-	// one record coalesce into one write); default BatchSizeDefault.
+	// one record coalesce into one write); default BatchSizeDefault. After a
+	// hold tick a holding loop claims FillClaimsMax times as many at once
+	// (Config.Hold).
 	BatchSize int
 	// LeaseDuration is how long a claim holds its events unless extended: a
 	// heartbeat extends the leases every LeaseDuration/3 while the cycle runs,
@@ -256,7 +258,8 @@ type Config struct {
 	// hubspot.MaxBatchInputs records, FillClaimsMax claims were made, or
 	// FillWait has passed; then it makes its calls. A record's events always
 	// stay in one claim, in order, so filling never sends a record's later
-	// change before an earlier one. Default FillWaitDefault, at most
+	// change before an earlier one. After a hold tick, one larger claim
+	// replaces filling (Config.Hold). Default FillWaitDefault, at most
 	// FillWaitMax; negative turns filling off.
 	FillWait time.Duration
 	// BudgetAhead is how far ahead a polling cycle may book a call when the
