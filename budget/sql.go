@@ -36,7 +36,8 @@ func loadQueries(d store.Dialect) (queries, error) {
 // Each Reserve and Observe is one short transaction on the key's row: lock it
 // (SELECT … FOR UPDATE on PostgreSQL and MySQL; on SQLite the transaction must be
 // immediate, as sqlitestore.ParseURL configures it), read the clock, compute,
-// write it back, commit. A refused Reserve writes nothing. Concurrent reservers,
+// write it back, commit. A refused Reserve writes nothing, except, at most
+// once a second, the instant the budget was short (WindowUse.ShortAt). Concurrent reservers,
 // in any goroutine or process, therefore take turns on the row and can never
 // together exceed the limit. Reservations on different keys do not contend.
 type SQL struct {
@@ -78,8 +79,9 @@ func (b *SQL) Reserve(ctx context.Context, key string, tokens int) (Reservation,
 	}
 	var res Reservation
 	err = b.update(ctx, key, l, func(s *state, now int64) bool {
+		was := s.shortAt
 		res = s.reserve(l, now, int64(tokens))
-		return res.Granted
+		return res.Granted || s.shortAt-was >= shortSaveEvery
 	})
 	if err != nil {
 		return Reservation{}, fmt.Errorf("budget: reserve %d for %q: %w", tokens, key, err)
@@ -99,8 +101,9 @@ func (b *SQL) Schedule(ctx context.Context, key string, tokens int, within time.
 	}
 	var res Reservation
 	err = b.update(ctx, key, l, func(s *state, now int64) bool {
+		was := s.shortAt
 		res = s.schedule(l, now, int64(tokens), l.ahead(within))
-		return res.Granted
+		return res.Granted || s.shortAt-was >= shortSaveEvery
 	})
 	if err != nil {
 		return Reservation{}, fmt.Errorf("budget: schedule %d for %q: %w", tokens, key, err)
@@ -168,10 +171,10 @@ func (b *SQL) updateTx(ctx context.Context, key string, l limits, fn func(s *sta
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 	var (
-		width, head, day, dayCount, paused, clock int64
-		counts                                    string
+		width, head, day, dayCount, paused, clock, short int64
+		counts                                           string
 	)
-	err = tx.QueryRowContext(ctx, b.q.lock, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock)
+	err = tx.QueryRowContext(ctx, b.q.lock, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock, &short)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errRowMissing
 	}
@@ -185,11 +188,11 @@ func (b *SQL) updateTx(ctx context.Context, key string, l limits, fn func(s *sta
 	if err != nil {
 		return err
 	}
-	s.day, s.dayCount, s.pausedUntil, s.clock = day, dayCount, paused, clock
+	s.day, s.dayCount, s.pausedUntil, s.clock, s.shortAt = day, dayCount, paused, clock, short
 	if !fn(&s, now) {
 		return nil // the deferred Rollback releases the lock
 	}
-	if _, err := tx.ExecContext(ctx, b.q.save, s.width, s.head, encodeCounts(s.counts), s.day, s.dayCount, s.pausedUntil, s.clock, key); err != nil {
+	if _, err := tx.ExecContext(ctx, b.q.save, s.width, s.head, encodeCounts(s.counts), s.day, s.dayCount, s.pausedUntil, s.clock, s.shortAt, key); err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -81,7 +81,13 @@ type state struct {
 	day         int64   // UTC day number that dayCount counts
 	dayCount    int64
 	pausedUntil int64 // µs; no grants before this
+	shortAt     int64 // µs; when the budget last refused, or booked a grant ahead for want of room (0: never)
 }
+
+// shortSaveEvery is how much later than the recorded shortAt a refusal must
+// come to be written: a saturated budget refuses many cycles a second, and a
+// refusal otherwise writes nothing.
+const shortSaveEvery = int64(time.Second / time.Microsecond)
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
@@ -223,6 +229,7 @@ func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 		within = 0
 	}
 	if at > eff+within {
+		s.shortAt = eff
 		wait := at - now
 		if l.spread > 0 {
 			wait += rand.Int64N(l.spread)
@@ -242,6 +249,9 @@ func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 		res.Wait = time.Duration(at-eff) * time.Microsecond
 		// Booked ahead: by pacing alone, or because the window is full?
 		res.Full = s.earliest(l, floorDiv(start, l.width), tokens, false)*l.width > start
+		if res.Full {
+			s.shortAt = eff
+		}
 	}
 	return res
 }

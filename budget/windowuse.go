@@ -28,6 +28,13 @@ type WindowUse struct {
 	DailyLimit int64 `json:"daily_limit"`
 	// PausedUntil is set while the key is paused after a 429.
 	PausedUntil *time.Time `json:"paused_until,omitempty"`
+	// ShortAt is when the budget was last short for a caller, whichever
+	// replica it was: it refused a reservation (recorded at most once a
+	// second), booked one ahead because the window had no room
+	// (Reservation.Full), or a caller said so (NoteShort). Nil when it never
+	// was. Outbound workers hold their calls for a while after it
+	// (outbound.HoldFor).
+	ShortAt *time.Time `json:"short_at,omitempty"`
 }
 
 // WindowUse reads key's budget without changing it or locking it. A key that
@@ -53,7 +60,31 @@ func (b *SQL) WindowUse(ctx context.Context, key string) (WindowUse, error) {
 		t := time.UnixMicro(s.pausedUntil).UTC()
 		u.PausedUntil = &t
 	}
+	if s.shortAt != 0 {
+		t := time.UnixMicro(s.shortAt).UTC()
+		u.ShortAt = &t
+	}
 	return u, nil
+}
+
+// NoteShort records now as an instant at which key's budget was short
+// (WindowUse.ShortAt), for every replica: for a caller that judged it so by
+// its own measure, such as an outbound worker that found the window a quarter
+// full and holds its calls for fuller batches. Refusals and bookings that
+// waited for room are recorded by the budget itself.
+func (b *SQL) NoteShort(ctx context.Context, key string) error {
+	l, err := b.cfg.limitsFor(key, 1)
+	if err != nil {
+		return fmt.Errorf("budget: note short: %w", err)
+	}
+	err = b.update(ctx, key, l, func(s *state, now int64) bool {
+		s.shortAt = s.advance(l, now)
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("budget: note short %q: %w", key, err)
+	}
+	return nil
 }
 
 // Paused returns how long key stays paused from now, for every replica; see
@@ -74,10 +105,10 @@ func (b *SQL) Paused(ctx context.Context, key string) (time.Duration, error) {
 // found is false for a key that has never reserved anything.
 func (b *SQL) read(ctx context.Context, l limits, key string) (s state, found bool, err error) {
 	var (
-		width, head, day, dayCount, paused, clock int64
-		counts                                    string
+		width, head, day, dayCount, paused, clock, short int64
+		counts                                           string
 	)
-	err = b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock)
+	err = b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock, &short)
 	if errors.Is(err, sql.ErrNoRows) {
 		return state{}, false, nil
 	}
@@ -87,6 +118,6 @@ func (b *SQL) read(ctx context.Context, l limits, key string) (s state, found bo
 	if s, err = loadState(l, width, head, counts); err != nil {
 		return state{}, false, err
 	}
-	s.day, s.dayCount, s.pausedUntil, s.clock = day, dayCount, paused, clock
+	s.day, s.dayCount, s.pausedUntil, s.clock, s.shortAt = day, dayCount, paused, clock, short
 	return s, true, nil
 }

@@ -58,3 +58,72 @@ func TestSQLWindowUse(t *testing.T) {
 		}
 	})
 }
+
+// TestSQLWindowUseShortAt: ShortAt is when the budget last refused a
+// reservation, or booked one ahead because the window was full, for any
+// caller, or a caller said it was (NoteShort); grants at once and bookings
+// paced into a window with room leave it. Refusals are written at most once a
+// second.
+func TestSQLWindowUseShortAt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		db := dbtest.Migrated(t, d)
+		clock := newClock()
+		ctx := context.Background()
+		cfg := Config{Limit: 100, Window: 10 * time.Second, DailyLimit: -1, Pace: 2, Now: clock.Now}
+		a, b := newSQL(t, db, cfg), newSQL(t, db, cfg) // two replicas
+		shortAt := func() *time.Time {
+			t.Helper()
+			u, err := b.WindowUse(ctx, "k")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u.ShortAt
+		}
+		wantShortAt := func(what string, want time.Time) {
+			t.Helper()
+			if got := shortAt(); got == nil || !got.Equal(want) {
+				t.Fatalf("ShortAt %s = %v; want %s", what, got, want)
+			}
+		}
+		grant := func(tokens int) {
+			t.Helper()
+			if r, err := a.Reserve(ctx, "k", tokens); err != nil || !r.Granted {
+				t.Fatalf("Reserve(%d) = %+v, %v; want granted", tokens, r, err)
+			}
+		}
+		refuse := func() {
+			t.Helper()
+			if r, err := a.Reserve(ctx, "k", 1); err != nil || r.Granted {
+				t.Fatalf("Reserve(1) = %+v, %v; want refused", r, err)
+			}
+		}
+
+		grant(2)
+		if r, err := a.Schedule(ctx, "k", 1, time.Second); err != nil || !r.Granted || r.Wait == 0 || r.Full {
+			t.Fatalf("a third call in the slice = %+v, %v; want booked ahead by pacing", r, err)
+		}
+		if got := shortAt(); got != nil {
+			t.Fatalf("ShortAt after grants and a paced booking = %v; want none", got)
+		}
+		grant(97)
+		refused := clock.Now()
+		refuse()
+		wantShortAt("after a refusal", refused)
+		clock.Advance(500 * time.Millisecond)
+		refuse()
+		wantShortAt("half a second after a refusal, refused again", refused) // not written
+		clock.Advance(500 * time.Millisecond)
+		refuse()
+		wantShortAt("a second after a refusal, refused again", clock.Now())
+		clock.Advance(time.Second)
+		if r, err := a.Schedule(ctx, "k", 1, 10*time.Second); err != nil || !r.Granted || !r.Full {
+			t.Fatalf("Schedule into a full window = %+v, %v; want booked ahead, Full", r, err)
+		}
+		wantShortAt("after a booking the full window made wait", clock.Now())
+		clock.Advance(30 * time.Second) // the window is empty again
+		if err := a.NoteShort(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		wantShortAt("after NoteShort", clock.Now())
+	})
+}

@@ -256,7 +256,7 @@ func (c *cycle) reserve(tokens int, recs []*RecordPlan, need time.Duration) bool
 		if res.Wait > 0 {
 			c.w.cfg.Metrics.add(&c.w.cfg.Metrics.budgetBooked, 1)
 			if res.Full {
-				c.w.shortAt.Store(cfg.Now().UnixNano())
+				c.w.noteShort(cfg.Now().UnixNano())
 			}
 			if !c.keep.Ensure(c.ctx, res.Wait+need) {
 				// The grant goes unused (counted, so only stricter).

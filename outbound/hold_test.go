@@ -204,7 +204,8 @@ func TestBookedCallStartsHolding(t *testing.T) {
 // TestQuarterFullWindowStartsHolding: with a budget that can tell how full
 // its window is (budget.SQL), a worker holds once the window holds a quarter
 // of its limit, whoever made the calls (another replica's, here), although its
-// own calls were never refused nor booked.
+// own calls were never refused nor booked; and a replica that starts later
+// holds at once, although the window has emptied.
 func TestQuarterFullWindowStartsHolding(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
@@ -239,5 +240,73 @@ func TestQuarterFullWindowStartsHolding(t *testing.T) {
 	}
 	if wait, notified := outbound.Pause(w, some); wait <= 0 || notified {
 		t.Fatalf("with 25 of 100 calls in the window, a loop waits %s (Notify cuts it short: %v); want the tick, not cut short", wait, notified)
+	}
+
+	// A replica that starts a window later, with the window empty, holds
+	// too: the first worker recorded in the budget that it holds.
+	b.clock.Advance(11 * time.Second)
+	restarted := b.worker(t, func(c *outbound.Config) {
+		c.Budget = shared
+		c.Hold = 2 * time.Second
+	})
+	if _, err := restarted.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if wait, notified := outbound.Pause(restarted, some); wait <= 0 || notified {
+		t.Fatalf("a replica started after another began to hold, with the window empty, waits %s (Notify cuts it short: %v); want the tick", wait, notified)
+	}
+}
+
+// TestPeersShortStartsHolding: a worker holds when the shared budget was
+// short for another replica within HoldFor (budget.WindowUse.ShortAt), although
+// the window is empty by now and its own calls were never refused: a replica
+// that restarts holds as its peers do. It stops HoldFor after that instant.
+func TestPeersShortStartsHolding(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	shared, err := budget.NewSQL(b.db.DB, b.db.Dialect, budget.Config{Limit: 100, DailyLimit: -1, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, func(c *outbound.Config) {
+		c.Budget = shared
+		c.Hold = 2 * time.Second
+	})
+	some := outbound.Summary{Claimed: 1}
+	runOnce := func() {
+		t.Helper()
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Another replica fills the window; a window later it is empty again.
+	if r, err := shared.Reserve(ctx, budgetKey, 100); err != nil || !r.Granted {
+		t.Fatalf("another replica's Reserve(100) = %+v, %v; want granted", r, err)
+	}
+	b.clock.Advance(11 * time.Second)
+	runOnce()
+	if wait, _ := outbound.Pause(w, some); wait != 0 {
+		t.Fatalf("after a full window that refused no one, a loop waits %s; want 0", wait)
+	}
+
+	// This time the window refuses the other replica.
+	if r, err := shared.Reserve(ctx, budgetKey, 100); err != nil || !r.Granted {
+		t.Fatalf("another replica's Reserve(100) = %+v, %v; want granted", r, err)
+	}
+	if r, err := shared.Reserve(ctx, budgetKey, 1); err != nil || r.Granted {
+		t.Fatalf("another replica's Reserve(1) in a full window = %+v, %v; want refused", r, err)
+	}
+	b.clock.Advance(11 * time.Second)
+	runOnce()
+	if wait, notified := outbound.Pause(w, some); wait <= 0 || notified {
+		t.Fatalf("after the budget refused another replica, a loop waits %s (Notify cuts it short: %v); want the tick, not cut short", wait, notified)
+	}
+
+	b.clock.Advance(outbound.HoldFor - 10*time.Second) // HoldFor and a second after the refusal
+	runOnce()
+	if wait, _ := outbound.Pause(w, some); wait != 0 {
+		t.Fatalf("HoldFor after the other replica's refusal, a loop waits %s; want 0", wait)
 	}
 }

@@ -282,8 +282,9 @@ type Config struct {
 	// of its cycles, booked one of its calls ahead because the window was
 	// full (budget.Reservation.Full; not for pacing alone), or, for a budget
 	// that can tell (budget.SQL's WindowUse, read once a second), held a
-	// quarter of its limit or more, whoever made the calls (a replica that
-	// restarts holds at once when the others do):
+	// quarter of its limit or more, whoever made the calls, or was short
+	// for any replica (WindowUse.ShortAt: a replica that restarts holds at
+	// once when the others do, until HoldFor after that):
 	//   - a loop whose claim found no backlog (fewer events than BatchSize)
 	//     waits for the next multiple of Hold on the worker's clock (Now), plus
 	//     a random part of up to half of Hold, instead of claiming again at
@@ -407,7 +408,8 @@ type Worker struct {
 	refusedAt atomic.Int64
 	// shortAt is when (Config.Now, Unix ns) the budget last refused one of
 	// this worker's cycles or booked one of its calls ahead for want of room
-	// (Reservation.Full); 0 if it never did. See Config.Hold.
+	// (Reservation.Full), or was short for another replica, as far as this
+	// one has read (WindowUse.ShortAt); 0 if it never was. See Config.Hold.
 	shortAt atomic.Int64
 	// checkedAt is when (Config.Now, Unix ns) the worker last read the
 	// budget's window for Config.Hold.
@@ -623,17 +625,28 @@ func (w *Worker) holding() bool {
 	return w.cfg.Hold > 0 && at != 0 && w.cfg.Now().UnixNano()-at < int64(HoldFor)
 }
 
-// windowReader is a Budget that can say how full a key's window is
-// (budget.SQL).
+// windowReader is a Budget that can say how full a key's window is, and
+// when it was last short for any replica, and that records when a worker
+// found it short by its own measure (budget.SQL).
 type windowReader interface {
 	WindowUse(ctx context.Context, key string) (budget.WindowUse, error)
+	NoteShort(ctx context.Context, key string) error
 }
 
 // checkWindow, at most once per holdCheckEvery while the worker does not
 // hold, reads the budget's window, when the budget can tell, and starts
-// holding when the window holds at least a quarter of its limit (calls
-// counted or booked, by any replica; holdShare). A failed read only logs: the refusals and the
-// bookings still start holding.
+// holding:
+//   - when the window holds at least a quarter of its limit (calls counted
+//     or booked, by any replica; holdShare). It records that in the budget
+//     (NoteShort), so that the other replicas, and one that restarts, hold
+//     too: holding keeps the window below a quarter, and a replica that
+//     does not hold claims the flow as it comes, in calls of a few records;
+//   - when the budget was short for any replica within HoldFor
+//     (WindowUse.ShortAt): it then holds until HoldFor after that, as that
+//     replica does.
+//
+// A failed read or write only logs: the refusals and the bookings still start
+// holding.
 func (w *Worker) checkWindow(ctx context.Context) {
 	r, ok := w.cfg.Budget.(windowReader)
 	if !ok || w.cfg.Hold <= 0 || w.holding() {
@@ -648,8 +661,25 @@ func (w *Worker) checkWindow(ctx context.Context) {
 		w.log.Warn("outbound: read the budget's window to decide whether to hold calls", "err", err)
 		return
 	}
-	if holdShare*(u.Used+u.Booked) >= u.Limit {
-		w.shortAt.Store(now)
+	switch {
+	case holdShare*(u.Used+u.Booked) >= u.Limit:
+		w.noteShort(now)
+		if err := r.NoteShort(ctx, w.cfg.BudgetKey); err != nil {
+			w.log.Warn("outbound: record in the budget that calls are held", "err", err)
+		}
+	case u.ShortAt != nil:
+		w.noteShort(u.ShortAt.UnixNano()) // holding() ignores one older than HoldFor
+	}
+}
+
+// noteShort records that the budget was short at (Config.Now, Unix ns), unless
+// a later instant is already recorded.
+func (w *Worker) noteShort(at int64) {
+	for {
+		cur := w.shortAt.Load()
+		if cur >= at || w.shortAt.CompareAndSwap(cur, at) {
+			return
+		}
 	}
 }
 
@@ -689,7 +719,7 @@ func (w *Worker) budgetRefused(d time.Duration) {
 	}
 	now := w.cfg.Now()
 	w.refusedAt.Store(now.UnixNano())
-	w.shortAt.Store(now.UnixNano())
+	w.noteShort(now.UnixNano())
 	until := now.Add(d).UnixNano()
 	for {
 		cur := w.budgetShut.Load()

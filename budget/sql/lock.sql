@@ -1,4 +1,4 @@
 -- Reads key's state and holds its row lock until the transaction ends, so
 -- replicas reserve one at a time.
-SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros
+SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros, ShortMicros
 FROM hubsync_budget WHERE BudgetKey = ? FOR UPDATE

@@ -1,4 +1,4 @@
 -- One key's stored window, read-only and without a lock, for operators (the
 -- dashboard). Portable: the same text on every dialect.
-SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros
+SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros, ShortMicros
 FROM hubsync_budget WHERE BudgetKey = ?

@@ -1,4 +1,4 @@
 -- Reads key's state. The transaction is immediate (BEGIN IMMEDIATE, see
 -- sqlitestore.ParseURL), so it already holds the database's write lock.
-SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros
+SELECT BucketMicros, WindowHead, WindowCounts, DayNumber, DayCount, PausedUntilMicros, ClockMicros, ShortMicros
 FROM hubsync_budget WHERE BudgetKey = ?
