@@ -239,6 +239,35 @@ type meteredBudget struct {
 
 var _ budget.Scheduler = meteredBudget{}
 
+// meterBudget wraps b to count its reservations. A budget.SQL keeps, through the
+// wrapper, what the outbound worker reads to decide whether to hold its
+// calls (meteredWindow).
+func meterBudget(b budget.Budget, in *instruments) budget.Budget {
+	m := meteredBudget{Budget: b, in: in}
+	if sb, ok := b.(*budget.SQL); ok {
+		return meteredWindow{meteredBudget: m, sql: sb}
+	}
+	return m
+}
+
+// meteredWindow is a meteredBudget over a budget.SQL. It also says how full
+// the shared window is and when it was last short, and records when a worker
+// found it short (outbound.Config.Hold): the outbound worker looks for these
+// methods on its Budget, and without them it only holds after its own calls
+// were refused or booked ahead.
+type meteredWindow struct {
+	meteredBudget
+	sql *budget.SQL
+}
+
+func (b meteredWindow) WindowUse(ctx context.Context, key string) (budget.WindowUse, error) {
+	return b.sql.WindowUse(ctx, key)
+}
+
+func (b meteredWindow) NoteShort(ctx context.Context, key string) error {
+	return b.sql.NoteShort(ctx, key)
+}
+
 func (b meteredBudget) Reserve(ctx context.Context, key string, tokens int) (budget.Reservation, error) {
 	r, err := b.Budget.Reserve(ctx, key, tokens)
 	b.count(key, tokens, r, err)

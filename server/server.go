@@ -298,7 +298,7 @@ func (s *Server) build(ctx context.Context) error {
 		if sb, ok := b.(*budget.SQL); ok {
 			s.in.observeBudget(sb, cfg, s.log)
 		}
-		bud = meteredBudget{Budget: b, in: s.in}
+		bud = meterBudget(b, s.in)
 		if client, err = s.newHubSpotClient(bud); err != nil {
 			return err
 		}
