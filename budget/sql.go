@@ -36,10 +36,11 @@ func loadQueries(d store.Dialect) (queries, error) {
 // Each Reserve and Observe is one short transaction on the key's row: lock it
 // (SELECT … FOR UPDATE on PostgreSQL and MySQL; on SQLite the transaction must be
 // immediate, as sqlitestore.ParseURL configures it), read the clock, compute,
-// write it back, commit. A refused Reserve writes nothing, except, at most
-// once a second, the instant the budget was short (WindowUse.ShortAt). Concurrent reservers,
-// in any goroutine or process, therefore take turns on the row and can never
-// together exceed the limit. Reservations on different keys do not contend.
+// write it back, commit. A refused Reserve writes nothing but, at most once a
+// second, the instant the budget was short (WindowUse.ShortAt). Concurrent
+// reservers, in any goroutine or process, therefore take turns on the row and
+// can never together exceed the limit. Reservations on different keys do not
+// contend.
 type SQL struct {
 	db      *sql.DB
 	dialect store.Dialect

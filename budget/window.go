@@ -81,7 +81,7 @@ type state struct {
 	day         int64   // UTC day number that dayCount counts
 	dayCount    int64
 	pausedUntil int64 // µs; no grants before this
-	shortAt     int64 // µs; when the budget last refused, or booked a grant ahead for want of room (0: never)
+	shortAt     int64 // µs; when the budget last refused, booked a grant ahead for want of room, or a caller noted it short (0: never)
 }
 
 // shortSaveEvery is how much later than the recorded shortAt a refusal must
