@@ -68,8 +68,8 @@ func TestParseDatabaseURL(t *testing.T) {
 		driver  string
 		dsn     []string // substrings the DSN must contain
 	}{
-		{"sqlite:hub.db", store.SQLite, "sqlite", []string{"file:hub.db?", "_pragma=busy_timeout(10000)", "_txlock=immediate"}},
-		{"sqlite://dir/hub.db?cache=shared", store.SQLite, "sqlite", []string{"file:dir/hub.db?", "&cache=shared"}},
+		{"sqlite:hub.db", store.SQLite, "hubsync-sqlite", []string{"file:hub.db?", "_pragma=busy_timeout(10000)", "_txlock=immediate"}},
+		{"sqlite://dir/hub.db?cache=shared", store.SQLite, "hubsync-sqlite", []string{"file:dir/hub.db?", "&cache=shared"}},
 		{"postgres://u@h:5432/db?sslmode=disable", store.Postgres, "pgx", []string{"postgres://u@h:5432/db?sslmode=disable"}},
 		{"postgresql://u@h/db", store.Postgres, "pgx", []string{"postgresql://u@h/db"}},
 		{"mysql://u:p@h/db", store.MySQL, "mysql", []string{"u:p@tcp(h:3306)/db?", "parseTime=true", "loc=UTC", "interpolateParams=true"}},

@@ -6,14 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	_ "modernc.org/sqlite" // registers DriverName
-
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
-
-// DriverName is the database/sql driver this backend opens (modernc.org/sqlite).
-const DriverName = "sqlite"
 
 // BusyTimeoutMillis is how long a SQLite connection waits for the write lock.
 const BusyTimeoutMillis = 10000
