@@ -201,6 +201,26 @@ func TestBookedCallStartsHolding(t *testing.T) {
 	}
 }
 
+// sharedBudget is a budget.SQL of 100 calls per window on b's database, as
+// the replicas of one deployment share it, on b's clock.
+func sharedBudget(t *testing.T, b *bundle) *budget.SQL {
+	t.Helper()
+	shared, err := budget.NewSQL(b.db.DB, b.db.Dialect, budget.Config{Limit: 100, DailyLimit: -1, Now: b.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shared
+}
+
+// holdingWorker is a worker of b on the shared budget, with Hold on.
+func holdingWorker(t *testing.T, b *bundle, shared *budget.SQL) *outbound.Worker {
+	t.Helper()
+	return b.worker(t, func(c *outbound.Config) {
+		c.Budget = shared
+		c.Hold = 2 * time.Second
+	})
+}
+
 // TestQuarterFullWindowStartsHolding: with a budget that can tell how full
 // its window is (budget.SQL), a worker holds once the window holds a quarter
 // of its limit, whoever made the calls (another replica's, here), although its
@@ -210,14 +230,8 @@ func TestQuarterFullWindowStartsHolding(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
-	shared, err := budget.NewSQL(b.db.DB, b.db.Dialect, budget.Config{Limit: 100, DailyLimit: -1, Now: b.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := b.worker(t, func(c *outbound.Config) {
-		c.Budget = shared
-		c.Hold = 2 * time.Second
-	})
+	shared := sharedBudget(t, b)
+	w := holdingWorker(t, b, shared)
 	other := func(tokens int) {
 		t.Helper()
 		if r, err := shared.Reserve(ctx, budgetKey, tokens); err != nil || !r.Granted {
@@ -245,10 +259,7 @@ func TestQuarterFullWindowStartsHolding(t *testing.T) {
 	// A replica that starts a window later, with the window empty, holds
 	// too: the first worker recorded in the budget that it holds.
 	b.clock.Advance(11 * time.Second)
-	restarted := b.worker(t, func(c *outbound.Config) {
-		c.Budget = shared
-		c.Hold = 2 * time.Second
-	})
+	restarted := holdingWorker(t, b, shared)
 	if _, err := restarted.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -265,14 +276,8 @@ func TestPeersShortStartsHolding(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{})
 	ctx := context.Background()
-	shared, err := budget.NewSQL(b.db.DB, b.db.Dialect, budget.Config{Limit: 100, DailyLimit: -1, Now: b.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := b.worker(t, func(c *outbound.Config) {
-		c.Budget = shared
-		c.Hold = 2 * time.Second
-	})
+	shared := sharedBudget(t, b)
+	w := holdingWorker(t, b, shared)
 	some := outbound.Summary{Claimed: 1}
 	runOnce := func() {
 		t.Helper()

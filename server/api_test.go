@@ -41,6 +41,20 @@ func apiPost(url string, body io.Reader) (*http.Response, error) {
 	return http.DefaultClient.Do(req)
 }
 
+// createContact creates a contact with email through the records API of the
+// server at base, and fails t unless it was created.
+func createContact(t *testing.T, base, email string) {
+	t.Helper()
+	resp, err := apiPost(base+"/api/records/contacts", strings.NewReader(`{"fields":{"email":"`+email+`"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create %s = %d", email, resp.StatusCode)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for a logger and a test to share.
 type syncBuffer struct {
 	mu sync.Mutex

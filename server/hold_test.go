@@ -2,13 +2,10 @@ package server
 
 import (
 	"context"
-	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/hubsync/hubsync/budget"
-	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/store"
@@ -30,29 +27,8 @@ func TestReplicaHoldsWithItsPeers(t *testing.T) {
 		if err := peer.NoteShort(ctx, BudgetKeyDefault); err != nil {
 			t.Fatal(err)
 		}
-		sim := hubspotsim.NewTest(t, hubspotsim.Config{})
-		srv, err := New(Config{
-			DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
-			HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
-			APITokens: []string{testAPIToken}, Logger: slog.New(slog.DiscardHandler),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-		base := "http://" + srv.Addr()
-
-		resp, err := apiPost(base+"/api/records/contacts", strings.NewReader(`{"fields":{"email":"held@example.com"}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("create = %d", resp.StatusCode)
-		}
+		base := "http://" + startServer(t, Config{DatabaseURL: db.URL, APITokens: []string{testAPIToken}, DisableWebhooks: true}).Addr()
+		createContact(t, base, "held@example.com")
 		var body string
 		testwait.For(t, "the contact's upsert on /metrics", func() bool {
 			_, body = get(t, base+"/metrics")

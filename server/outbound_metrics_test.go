@@ -1,15 +1,11 @@
 package server
 
 import (
-	"context"
-	"github.com/hubsync/hubsync/internal/testwait"
-	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -19,21 +15,7 @@ func TestOutboundMetricsExported(t *testing.T) { dbtest.Each(t, testOutboundMetr
 
 func testOutboundMetricsExported(t *testing.T, d store.Dialect) {
 	db := dbtest.Migrated(t, d)
-	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
-	srv, err := New(Config{
-		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
-		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
-		APITokens: []string{testAPIToken}, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-	base := "http://" + srv.Addr()
-
+	base := "http://" + startServer(t, Config{DatabaseURL: db.URL, APITokens: []string{testAPIToken}, DisableWebhooks: true}).Addr()
 	_, body := get(t, base+"/metrics")
 	for _, want := range []string{
 		"# TYPE " + MetricOutboundCalls + " counter",
@@ -51,14 +33,7 @@ func testOutboundMetricsExported(t *testing.T, d store.Dialect) {
 		}
 	}
 
-	resp, err := apiPost(base+"/api/records/contacts", strings.NewReader(`{"fields":{"email":"metrics@example.com"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create = %d", resp.StatusCode)
-	}
+	createContact(t, base, "metrics@example.com")
 	testwait.For(t, "the upsert and its completion on /metrics", func() bool {
 		_, body := get(t, base+"/metrics")
 		return strings.Contains(body, MetricOutboundCalls+`{op="upsert",outcome="ok"} 1`) &&
