@@ -45,7 +45,11 @@ func apiPost(url string, body io.Reader) (*http.Response, error) {
 // server at base, and fails t unless it was created.
 func createContact(t *testing.T, base, email string) {
 	t.Helper()
-	resp, err := apiPost(base+"/api/records/contacts", strings.NewReader(`{"fields":{"email":"`+email+`"}}`))
+	body, err := json.Marshal(map[string]any{"fields": map[string]string{"email": email}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := apiPost(base+"/api/records/contacts", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,14 +46,7 @@ func TestClaimLatencyAndBudgetMetrics(t *testing.T) {
 		t.Errorf("daily budget limit = %v, want 250000", v)
 	}
 
-	resp, err := apiPost(base+"/api/records/contacts", strings.NewReader(`{"fields":{"email":"metrics@example.com"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create = %d", resp.StatusCode)
-	}
+	createContact(t, base, "metrics@example.com")
 	testwait.For(t, "the outbound event processed and counted", func() bool {
 		_, body = get(t, base+"/metrics")
 		return sample(body, `hubsync_events_processed_total{direction="outbound",key="hubspot"}`) >= 1 &&

@@ -153,14 +153,7 @@ func testRecordReachesHubSpotAndStopIsIdempotent(t *testing.T, d store.Dialect) 
 		t.Fatal(err)
 	}
 	base := "http://" + srv.Addr()
-	resp, err := apiPost(base+"/api/records/contacts", strings.NewReader(`{"fields":{"email":"inproc@example.com"}}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create = %d", resp.StatusCode)
-	}
+	createContact(t, base, "inproc@example.com")
 	testwait.For(t, "the contact in HubSpot", func() bool {
 		for _, o := range sim.Objects("contacts") {
 			if o.Properties["email"] == "inproc@example.com" {
