@@ -29,6 +29,10 @@ type budgetStatus struct {
 	budget.Usage
 	InWindow int64 `json:"in_window"`
 	Booked   int64 `json:"booked_ahead"`
+	// ShortAt is when the budget last had no room at once for a call of any
+	// replica (budget.WindowUse.ShortAt); outbound workers hold their calls
+	// for outbound.HoldFor after it.
+	ShortAt *time.Time `json:"short_at,omitempty"`
 }
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -69,7 +73,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		if err != nil {
 			return err
 		}
-		rep.Budget[i] = budgetStatus{Usage: u, InWindow: w.Used, Booked: w.Booked}
+		rep.Budget[i] = budgetStatus{Usage: u, InWindow: w.Used, Booked: w.Booked, ShortAt: w.ShortAt}
 	}
 	if rep.Queues == nil {
 		rep.Queues = []ops.QueueMetrics{}
@@ -110,14 +114,18 @@ func printStatus(w io.Writer, rep statusReport) {
 	if len(rep.Budget) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "BUDGET KEY\tIN WINDOW\tBOOKED AHEAD\tCALLS TODAY (UTC)\tPAUSED UNTIL")
+		fmt.Fprintln(tw, "BUDGET KEY\tIN WINDOW\tBOOKED AHEAD\tCALLS TODAY (UTC)\tPAUSED UNTIL\tLAST SHORT")
 		for _, b := range rep.Budget {
-			paused := "-"
-			if b.PausedUntil != nil {
-				paused = b.PausedUntil.Format(time.RFC3339)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", b.Key, b.InWindow, b.Booked, b.CallsToday, paused)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", b.Key, b.InWindow, b.Booked, b.CallsToday, instant(b.PausedUntil), instant(b.ShortAt))
 		}
 		tw.Flush()
 	}
+}
+
+// instant formats t for the status table: RFC 3339, or "-" for nil.
+func instant(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.Format(time.RFC3339)
 }
