@@ -315,3 +315,66 @@ func TestPeersShortStartsHolding(t *testing.T) {
 		t.Fatalf("HoldFor after the other replica's refusal, a loop waits %s; want 0", wait)
 	}
 }
+
+// TestHoldGoesOnWhileTheFlowFillsAnEighth: a holding worker's hold does not
+// run out HoldFor after the budget was short while its held calls still fill
+// an eighth of the window: in the second half of its hold it renews it, in the
+// budget too, so that a replica that starts later holds as well. When the
+// window holds less than an eighth, the hold runs out.
+func TestHoldGoesOnWhileTheFlowFillsAnEighth(t *testing.T) {
+	t.Parallel()
+	b := setup(t, options{})
+	ctx := context.Background()
+	shared := sharedBudget(t, b)
+	w := holdingWorker(t, b, shared)
+	some := outbound.Summary{Claimed: 1}
+	calls := func(n int) {
+		t.Helper()
+		if r, err := shared.Reserve(ctx, budgetKey, n); err != nil || !r.Granted {
+			t.Fatalf("the replicas' Reserve(%d) = %+v, %v; want granted", n, r, err)
+		}
+	}
+	holds := func(who *outbound.Worker) bool {
+		t.Helper()
+		if _, err := who.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wait, notified := outbound.Pause(who, some)
+		return wait > 0 && !notified
+	}
+
+	calls(25) // a quarter: the worker holds, and notes it in the budget
+	if !holds(w) {
+		t.Fatal("with 25 of 100 calls in the window, the worker does not hold")
+	}
+	// The held calls fill 13 of 100 in each window from now on. Step a
+	// window at a time (a grant counts for 10.3 s) through two holds' length.
+	const step = 11 * time.Second
+	for elapsed := step; elapsed <= 2*outbound.HoldFor; elapsed += step {
+		b.clock.Advance(step)
+		calls(13)
+		if !holds(w) {
+			t.Fatalf("%s after the hold began, with 13 of 100 calls in each window, the worker no longer holds", elapsed)
+		}
+	}
+	// A replica that starts now, with the window at 13, holds at once: the
+	// renewal is in the budget.
+	if !holds(holdingWorker(t, b, shared)) {
+		t.Fatal("a replica started two holds' length after the window was a quarter full does not hold; want it to, as its renewing peer does")
+	}
+
+	// Now the held calls fill 12 of 100: the hold runs out HoldFor after its
+	// last renewal, at most.
+	var stopped bool
+	for elapsed := step; elapsed <= outbound.HoldFor+step; elapsed += step {
+		b.clock.Advance(step)
+		calls(12)
+		if !holds(w) {
+			stopped = true
+			break
+		}
+	}
+	if !stopped {
+		t.Fatal("with 12 of 100 calls in each window, the worker still holds HoldFor later; want the hold to run out")
+	}
+}

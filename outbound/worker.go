@@ -91,7 +91,8 @@ const (
 	// calls within seconds, and holds again. With 30 s, 59 % of a chaos
 	// run's calls came from those seconds (BENCHMARKS.md, ninth session).
 	// After a burst that made the budget short, changes wait for a tick for
-	// this long.
+	// this long, and for as long after it as the held calls fill an eighth of
+	// the window (renewShare).
 	HoldFor = 5 * time.Minute
 	// holdCheckEvery is how often a worker that does not hold reads how full
 	// the shared budget's window is (Config.Hold), when the budget can tell.
@@ -103,6 +104,14 @@ const (
 	// than HubSpot's daily limits allow (250,000 calls a day are 15 % of 190
 	// per 10 s).
 	holdShare = 4
+	// renewShare: a worker in the second half of its hold renews it, for
+	// every replica (NoteShort), while the budget's window holds 1/renewShare
+	// of its limit. Holding replicas keep the window at about a quarter, so a
+	// hold that ran out while the flow went on would only send the replicas
+	// back to claiming it as it comes, in small calls, until the window is a
+	// quarter full again; a flow that no longer fills an eighth of the window
+	// even in held calls lets the hold run out.
+	renewShare = 8
 )
 
 // storeOpTimeout bounds the bookkeeping that follows HubSpot calls; it runs
@@ -284,7 +293,8 @@ type Config struct {
 	// that can tell (budget.SQL's WindowUse, read once a second), held a
 	// quarter of its limit or more, whoever made the calls, or was short
 	// for any replica (WindowUse.ShortAt: a replica that restarts holds at
-	// once when the others do, until HoldFor after that):
+	// once when the others do, until HoldFor after that); a hold goes on
+	// while the window holds an eighth of its limit (renewShare):
 	//   - a loop whose claim found no backlog (fewer events than BatchSize)
 	//     waits for the next multiple of Hold on the worker's clock (Now), plus
 	//     a random part of up to half of Hold, instead of claiming again at
@@ -634,8 +644,8 @@ type windowReader interface {
 }
 
 // checkWindow, at most once per holdCheckEvery while the worker does not
-// hold, reads the budget's window, when the budget can tell, and starts
-// holding:
+// hold or is in the second half of its hold, reads the budget's window, when
+// the budget can tell. A worker that does not hold starts holding:
 //   - when the window holds at least a quarter of its limit (calls counted
 //     or booked, by any replica; holdShare). It records that in the budget
 //     (NoteShort), so that the other replicas, and one that restarts, hold
@@ -645,14 +655,22 @@ type windowReader interface {
 //     (WindowUse.ShortAt): it then holds until HoldFor after that, as that
 //     replica does.
 //
+// A holding worker takes a later ShortAt that another replica recorded, or,
+// when there is none and the window holds at least an eighth of its limit
+// (renewShare), records now as short, for itself and in the budget: its hold
+// and its peers' go on while the flow keeps them busy.
+//
 // A failed read or write only logs: the refusals and the bookings still start
 // holding.
 func (w *Worker) checkWindow(ctx context.Context) {
 	r, ok := w.cfg.Budget.(windowReader)
-	if !ok || w.cfg.Hold <= 0 || w.holding() {
+	if !ok || w.cfg.Hold <= 0 {
 		return
 	}
 	now := w.cfg.Now().UnixNano()
+	if w.holding() && now-w.shortAt.Load() < int64(HoldFor/2) {
+		return
+	}
 	if last := w.checkedAt.Load(); now-last < int64(holdCheckEvery) || !w.checkedAt.CompareAndSwap(last, now) {
 		return
 	}
@@ -661,14 +679,24 @@ func (w *Worker) checkWindow(ctx context.Context) {
 		w.log.Warn("outbound: read the budget's window to decide whether to hold calls", "err", err)
 		return
 	}
-	switch {
-	case holdShare*(u.Used+u.Booked) >= u.Limit:
-		w.noteShort(now)
-		if err := r.NoteShort(ctx, w.cfg.BudgetKey); err != nil {
-			w.log.Warn("outbound: record in the budget that calls are held", "err", err)
-		}
-	case u.ShortAt != nil:
-		w.noteShort(u.ShortAt.UnixNano()) // holding() ignores one older than HoldFor
+	if u.ShortAt != nil {
+		// Another replica's note, or this one's: noteShort keeps the later,
+		// and holding() ignores one older than HoldFor.
+		w.noteShort(u.ShortAt.UnixNano())
+	}
+	if now-w.shortAt.Load() < int64(HoldFor/2) {
+		return // holding, with half its hold or more to go
+	}
+	share := holdShare
+	if w.holding() {
+		share = renewShare
+	}
+	if int64(share)*(u.Used+u.Booked) < u.Limit {
+		return
+	}
+	w.noteShort(now)
+	if err := r.NoteShort(ctx, w.cfg.BudgetKey); err != nil {
+		w.log.Warn("outbound: record in the budget that calls are held", "err", err)
 	}
 }
 
