@@ -94,15 +94,29 @@ func (t *recordTx) LookupRecord(ctx context.Context, source, objectType, externa
 	return t.s.links.LookupRecordTx(ctx, t.tx.Tx, source, objectType, externalID)
 }
 
+// emailField is the one field whose match reads an index
+// (record_find_unlinked_email): the default mapping's id_field for contacts.
+// A match by any other field reads every record of its object type.
+const emailField = "email"
+
 func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, value string) (string, bool, error) {
 	var id string
 	var err error
-	if field == mapping.RecordIDField {
+	switch field {
+	case mapping.RecordIDField:
 		// The external object holds the local record id itself (companies and
 		// deals of the default mapping): the record created it, and its link
 		// is not recorded yet.
 		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked_id"), objectType, value, source).Scan(&id)
-	} else {
+	case emailField:
+		// Contacts of the default mapping: an index finds the records with
+		// this email (migration 026).
+		args := []any{objectType, value, source}
+		if t.s.dialect == store.MySQL {
+			args = []any{source, objectType, value, value} // the index's prefix, then the whole value
+		}
+		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked_email"), args...).Scan(&id)
+	default:
 		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked"), objectType, field, value, source).Scan(&id)
 	}
 	switch {

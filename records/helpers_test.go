@@ -14,7 +14,7 @@ import (
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
-func newStore(t *testing.T, d store.Dialect, cfg store.Config) store.Store {
+func newStore(t testing.TB, d store.Dialect, cfg store.Config) store.Store {
 	t.Helper()
 	db := dbtest.Migrated(t, d)
 	st, err := hubsync.NewStore(db.DB, d, cfg)
@@ -32,7 +32,7 @@ type bundle struct {
 	d     store.Dialect
 }
 
-func setup(t *testing.T, d store.Dialect, cfg Config) *bundle {
+func setup(t testing.TB, d store.Dialect, cfg Config) *bundle {
 	t.Helper()
 	clock := storetest.NewClock(storetest.ClockStartDefault)
 	st := newStore(t, d, store.Config{Now: clock.Now})
@@ -115,7 +115,7 @@ func (b *bundle) internal(t *testing.T, recordID string) []internal {
 	return out
 }
 
-func (b *bundle) count(t *testing.T, table string) int {
+func (b *bundle) count(t testing.TB, table string) int {
 	t.Helper()
 	var n int
 	// table is one of the test's constants, never input.
