@@ -112,8 +112,11 @@ func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, v
 		// Contacts of the default mapping: an index finds the records with
 		// this email (migration 026).
 		args := []any{objectType, value, source}
-		if t.s.dialect == store.MySQL {
-			args = []any{source, objectType, value, value} // the index's prefix, then the whole value
+		switch t.s.dialect { // the index holds a prefix; the whole value decides
+		case store.Postgres:
+			args = []any{objectType, value, source, value}
+		case store.MySQL:
+			args = []any{source, objectType, value, value}
 		}
 		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked_email"), args...).Scan(&id)
 	default:

@@ -3,9 +3,12 @@ package records
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
@@ -30,7 +33,10 @@ func TestMatchByEmailReadsTheIndex(t *testing.T) {
 		}
 		query := q.Get("record_find_unlinked_email")
 		args := []any{"contacts", "mine@example.com", "hubspot"}
-		if d == store.MySQL {
+		switch d {
+		case store.Postgres:
+			args = []any{"contacts", "mine@example.com", "hubspot", "mine@example.com"}
+		case store.MySQL:
 			args = []any{"hubspot", "contacts", "mine@example.com", "mine@example.com"}
 		}
 		analyzed := false
@@ -114,4 +120,36 @@ func explain(t *testing.T, db *sql.DB, d store.Dialect, query string, args ...an
 		t.Fatal(err)
 	}
 	return strings.Join(lines, "\n")
+}
+
+// TestApplyMatchByLongEmail: the email's index holds its first 191
+// characters, yet a record with a far longer "email" is stored, and a match
+// compares the whole value: two records that share the first 191 characters
+// are told apart.
+func TestApplyMatchByLongEmail(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		var long strings.Builder
+		for i := range 600 { // 9,600 characters that do not compress
+			fmt.Fprintf(&long, "%016x", uint64(i)*0x9e3779b97f4a7c15)
+		}
+		prefix := strings.Repeat("p", 200)
+		emails := []string{prefix + "a@example.com", prefix + "b@example.com", long.String() + "@example.com"}
+		ids := map[string]string{}
+		for _, email := range emails {
+			rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email})
+			if err != nil {
+				t.Fatalf("insert a contact whose email has %d characters: %v", len(email), err)
+			}
+			ids[email] = rec.ID
+		}
+		for i, email := range []string{emails[1], emails[2], emails[0]} {
+			ch := change(store.EventCreate, fmt.Sprint(70+i), b.clock.Now().Add(time.Hour), map[string]any{"email": email})
+			ch.MatchField, ch.MatchValue = "email", email
+			if res := mustApply(t, b, ch); res.RecordID != ids[email] || res.Outcome != apply.Updated {
+				t.Fatalf("match by an email of %d characters = %+v; want its record %s updated", len(email), res, ids[email])
+			}
+		}
+	})
 }

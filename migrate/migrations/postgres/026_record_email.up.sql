@@ -4,5 +4,8 @@
 -- record of its object type (19 ms per creation at 100,000 contacts, growing
 -- with them; BENCHMARKS.md, eleventh session). Other id_fields still scan.
 -- Id last: the match takes the lowest Id, in the index's order, so that the
--- planner has no reason to walk the primary key instead.
-CREATE INDEX idx_hubsync_record_email ON hubsync_record (ObjectType, (Fields ->> 'email'), Id);
+-- planner has no reason to walk the primary key instead. The index keeps the
+-- email's first 191 characters: a B-tree entry has a size limit, and a record
+-- whose "email" exceeded it could not be written; the query compares the
+-- whole value as well.
+CREATE INDEX idx_hubsync_record_email ON hubsync_record (ObjectType, left(Fields ->> 'email', 191), Id);
