@@ -212,6 +212,15 @@ func sharedBudget(t *testing.T, b *bundle) *budget.SQL {
 	return shared
 }
 
+// othersCall reserves n calls in the shared budget, as other replicas'
+// calls would, and fails the test unless they are granted.
+func othersCall(t *testing.T, shared *budget.SQL, n int) {
+	t.Helper()
+	if r, err := shared.Reserve(context.Background(), budgetKey, n); err != nil || !r.Granted {
+		t.Fatalf("other replicas' Reserve(%d) = %+v, %v; want granted", n, r, err)
+	}
+}
+
 // holdingWorker is a worker of b on the shared budget, with Hold on.
 func holdingWorker(t *testing.T, b *bundle, shared *budget.SQL) *outbound.Worker {
 	t.Helper()
@@ -232,22 +241,16 @@ func TestQuarterFullWindowStartsHolding(t *testing.T) {
 	ctx := context.Background()
 	shared := sharedBudget(t, b)
 	w := holdingWorker(t, b, shared)
-	other := func(tokens int) {
-		t.Helper()
-		if r, err := shared.Reserve(ctx, budgetKey, tokens); err != nil || !r.Granted {
-			t.Fatalf("another replica's Reserve(%d) = %+v, %v; want granted", tokens, r, err)
-		}
-	}
 	some := outbound.Summary{Claimed: 1}
 
-	other(24)
+	othersCall(t, shared, 24)
 	if _, err := w.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if wait, _ := outbound.Pause(w, some); wait != 0 {
 		t.Fatalf("with 24 of 100 calls in the window, a loop waits %s; want 0", wait)
 	}
-	other(1)
+	othersCall(t, shared, 1)
 	b.clock.Advance(time.Second) // the worker reads the window once a second
 	if _, err := w.RunOnce(ctx); err != nil {
 		t.Fatal(err)
@@ -287,9 +290,7 @@ func TestPeersShortStartsHolding(t *testing.T) {
 	}
 
 	// Another replica fills the window; a window later it is empty again.
-	if r, err := shared.Reserve(ctx, budgetKey, 100); err != nil || !r.Granted {
-		t.Fatalf("another replica's Reserve(100) = %+v, %v; want granted", r, err)
-	}
+	othersCall(t, shared, 100)
 	b.clock.Advance(11 * time.Second)
 	runOnce()
 	if wait, _ := outbound.Pause(w, some); wait != 0 {
@@ -297,9 +298,7 @@ func TestPeersShortStartsHolding(t *testing.T) {
 	}
 
 	// This time the window refuses the other replica.
-	if r, err := shared.Reserve(ctx, budgetKey, 100); err != nil || !r.Granted {
-		t.Fatalf("another replica's Reserve(100) = %+v, %v; want granted", r, err)
-	}
+	othersCall(t, shared, 100)
 	if r, err := shared.Reserve(ctx, budgetKey, 1); err != nil || r.Granted {
 		t.Fatalf("another replica's Reserve(1) in a full window = %+v, %v; want refused", r, err)
 	}
@@ -328,12 +327,6 @@ func TestHoldGoesOnWhileTheFlowFillsAnEighth(t *testing.T) {
 	shared := sharedBudget(t, b)
 	w := holdingWorker(t, b, shared)
 	some := outbound.Summary{Claimed: 1}
-	calls := func(n int) {
-		t.Helper()
-		if r, err := shared.Reserve(ctx, budgetKey, n); err != nil || !r.Granted {
-			t.Fatalf("the replicas' Reserve(%d) = %+v, %v; want granted", n, r, err)
-		}
-	}
 	holds := func(who *outbound.Worker) bool {
 		t.Helper()
 		if _, err := who.RunOnce(ctx); err != nil {
@@ -343,7 +336,7 @@ func TestHoldGoesOnWhileTheFlowFillsAnEighth(t *testing.T) {
 		return wait > 0 && !notified
 	}
 
-	calls(25) // a quarter: the worker holds, and notes it in the budget
+	othersCall(t, shared, 25) // a quarter: the worker holds, and notes it in the budget
 	if !holds(w) {
 		t.Fatal("with 25 of 100 calls in the window, the worker does not hold")
 	}
@@ -352,7 +345,7 @@ func TestHoldGoesOnWhileTheFlowFillsAnEighth(t *testing.T) {
 	const step = 11 * time.Second
 	for elapsed := step; elapsed <= 2*outbound.HoldFor; elapsed += step {
 		b.clock.Advance(step)
-		calls(13)
+		othersCall(t, shared, 13)
 		if !holds(w) {
 			t.Fatalf("%s after the hold began, with 13 of 100 calls in each window, the worker no longer holds", elapsed)
 		}
@@ -368,7 +361,7 @@ func TestHoldGoesOnWhileTheFlowFillsAnEighth(t *testing.T) {
 	var stopped bool
 	for elapsed := step; elapsed <= outbound.HoldFor+step; elapsed += step {
 		b.clock.Advance(step)
-		calls(12)
+		othersCall(t, shared, 12)
 		if !holds(w) {
 			stopped = true
 			break

@@ -2,7 +2,6 @@ package records
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"testing"
@@ -42,7 +41,7 @@ func TestMatchByEmailReadsTheIndex(t *testing.T) {
 		analyzed := false
 		check := func(when string) {
 			t.Helper()
-			plan := explain(t, b.st.DB(), d, query, args...)
+			plan := dbtest.Explain(t, b.st.DB(), d, query, args...)
 			if !strings.Contains(plan, "idx_hubsync_record_email") {
 				t.Fatalf("%s, the match by email does not read idx_hubsync_record_email:\n%s", when, plan)
 			}
@@ -78,48 +77,7 @@ func TestMatchByEmailReadsTheIndex(t *testing.T) {
 var linkKey = map[store.Dialect]string{
 	store.SQLite:   "sqlite_autoindex_hubsync_link_1 (Destination=? AND ObjectType=? AND RecordID=?)",
 	store.Postgres: "hubsync_link_pkey",
-	store.MySQL:    "eq_ref PRIMARY,idx_hubsync_link_external PRIMARY",
-}
-
-// explain returns the database's plan of query as text.
-func explain(t *testing.T, db *sql.DB, d store.Dialect, query string, args ...any) string {
-	t.Helper()
-	if d == store.MySQL {
-		var lines []string
-		for _, row := range dbtest.ExplainMySQL(t, db, query, args...) {
-			lines = append(lines, strings.Join(row, " "))
-		}
-		return strings.Join(lines, "\n")
-	}
-	prefix := "EXPLAIN "
-	if d == store.SQLite {
-		prefix = "EXPLAIN QUERY PLAN "
-	}
-	rows, err := db.Query(prefix+query, args...)
-	if err != nil {
-		t.Fatalf("explain: %v\n%s", err, query)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		lines = append(lines, vals[len(vals)-1].String)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n")
+	store.MySQL:    "eq_ref | PRIMARY,idx_hubsync_link_external | PRIMARY",
 }
 
 // TestApplyMatchByLongEmail: the email's index holds its first 191

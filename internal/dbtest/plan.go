@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+
+	"github.com/hubsync/hubsync/store"
 )
 
 // FreezeEmptyStatistics gives MySQL/MariaDB tables the statistics of empty
@@ -38,6 +40,59 @@ func ReopenTables(t testing.TB, db *sql.DB, tables ...string) {
 			t.Fatalf("dbtest.ReopenTables: %s: %v", tb, err)
 		}
 	}
+}
+
+// Explain returns the plan of query with args on a database of dialect d, one
+// line per plan row with its columns joined by " | ": EXPLAIN QUERY PLAN on
+// SQLite, EXPLAIN elsewhere. It runs in a transaction that is rolled back (see
+// ExplainMySQL).
+func Explain(t testing.TB, db *sql.DB, d store.Dialect, query string, args ...any) string {
+	t.Helper()
+	if d == store.MySQL {
+		var lines []string
+		for _, row := range ExplainMySQL(t, db, query, args...) {
+			lines = append(lines, strings.Join(row, " | "))
+		}
+		return strings.Join(lines, "\n")
+	}
+	prefix := "EXPLAIN "
+	if d == store.SQLite {
+		prefix = "EXPLAIN QUERY PLAN "
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only
+	rows, err := tx.Query(prefix+query, args...)
+	if err != nil {
+		t.Fatalf("dbtest.Explain: %v\n%s", err, query)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for rows.Next() {
+		vals := make([]sql.NullString, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		row := make([]string, len(vals))
+		for i, v := range vals {
+			row[i] = v.String
+		}
+		lines = append(lines, strings.Join(row, " | "))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ExplainMySQL returns MySQL/MariaDB's EXPLAIN of query with args, one row per
