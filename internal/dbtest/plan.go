@@ -48,51 +48,16 @@ func ReopenTables(t testing.TB, db *sql.DB, tables ...string) {
 // ExplainMySQL).
 func Explain(t testing.TB, db *sql.DB, d store.Dialect, query string, args ...any) string {
 	t.Helper()
-	if d == store.MySQL {
-		var lines []string
-		for _, row := range ExplainMySQL(t, db, query, args...) {
-			lines = append(lines, strings.Join(row, " | "))
-		}
-		return strings.Join(lines, "\n")
+	var rows [][]string
+	switch d {
+	case store.MySQL:
+		rows = ExplainMySQL(t, db, query, args...)
+	case store.SQLite:
+		_, rows = explain(t, db, "EXPLAIN QUERY PLAN "+query, args...)
+	default:
+		_, rows = explain(t, db, "EXPLAIN "+query, args...)
 	}
-	prefix := "EXPLAIN "
-	if d == store.SQLite {
-		prefix = "EXPLAIN QUERY PLAN "
-	}
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback() //nolint:errcheck // read-only
-	rows, err := tx.Query(prefix+query, args...)
-	if err != nil {
-		t.Fatalf("dbtest.Explain: %v\n%s", err, query)
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for rows.Next() {
-		vals := make([]sql.NullString, len(cols))
-		ptrs := make([]any, len(cols))
-		for i := range vals {
-			ptrs[i] = &vals[i]
-		}
-		if err := rows.Scan(ptrs...); err != nil {
-			t.Fatal(err)
-		}
-		row := make([]string, len(vals))
-		for i, v := range vals {
-			row[i] = v.String
-		}
-		lines = append(lines, strings.Join(row, " | "))
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return strings.Join(lines, "\n")
+	return joinPlan(rows)
 }
 
 // ExplainMySQL returns MySQL/MariaDB's EXPLAIN of query with args, one row per
@@ -102,25 +67,31 @@ func Explain(t testing.TB, db *sql.DB, d store.Dialect, query string, args ...an
 // takes locks on MySQL.
 func ExplainMySQL(t testing.TB, db *sql.DB, query string, args ...any) [][]string {
 	t.Helper()
+	cols, out := explain(t, db, "EXPLAIN "+query, args...)
+	if len(cols) < 10 {
+		t.Fatalf("dbtest.ExplainMySQL: EXPLAIN returned columns %q, want id … Extra", cols)
+	}
+	t.Logf("plan (id | select_type | table | type | possible_keys | key | key_len | ref | rows | Extra):\n%s", joinPlan(out))
+	return out
+}
+
+// explain runs stmt, an EXPLAIN, in a transaction that it rolls back, and
+// returns its columns and rows, NULLs as "".
+func explain(t testing.TB, db *sql.DB, stmt string, args ...any) (cols []string, out [][]string) {
+	t.Helper()
 	tx, err := db.Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	rows, err := tx.Query("EXPLAIN "+query, args...)
+	rows, err := tx.Query(stmt, args...)
 	if err != nil {
-		t.Fatalf("dbtest.ExplainMySQL: %v\n%s", err, query)
+		t.Fatalf("dbtest: %v\n%s", err, stmt)
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
+	if cols, err = rows.Columns(); err != nil {
 		t.Fatal(err)
 	}
-	if len(cols) < 10 {
-		t.Fatalf("dbtest.ExplainMySQL: EXPLAIN returned columns %q, want id … Extra", cols)
-	}
-	var out [][]string
-	var text []string
 	for rows.Next() {
 		vals := make([]sql.NullString, len(cols))
 		ptrs := make([]any, len(cols))
@@ -135,11 +106,18 @@ func ExplainMySQL(t testing.TB, db *sql.DB, query string, args ...any) [][]strin
 			row[i] = v.String
 		}
 		out = append(out, row)
-		text = append(text, strings.Join(row, " | "))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("plan (id | select_type | table | type | possible_keys | key | key_len | ref | rows | Extra):\n%s", strings.Join(text, "\n"))
-	return out
+	return cols, out
+}
+
+// joinPlan is rows as text: one line per row, columns joined by " | ".
+func joinPlan(rows [][]string) string {
+	lines := make([]string, len(rows))
+	for i, row := range rows {
+		lines[i] = strings.Join(row, " | ")
+	}
+	return strings.Join(lines, "\n")
 }
