@@ -11,7 +11,7 @@ import (
 	"github.com/hubsync/hubsync/store"
 )
 
-func newStore(t *testing.T, d store.Dialect) store.Store {
+func newStore(t testing.TB, d store.Dialect) store.Store {
 	t.Helper()
 	db := dbtest.Migrated(t, d)
 	st, err := hubsync.NewStore(db.DB, d, store.Config{})
