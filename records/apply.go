@@ -112,15 +112,16 @@ func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, v
 		// Contacts of the default mapping: an index finds the records with
 		// this email (migration 026).
 		args := []any{objectType, value, source}
-		switch t.s.dialect { // the index holds a prefix; the whole value decides
-		case store.Postgres:
-			args = []any{objectType, value, source, value}
-		case store.MySQL:
+		if t.s.dialect == store.MySQL { // positional: the join's destination first, the value twice
 			args = []any{source, objectType, value, value}
 		}
 		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked_email"), args...).Scan(&id)
 	default:
-		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked"), objectType, field, value, source).Scan(&id)
+		args := []any{objectType, field, value, source}
+		if t.s.dialect == store.MySQL { // positional: the join's destination first
+			args = []any{source, objectType, field, value}
+		}
+		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked"), args...).Scan(&id)
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

@@ -160,6 +160,36 @@ func TestApplyMatchByEmail(t *testing.T) {
 	})
 }
 
+// TestApplyMatchByOtherField: a mapping whose id_field is neither email nor
+// $id matches through record_find_unlinked: an unlinked record with the
+// value is linked, a linked one is never taken, and a record whose field
+// holds a longer value is not a match.
+func TestApplyMatchByOtherField(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"phone": "555-0100 ext 2"}); err != nil {
+			t.Fatal(err)
+		}
+		local, err := b.svc.Insert(ctx, "contacts", map[string]any{"phone": "555-0100"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := change(store.EventCreate, "61", b.clock.Now().Add(time.Hour), map[string]any{"phone": "555-0100", "name": "Ann"})
+		ch.MatchField, ch.MatchValue = "phone", "555-0100"
+		if res := mustApply(t, b, ch); res.RecordID != local.ID || res.Outcome != apply.Updated {
+			t.Fatalf("result = %+v; want the local record %s linked and updated", res, local.ID)
+		}
+		if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", local.ID); !ok || ext != "61" {
+			t.Fatalf("link = %q %v; want 61", ext, ok)
+		}
+		ch.ExternalID = "62"
+		if res := mustApply(t, b, ch); res.RecordID == local.ID || res.Outcome != apply.Created {
+			t.Fatalf("second match = %+v; want a new record, the linked one kept", res)
+		}
+	})
+}
+
 // TestApplyMatchByRecordID: an object whose id property holds the local
 // record id (companies and deals of the default mapping) is matched to that
 // record when it is not linked yet.

@@ -23,7 +23,7 @@ func BenchmarkApplyMatchByEmail(b *testing.B) {
 		for _, n := range []int{1_000, 10_000, 100_000} {
 			b.Run(fmt.Sprintf("%s/contacts=%d", dbtest.Name(d), n), func(b *testing.B) {
 				bu := setup(b, d, Config{})
-				bulkContacts(b, bu, n)
+				bulkContacts(b, bu, n, true)
 				ctx := outbox.WithSyncSource(context.Background(), "hubspot")
 				at := bu.clock.Now().Add(time.Hour)
 				b.ResetTimer()
@@ -40,12 +40,55 @@ func BenchmarkApplyMatchByEmail(b *testing.B) {
 	}
 }
 
+// BenchmarkMatchByEmailUnanalyzed is BenchmarkApplyMatchByEmail at 100,000
+// contacts before the server has taken statistics of them: a CRM loaded
+// into a fresh database faster than they are taken.
+//
+//	go test ./records -run '^$' -bench MatchByEmailUnanalyzed -benchtime 200x
+func BenchmarkMatchByEmailUnanalyzed(b *testing.B) {
+	for _, d := range dbtest.Dialects {
+		b.Run(fmt.Sprintf("%s/contacts=%d", dbtest.Name(d), 100_000), func(b *testing.B) {
+			bu := setup(b, d, Config{})
+			bulkContacts(b, bu, 100_000, false)
+			ctx := outbox.WithSyncSource(context.Background(), "hubspot")
+			at := bu.clock.Now().Add(time.Hour)
+			b.ResetTimer()
+			for i := range b.N {
+				email := fmt.Sprintf("new%d@example.com", i)
+				ch := change(store.EventCreate, fmt.Sprint(900_000_000+i), at, map[string]any{"email": email, "name": "New"})
+				ch.MatchField, ch.MatchValue = "email", email
+				if _, err := bu.svc.Apply(ctx, ch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // bulkContacts stores n contacts with distinct emails, copies of one
 // inserted through the service, in one statement, each linked to a HubSpot
-// object, as a synced CRM's are, with the statistics a server gathers.
-func bulkContacts(tb testing.TB, bu *bundle, n int) {
+// object, as a synced CRM's are. With analyzed, the tables then have the
+// statistics a server gathers soon after such a load; without, they have
+// none (PostgreSQL's autovacuum off) or an empty table's (InnoDB's, frozen
+// before the load), as a database loaded faster than they are taken.
+func bulkContacts(tb testing.TB, bu *bundle, n int, analyzed bool) {
 	tb.Helper()
 	ctx := context.Background()
+	tables := []string{"hubsync_record", "hubsync_link"}
+	if !analyzed {
+		switch bu.d {
+		case store.Postgres:
+			for _, table := range tables {
+				if _, err := bu.st.DB().ExecContext(ctx, `ALTER TABLE `+table+` SET (autovacuum_enabled = false)`); err != nil {
+					tb.Fatal(err)
+				}
+			}
+		case store.MySQL:
+			dbtest.FreezeEmptyStatistics(tb, bu.st.DB(), tables...)
+			defer dbtest.ReopenTables(tb, bu.st.DB(), tables...)
+		}
+		// SQLite has statistics only after ANALYZE.
+	}
 	first, err := bu.svc.Insert(ctx, "contacts", map[string]any{"email": "first@example.com", "name": "First"})
 	if err != nil {
 		tb.Fatal(err)
@@ -82,6 +125,9 @@ func bulkContacts(tb testing.TB, bu *bundle, n int) {
 	if _, err := bu.st.DB().ExecContext(ctx, `INSERT INTO hubsync_link (Destination, ObjectType, RecordID, ExternalID, CreatedDate, LastModifiedDate)
 		SELECT 'hubspot', r.ObjectType, r.Id, `+ext+`, r.CreatedDate, r.LastModifiedDate FROM hubsync_record r`); err != nil {
 		tb.Fatal(err)
+	}
+	if !analyzed {
+		return
 	}
 	// The statistics a server's autovacuum (PostgreSQL) or InnoDB (MySQL)
 	// gathers soon after such a load; SQLite gathers none by itself.
