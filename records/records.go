@@ -508,13 +508,27 @@ func changedFields(before, after map[string]any, patch map[string]any) []string 
 	return out
 }
 
-// touchClocks advances the field clocks of names to at (never backwards).
+// touchClocks advances the field clocks of names to at (never backwards):
+// one statement for one name, one for all of them otherwise (a creation
+// carries every field: six statements for a default-mapping contact before).
 func (s *Service) touchClocks(ctx context.Context, tx *sql.Tx, objectType, id string, names []string, at time.Time) error {
 	enc := dialectsql.Time(s.dialect, at)
-	for _, f := range names {
-		if _, err := tx.ExecContext(ctx, s.q.Get("clock_upsert"), objectType, id, f, enc); err != nil {
-			return fmt.Errorf("records: field clock %s/%s.%s: %w", objectType, id, f, err)
+	names = slices.Compact(slices.Sorted(slices.Values(names)))
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		if _, err := tx.ExecContext(ctx, s.q.Get("clock_upsert"), objectType, id, names[0], enc); err != nil {
+			return fmt.Errorf("records: field clock %s/%s.%s: %w", objectType, id, names[0], err)
 		}
+		return nil
+	}
+	list, err := json.Marshal(names)
+	if err != nil {
+		return fmt.Errorf("records: field clocks of %s/%s: %w", objectType, id, err)
+	}
+	if _, err := tx.ExecContext(ctx, s.q.Get("clock_upsert_many"), objectType, id, enc, string(list)); err != nil {
+		return fmt.Errorf("records: field clocks %s/%s %s: %w", objectType, id, strings.Join(names, ", "), err)
 	}
 	return nil
 }

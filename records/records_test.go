@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/store"
@@ -286,4 +287,47 @@ func TestRollbackInsideTx(t *testing.T) {
 			t.Errorf("%s has %d rows after rollback", table, n)
 		}
 	}
+}
+
+// TestTouchClocksNeverBackwards: the clocks of many fields move in one
+// statement, each only forwards: a later time advances every field named, an
+// earlier one sets only the fields that had no clock and leaves the rest.
+func TestTouchClocksNeverBackwards(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		t0 := b.clock.Now().Truncate(time.Second)
+		touch := func(at time.Time, names ...string) {
+			t.Helper()
+			if err := b.svc.inTx(ctx, func(tx *writeTx) error {
+				return b.svc.touchClocks(ctx, tx.Tx, "contacts", "r1", names, at)
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		touch(t0.Add(2*time.Minute), "a", "b", "c")
+		touch(t0.Add(time.Minute), "a", "b", "d", "d")
+		touch(t0.Add(3*time.Minute), "c")
+		touch(t0.Add(4*time.Minute), "a", "e")
+		var got map[string]time.Time
+		if err := b.svc.inTx(ctx, func(tx *writeTx) error {
+			var err error
+			got, err = b.svc.clocks(ctx, tx.Tx, "contacts", "r1")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]time.Time{
+			"a": t0.Add(4 * time.Minute), "b": t0.Add(2 * time.Minute), "c": t0.Add(3 * time.Minute),
+			"d": t0.Add(time.Minute), "e": t0.Add(4 * time.Minute),
+		}
+		if len(got) != len(want) {
+			t.Fatalf("clocks = %v, want %v", got, want)
+		}
+		for f, at := range want {
+			if !got[f].Equal(at) {
+				t.Errorf("clock %s = %s, want %s", f, got[f], at)
+			}
+		}
+	})
 }

@@ -1,0 +1,64 @@
+package records
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbox"
+	"github.com/hubsync/hubsync/store"
+)
+
+// contactFields are the six fields of a default-mapping contact.
+func contactFields(i int) map[string]any {
+	return map[string]any{
+		"email": fmt.Sprintf("c%d@example.com", i), "first_name": "Ann", "last_name": fmt.Sprintf("Lee %d", i),
+		"phone": "555-0100", "company": "Acme", "lifecycle_stage": "lead",
+	}
+}
+
+// BenchmarkInsert measures the CRM's own write of a new contact with the six
+// fields of the default mapping: the record, its field clocks, its internal
+// event and its outbound event, in one transaction.
+//
+//	go test ./records -run '^$' -bench 'BenchmarkInsert$' -benchtime 1000x
+func BenchmarkInsert(b *testing.B) {
+	for _, d := range dbtest.Dialects {
+		b.Run(dbtest.Name(d), func(b *testing.B) {
+			bu := setup(b, d, Config{})
+			ctx := context.Background()
+			b.ResetTimer()
+			for i := range b.N {
+				if _, err := bu.svc.Insert(ctx, "contacts", contactFields(i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApplyCreation measures the SyncWorker's apply of a HubSpot contact
+// creation with the six fields of the default mapping, matched by email to
+// no local record: a new record, its link and its field clocks.
+//
+//	go test ./records -run '^$' -bench ApplyCreation -benchtime 1000x
+func BenchmarkApplyCreation(b *testing.B) {
+	for _, d := range dbtest.Dialects {
+		b.Run(dbtest.Name(d), func(b *testing.B) {
+			bu := setup(b, d, Config{})
+			ctx := outbox.WithSyncSource(context.Background(), "hubspot")
+			at := bu.clock.Now().Add(time.Hour)
+			b.ResetTimer()
+			for i := range b.N {
+				f := contactFields(i)
+				ch := change(store.EventCreate, fmt.Sprint(800_000_000+i), at, f)
+				ch.MatchField, ch.MatchValue = "email", f["email"].(string)
+				if _, err := bu.svc.Apply(ctx, ch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
