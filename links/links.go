@@ -127,6 +127,29 @@ func (l *Links) LinkTx(ctx context.Context, tx store.DBTX, destination, objectTy
 		}
 		// Unlinked meanwhile: insert.
 	}
+	return l.insert(ctx, tx, destination, objectType, recordID, externalID, now)
+}
+
+// LinkNewTx is LinkTx for a record that has no link on destination, as one
+// created in the caller's transaction: it inserts the link and reads it back
+// only when the insert did not write it (always on MySQL), where LinkTx first
+// reads the external id's owner and the record's link. An external id linked
+// to another record is ErrConflict; a link of the record to another id is
+// ErrConflict too, where LinkTx would re-link the record.
+func (l *Links) LinkNewTx(ctx context.Context, tx store.DBTX, destination, objectType, recordID, externalID string) error {
+	if err := check(destination, objectType, recordID); err != nil {
+		return err
+	}
+	if externalID == "" {
+		return fmt.Errorf("%w: empty external id for %s/%s/%s", ErrInvalid, destination, objectType, recordID)
+	}
+	now := dialectsql.Time(l.dialect, l.st.Now())
+	return l.insert(ctx, tx, destination, objectType, recordID, externalID, now)
+}
+
+// insert writes the link of a record that had none when it was read, then
+// reads it back unless the insert certainly wrote it.
+func (l *Links) insert(ctx context.Context, tx store.DBTX, destination, objectType, recordID, externalID string, now any) error {
 	res, err := tx.ExecContext(ctx, l.q.Get("insert"), destination, objectType, recordID, externalID, now, now)
 	if err != nil {
 		return fmt.Errorf("links: link %s/%s/%s to %s: %w", destination, objectType, recordID, externalID, err)

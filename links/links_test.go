@@ -21,6 +21,40 @@ func newStore(t testing.TB, d store.Dialect) store.Store {
 	return st
 }
 
+// TestLinkNew: LinkNewTx links a record that has none in one insert, and
+// tells an external id that belongs to another record, or a record that has
+// another id after all, as ErrConflict without writing anything.
+func TestLinkNew(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		st := newStore(t, d)
+		l := links.New(st)
+		ctx := context.Background()
+		if err := l.LinkNewTx(ctx, st.DB(), "hubspot", "contacts", "r1", "101"); err != nil {
+			t.Fatal(err)
+		}
+		if ext, ok, err := l.Lookup(ctx, "hubspot", "contacts", "r1"); !ok || err != nil || ext != "101" {
+			t.Fatalf("lookup = %q %v %v; want 101", ext, ok, err)
+		}
+		if err := l.LinkNewTx(ctx, st.DB(), "hubspot", "contacts", "r2", "101"); !errors.Is(err, links.ErrConflict) {
+			t.Fatalf("a new record on a linked external id: %v, want ErrConflict", err)
+		}
+		if err := l.LinkNewTx(ctx, st.DB(), "hubspot", "contacts", "r1", "102"); !errors.Is(err, links.ErrConflict) {
+			t.Fatalf("a linked record as new: %v, want ErrConflict", err)
+		}
+		if err := l.LinkNewTx(ctx, st.DB(), "hubspot", "contacts", "r3", ""); !errors.Is(err, links.ErrInvalid) {
+			t.Fatalf("an empty external id: %v, want ErrInvalid", err)
+		}
+		for rec, want := range map[string]string{"r1": "101", "r2": "", "r3": ""} {
+			if ext, _, err := l.Lookup(ctx, "hubspot", "contacts", rec); err != nil || ext != want {
+				t.Errorf("link of %s = %q, %v; want %q", rec, ext, err, want)
+			}
+		}
+		if id, _, err := l.LookupRecord(ctx, "hubspot", "contacts", "102"); err != nil || id != "" {
+			t.Errorf("102 belongs to %q, %v; want nobody", id, err)
+		}
+	})
+}
+
 func TestLinks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		st := newStore(t, d)

@@ -81,6 +81,7 @@ type recordTx struct {
 	s      *Service
 	tx     *writeTx
 	locked map[string]Record // by object type and id
+	fresh  map[string]bool   // ids NewRecordID gave out: linked to nothing
 }
 
 var _ apply.SQLRecordTx = (*recordTx)(nil)
@@ -133,6 +134,12 @@ func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, v
 }
 
 func (t *recordTx) Link(ctx context.Context, source, objectType, id, externalID string) error {
+	if t.fresh[id] {
+		// A record being created: nobody else knows its id, so it has no
+		// link, and the external id's owner is found by the insert itself.
+		delete(t.fresh, id)
+		return t.s.links.LinkNewTx(ctx, t.tx.Tx, source, objectType, id, externalID)
+	}
 	return t.s.links.LinkTx(ctx, t.tx.Tx, source, objectType, id, externalID)
 }
 
@@ -140,7 +147,14 @@ func (t *recordTx) UnlinkExternal(ctx context.Context, source, objectType, exter
 	return t.s.links.UnlinkExternalTx(ctx, t.tx.Tx, source, objectType, externalID)
 }
 
-func (t *recordTx) NewRecordID() string { return newID() }
+func (t *recordTx) NewRecordID() string {
+	id := newID()
+	if t.fresh == nil {
+		t.fresh = map[string]bool{}
+	}
+	t.fresh[id] = true
+	return id
+}
 
 func (t *recordTx) Tombstone(ctx context.Context, source, objectType, externalID string) (apply.Tombstone, bool, error) {
 	tomb, ok, err := t.s.links.TombstoneTx(ctx, t.tx.Tx, source, objectType, externalID)
