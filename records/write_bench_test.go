@@ -62,3 +62,32 @@ func BenchmarkApplyCreation(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyPropertyChange measures the SyncWorker's apply of a HubSpot
+// property change (one field) to a linked contact, each a later change of
+// the same contact than the one before.
+//
+//	go test ./records -run '^$' -bench ApplyPropertyChange -benchtime 1000x
+func BenchmarkApplyPropertyChange(b *testing.B) {
+	for _, d := range dbtest.Dialects {
+		b.Run(dbtest.Name(d), func(b *testing.B) {
+			bu := setup(b, d, Config{})
+			ctx := outbox.WithSyncSource(context.Background(), "hubspot")
+			at := bu.clock.Now().Add(time.Hour)
+			f := contactFields(0)
+			ch := change(store.EventCreate, "700000000", at, f)
+			ch.MatchField, ch.MatchValue = "email", f["email"].(string)
+			if _, err := bu.svc.Apply(ctx, ch); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				ch := change(store.EventUpdate, "700000000", at.Add(time.Duration(i+1)*time.Millisecond), map[string]any{"phone": fmt.Sprintf("555-%04d", i)})
+				ch.Partial = true
+				if _, err := bu.svc.Apply(ctx, ch); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

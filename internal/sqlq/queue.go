@@ -776,8 +776,24 @@ func (qu *Queue[E]) nextSeqBatch(ctx context.Context, on querier, ps []params) e
 
 // insert writes one event through c. key is the idempotency key, "" for queues
 // without one.
-// It first takes the event's sequence from its record's counter (nextSeq).
+// It first takes the event's sequence from its record's counter (nextSeq), in
+// the insert's own statement where the dialect has InsertNext.
 func (qu *Queue[E]) insert(ctx context.Context, c Conn, p params, idemKey string) (store.EnqueueResult, error) {
+	if q, ok := qu.q["InsertNext"]; ok && idemKey == "" {
+		p["queue"] = string(qu.def.data.Dir)
+		args, err := q.args(p)
+		if err != nil {
+			return store.EnqueueResult{}, err
+		}
+		n, err := c.Exec(ctx, q.text, args...)
+		if err != nil {
+			return store.EnqueueResult{}, err
+		}
+		if n == 0 {
+			return store.EnqueueResult{}, errors.New("insert affected no row")
+		}
+		return store.EnqueueResult{ID: p["id"].(string), Inserted: true}, nil
+	}
 	seq, err := qu.nextSeq(ctx, c, p)
 	if err != nil {
 		return store.EnqueueResult{}, err
