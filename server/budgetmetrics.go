@@ -12,7 +12,8 @@ import (
 )
 
 // budgetCollector exports the shared budget's state as every replica sees it
-// (today's calls and any pause after a 429, by key), read from the database at
+// (today's calls, any pause after a 429, the current window's calls and
+// bookings, and when it was last short, by key), read from the database at
 // most once per ttl like the queue statistics.
 type budgetCollector struct {
 	b   *budget.SQL
@@ -22,7 +23,7 @@ type budgetCollector struct {
 
 	mu  sync.Mutex
 	at  time.Time
-	u   []budget.Usage
+	u   []budget.WindowUse
 	err error
 }
 
@@ -30,9 +31,12 @@ var (
 	descBudgetCallsToday = prometheus.NewDesc(MetricBudgetCallsToday, "HubSpot calls granted by the shared budget since midnight UTC, by key, as recorded in the database (all replicas).", []string{"key"}, nil)
 	descBudgetPaused     = prometheus.NewDesc(MetricBudgetPaused, "1 while the key's budget is paused after a 429 (no replica calls HubSpot), else 0.", []string{"key"}, nil)
 	descBudgetUp         = prometheus.NewDesc(MetricBudgetUp, "1 when the budget's use could be read from the database at its last reading.", nil, nil)
+	descBudgetWindow     = prometheus.NewDesc(MetricBudgetWindowCalls, "HubSpot calls the shared budget counts in its current window (HubSpot's 10 s), by key, all replicas.", []string{"key"}, nil)
+	descBudgetBooked     = prometheus.NewDesc(MetricBudgetBookedCalls, "HubSpot calls booked for a later part of the budget's window (a full window's cycles wait for them), by key, all replicas.", []string{"key"}, nil)
+	descBudgetLastShort  = prometheus.NewDesc(MetricBudgetLastShort, "Unix time the shared budget last had no room at once for a call of any replica (a refusal, a booking that waited, or a holding worker's note), by key; outbound workers hold their calls for fuller batches for a while after it. Absent for a key never short.", []string{"key"}, nil)
 )
 
-func (c *budgetCollector) load() ([]budget.Usage, error) {
+func (c *budgetCollector) load() ([]budget.WindowUse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && c.now().Sub(c.at) < c.ttl {
@@ -40,7 +44,7 @@ func (c *budgetCollector) load() ([]budget.Usage, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), statsTimeout)
 	defer cancel()
-	c.u, c.err = c.b.Usage(ctx)
+	c.u, c.err = c.read(ctx)
 	c.at = c.now()
 	if c.err != nil {
 		c.log.Warn("metrics: read budget use", "err", c.err)
@@ -48,11 +52,32 @@ func (c *budgetCollector) load() ([]budget.Usage, error) {
 	return c.u, c.err
 }
 
+// read lists the keys with their day's use, then reads each key's window:
+// one query for the list, one per key.
+func (c *budgetCollector) read(ctx context.Context) ([]budget.WindowUse, error) {
+	us, err := c.b.Usage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]budget.WindowUse, 0, len(us))
+	for _, u := range us {
+		w, err := c.b.WindowUse(ctx, u.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
 // Describe implements prometheus.Collector.
 func (c *budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descBudgetCallsToday
 	ch <- descBudgetPaused
 	ch <- descBudgetUp
+	ch <- descBudgetWindow
+	ch <- descBudgetBooked
+	ch <- descBudgetLastShort
 }
 
 // Collect implements prometheus.Collector.
@@ -70,6 +95,11 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descBudgetCallsToday, prometheus.GaugeValue, float64(u.CallsToday), u.Key)
 		ch <- prometheus.MustNewConstMetric(descBudgetPaused, prometheus.GaugeValue, paused, u.Key)
+		ch <- prometheus.MustNewConstMetric(descBudgetWindow, prometheus.GaugeValue, float64(u.Used), u.Key)
+		ch <- prometheus.MustNewConstMetric(descBudgetBooked, prometheus.GaugeValue, float64(u.Booked), u.Key)
+		if u.ShortAt != nil {
+			ch <- prometheus.MustNewConstMetric(descBudgetLastShort, prometheus.GaugeValue, float64(u.ShortAt.UnixMicro())/1e6, u.Key)
+		}
 	}
 }
 

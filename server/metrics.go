@@ -61,6 +61,9 @@ const (
 	MetricBudgetCallsToday    = "hubsync_budget_calls_today"
 	MetricBudgetPaused        = "hubsync_budget_paused"
 	MetricBudgetUp            = "hubsync_budget_stats_up"
+	MetricBudgetWindowCalls   = "hubsync_budget_window_calls"
+	MetricBudgetBookedCalls   = "hubsync_budget_booked_calls"
+	MetricBudgetLastShort     = "hubsync_budget_last_short_timestamp_seconds"
 
 	// The outbound worker's own counters (outbound.Metrics), read at scrape time.
 	MetricOutboundCalls        = "hubsync_outbound_hubspot_calls_total"

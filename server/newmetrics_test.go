@@ -1,12 +1,14 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/store"
@@ -47,11 +49,18 @@ func TestClaimLatencyAndBudgetMetrics(t *testing.T) {
 	}
 
 	createContact(t, base, "metrics@example.com")
-	testwait.For(t, "the outbound event processed and counted", func() bool {
+	testwait.For(t, "the outbound event processed and counted, its call in the budget's window", func() bool {
 		_, body = get(t, base+"/metrics")
 		return sample(body, `hubsync_events_processed_total{direction="outbound",key="hubspot"}`) >= 1 &&
-			sample(body, `hubsync_budget_calls_today{key="`+BudgetKeyDefault+`"}`) >= 1
+			sample(body, `hubsync_budget_calls_today{key="`+BudgetKeyDefault+`"}`) >= 1 &&
+			sample(body, `hubsync_budget_window_calls{key="`+BudgetKeyDefault+`"}`) >= 1
 	})
+	if v := sample(body, `hubsync_budget_booked_calls{key="`+BudgetKeyDefault+`"}`); v != 0 {
+		t.Errorf("calls booked ahead = %v, want 0 (the budget had room)", v)
+	}
+	if v := sample(body, `hubsync_budget_last_short_timestamp_seconds{key="`+BudgetKeyDefault+`"}`); v != -1 {
+		t.Errorf("last short = %v before the budget was ever short, want the series absent", v)
+	}
 	last := sample(body, `hubsync_queue_last_claim_timestamp_seconds{direction="outbound",key="hubspot"}`)
 	if last < float64(before.Unix()) || last > float64(time.Now().Unix()+1) {
 		t.Errorf("outbound last claim = %v, want a time between %d and now", last, before.Unix())
@@ -67,6 +76,22 @@ func TestClaimLatencyAndBudgetMetrics(t *testing.T) {
 	}
 	if v := sample(body, MetricBudgetUp); v != 1 {
 		t.Errorf("%s = %v, want 1", MetricBudgetUp, v)
+	}
+	// Another replica finds the budget short: every replica's metric says when.
+	peer, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortAt := time.Now()
+	if err := peer.NoteShort(context.Background(), BudgetKeyDefault); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, "the budget's last short instant exported", func() bool {
+		_, body = get(t, base+"/metrics")
+		return sample(body, `hubsync_budget_last_short_timestamp_seconds{key="`+BudgetKeyDefault+`"}`) != -1
+	})
+	if v := sample(body, `hubsync_budget_last_short_timestamp_seconds{key="`+BudgetKeyDefault+`"}`); v < float64(shortAt.Unix()) || v > float64(time.Now().Unix()+1) {
+		t.Errorf("last short = %v, want a time between %d and now", v, shortAt.Unix())
 	}
 
 	// A webhook answer, even a refusal, is timed.
