@@ -113,9 +113,16 @@ func (l *Links) LinkTx(ctx context.Context, tx store.DBTX, destination, objectTy
 	// PostgreSQL, before hubsync_link has statistics, the re-link's UPDATE
 	// may read every link of the object type (14 ms a link at 100,000
 	// contacts), where the lookups probe one key whatever the statistics.
-	if _, linked, err := l.LookupTx(ctx, tx, destination, objectType, recordID); err != nil {
-		return err
-	} else if linked { // re-linked (a merge): rare
+	// MySQL tries the UPDATE first, as it always did: under REPEATABLE READ
+	// a plain read sees the transaction's snapshot, where the UPDATE sees a
+	// link another writer committed since, and re-links it.
+	linked := true
+	if l.dialect != store.MySQL {
+		if _, linked, err = l.LookupTx(ctx, tx, destination, objectType, recordID); err != nil {
+			return err
+		}
+	}
+	if linked { // re-linked (a merge): rare
 		res, err := tx.ExecContext(ctx, l.q.Get("relink"), externalID, now, destination, objectType, recordID)
 		if err != nil {
 			return fmt.Errorf("links: relink %s/%s/%s: %w", destination, objectType, recordID, err)
@@ -125,7 +132,7 @@ func (l *Links) LinkTx(ctx context.Context, tx store.DBTX, destination, objectTy
 		} else if n > 0 {
 			return nil
 		}
-		// Unlinked meanwhile: insert.
+		// No link (MySQL), or unlinked meanwhile: insert.
 	}
 	return l.insert(ctx, tx, destination, objectType, recordID, externalID, now)
 }

@@ -21,6 +21,42 @@ func newStore(t testing.TB, d store.Dialect) store.Store {
 	return st
 }
 
+// TestRelinkAfterConcurrentLink: a record that another writer linked after
+// the caller's transaction began (its snapshot, on MySQL's REPEATABLE READ)
+// is re-linked by LinkTx, as a record linked before it: the link it reads is
+// the latest, not the snapshot's.
+func TestRelinkAfterConcurrentLink(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		if d == store.SQLite {
+			t.Skip("SQLite has one writer: no link is committed while a transaction writes")
+		}
+		st := newStore(t, d)
+		l := links.New(st)
+		ctx := context.Background()
+		tx, err := st.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback() //nolint:errcheck // committed below
+		// The transaction's first read takes its snapshot.
+		if _, ok, err := l.LookupRecordTx(ctx, tx, "hubspot", "contacts", "e2"); ok || err != nil {
+			t.Fatalf("owner of e2 = %v, %v; want none", ok, err)
+		}
+		if err := l.Link(ctx, "hubspot", "contacts", "r1", "e1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.LinkTx(ctx, tx, "hubspot", "contacts", "r1", "e2"); err != nil {
+			t.Fatalf("re-link after a concurrent link: %v, want nil", err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		if ext, _, err := l.Lookup(ctx, "hubspot", "contacts", "r1"); err != nil || ext != "e2" {
+			t.Fatalf("link of r1 = %q, %v; want e2", ext, err)
+		}
+	})
+}
+
 // TestLinkNew: LinkNewTx links a record that has none in one insert, and
 // tells an external id that belongs to another record, or a record that has
 // another id after all, as ErrConflict without writing anything.

@@ -194,8 +194,9 @@ func (l *Links) linkChunk(ctx context.Context, tx store.DBTX, destination, objec
 
 // checkLinked reads the links of pairs back after they were written: a writer
 // that linked a record or an external id between this transaction's checks
-// and its write (and committed first) made the write skip that pair. The same
-// link from both is fine; anything else is ErrConflict.
+// and its write (and committed first), or at any time before the write of
+// LinkNewTx, which checks nothing first, made the write skip that pair. The
+// same link from both is fine; anything else is ErrConflict.
 func (l *Links) checkLinked(ctx context.Context, tx store.DBTX, destination, objectType string, pairs [][2]string) error {
 	recs := make([]string, len(pairs))
 	for i, p := range pairs {
@@ -211,13 +212,13 @@ func (l *Links) checkLinked(ctx context.Context, tx store.DBTX, destination, obj
 			continue
 		}
 		if got[rec] != "" {
-			return fmt.Errorf("%w: %s %s %s was linked to %s meanwhile, not %s", ErrConflict, destination, objectType, rec, got[rec], ext)
+			return fmt.Errorf("%w: %s %s %s is linked to %s, not %s", ErrConflict, destination, objectType, rec, got[rec], ext)
 		}
 		owner := "another record"
 		if owners, err := l.many(ctx, tx, "lookup_records_many", destination, objectType, []string{ext}); err == nil && owners[ext] != "" {
 			owner = "record " + owners[ext]
 		}
-		return fmt.Errorf("%w: %s %s %s was linked to %s meanwhile, not %s", ErrConflict, destination, objectType, ext, owner, rec)
+		return fmt.Errorf("%w: %s %s %s is linked to %s, not %s", ErrConflict, destination, objectType, ext, owner, rec)
 	}
 	return nil
 }

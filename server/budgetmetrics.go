@@ -23,8 +23,14 @@ type budgetCollector struct {
 
 	mu  sync.Mutex
 	at  time.Time
-	u   []budget.WindowUse
+	u   []keyUse
 	err error
+}
+
+// keyUse is one key's reading: its day (Usage) and its window (WindowUse).
+type keyUse struct {
+	budget.Usage
+	window budget.WindowUse
 }
 
 var (
@@ -36,7 +42,7 @@ var (
 	descBudgetLastShort  = prometheus.NewDesc(MetricBudgetLastShort, "Unix time the shared budget last had no room at once for a call of any replica (a refusal, a booking that waited, or a holding worker's note), by key; outbound workers hold their calls for fuller batches for a while after it. Absent for a key never short.", []string{"key"}, nil)
 )
 
-func (c *budgetCollector) load() ([]budget.WindowUse, error) {
+func (c *budgetCollector) load() ([]keyUse, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.at.IsZero() && c.now().Sub(c.at) < c.ttl {
@@ -54,18 +60,18 @@ func (c *budgetCollector) load() ([]budget.WindowUse, error) {
 
 // read lists the keys with their day's use, then reads each key's window:
 // one query for the list, one per key.
-func (c *budgetCollector) read(ctx context.Context) ([]budget.WindowUse, error) {
+func (c *budgetCollector) read(ctx context.Context) ([]keyUse, error) {
 	us, err := c.b.Usage(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]budget.WindowUse, 0, len(us))
-	for _, u := range us {
+	out := make([]keyUse, len(us))
+	for i, u := range us {
 		w, err := c.b.WindowUse(ctx, u.Key)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, w)
+		out[i] = keyUse{Usage: u, window: w}
 	}
 	return out, nil
 }
@@ -95,10 +101,10 @@ func (c *budgetCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descBudgetCallsToday, prometheus.GaugeValue, float64(u.CallsToday), u.Key)
 		ch <- prometheus.MustNewConstMetric(descBudgetPaused, prometheus.GaugeValue, paused, u.Key)
-		ch <- prometheus.MustNewConstMetric(descBudgetWindow, prometheus.GaugeValue, float64(u.Used), u.Key)
-		ch <- prometheus.MustNewConstMetric(descBudgetBooked, prometheus.GaugeValue, float64(u.Booked), u.Key)
-		if u.ShortAt != nil {
-			ch <- prometheus.MustNewConstMetric(descBudgetLastShort, prometheus.GaugeValue, float64(u.ShortAt.UnixMicro())/1e6, u.Key)
+		ch <- prometheus.MustNewConstMetric(descBudgetWindow, prometheus.GaugeValue, float64(u.window.Used), u.Key)
+		ch <- prometheus.MustNewConstMetric(descBudgetBooked, prometheus.GaugeValue, float64(u.window.Booked), u.Key)
+		if at := u.window.ShortAt; at != nil {
+			ch <- prometheus.MustNewConstMetric(descBudgetLastShort, prometheus.GaugeValue, float64(at.UnixMicro())/1e6, u.Key)
 		}
 	}
 }
