@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -712,8 +713,16 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 	// cycle that held a merge explains itself.
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int(attrApplyConcurrency, n))
 	if n <= 1 {
-		for _, t := range tasks {
-			if ctx.Err() != nil || !c.step(ctx, sctx, lanes[t.key()], t) {
+		taken := map[*task]bool{}
+		for i, t := range tasks {
+			if taken[t] {
+				continue
+			}
+			g := edit(tasks, i)
+			for _, u := range g {
+				taken[u] = true
+			}
+			if ctx.Err() != nil || !c.stepEdit(ctx, sctx, lanes[t.key()], g) {
 				return // finish releases the rest
 			}
 		}
@@ -746,12 +755,111 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 // applyLane applies one record's events in order, then releases those that
 // waited behind a failure.
 func (c *cycle) applyLane(ctx, sctx context.Context, l *lane) {
-	for _, t := range l.tasks {
-		if ctx.Err() != nil || !c.step(ctx, sctx, l, t) {
+	for i := 0; i < len(l.tasks); {
+		g := edit(l.tasks, i) // the lane's next events, in order
+		if ctx.Err() != nil || !c.stepEdit(ctx, sctx, l, g) {
 			return // finish releases the rest
 		}
+		i += len(g)
 	}
 	c.release(ctx, l.delay, l.held)
+}
+
+// edit returns ts[i] with the later property changes of its record in ts
+// (sorted as apply sorts them) that share its occurredAt, up to the first
+// event of the record that does not, or that sets a field one of them sets:
+// one edit of several properties, which HubSpot sends as an event per
+// property. Events of other records are passed over: ts holds every record's
+// events when a cycle applies one event at a time, and those of the same
+// occurredAt may lie between.
+func edit(ts []*task, i int) []*task {
+	t := ts[i]
+	if !isPropertyChange(t) {
+		return ts[i : i+1]
+	}
+	g := []*task{t}
+	set := maps.Clone(t.change.Fields)
+	for _, u := range ts[i+1:] {
+		if u.canon.OccurredAt != t.canon.OccurredAt {
+			break
+		}
+		if u.key() != t.key() {
+			continue
+		}
+		if !isPropertyChange(u) || setsAny(set, u.change.Fields) {
+			break
+		}
+		g = append(g, u)
+		maps.Copy(set, u.change.Fields)
+	}
+	return g
+}
+
+// setsAny reports whether fields sets a field that set holds.
+func setsAny(set, fields map[string]any) bool {
+	for f := range fields {
+		if _, ok := set[f]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func isPropertyChange(t *task) bool {
+	return t.ev.EventType == store.EventUpdate && t.change.Partial && !t.done
+}
+
+// stepEdit applies the events of one edit (edit) as one change: one
+// transaction, one lock of the record, one write of its row and clocks, and
+// one complete of all their leases, instead of one of each per property.
+// When that apply fails, nothing of it was written, and the events apply one
+// at a time (step), so that each meets its own outcome: a value one property
+// cannot take, a record not yet linked and read whole, a lost lease.
+func (c *cycle) stepEdit(ctx, sctx context.Context, l *lane, g []*task) bool {
+	if len(g) > 1 && !l.stopped {
+		ch := g[0].change
+		ch.Fields = map[string]any{}
+		for _, t := range g {
+			maps.Copy(ch.Fields, t.change.Fields)
+		}
+		res, fenced, err := c.applyChange(sctx, g, ch)
+		if err == nil {
+			for _, t := range g {
+				outcome := OutcomeApplied
+				if res.Outcome == apply.Stale || allStale(t.change.Fields, res.Stale) {
+					outcome = OutcomeStale
+				}
+				if fenced {
+					t.done = true // completed in the apply's own transaction
+					c.outcome(t, outcome)
+				} else {
+					c.complete(t, outcome)
+				}
+			}
+			c.log.Debug("inbound: applied an edit", "events", len(g), "object", ch.ObjectType,
+				"external_id", ch.ExternalID, "outcome", res.Outcome, "stale", res.Stale)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+	}
+	for _, t := range g {
+		if ctx.Err() != nil || !c.step(ctx, sctx, l, t) {
+			return false
+		}
+	}
+	return true
+}
+
+// allStale reports whether every field of fields is in stale.
+func allStale(fields map[string]any, stale []string) bool {
+	for f := range fields {
+		if !slices.Contains(stale, f) {
+			return false
+		}
+	}
+	return len(fields) > 0
 }
 
 // step applies t, an event of l's record, unless an earlier event stopped the
@@ -829,13 +937,26 @@ func (c *cycle) readWhole(ctx context.Context, t *task) bool {
 // worker whose lease was lost changes nothing and gets store.ErrLeaseLost.
 // Other Appliers apply, and the cycle completes the event afterwards.
 func (c *cycle) applyOne(ctx context.Context, t *task) (res apply.Result, fenced bool, err error) {
-	ctx, span := c.w.tracer.Start(trace.ContextWithSpan(ctx, t.span), "hubsync.inbound.apply",
-		trace.WithAttributes(attribute.String(eventtrace.AttrEventID, t.ev.ID)))
+	return c.applyChange(ctx, []*task{t}, t.change)
+}
+
+// applyChange is applyOne of ch, the change of the tasks g (one event, or
+// one edit's: stepEdit), under the first one's span; the fence completes
+// every one of them.
+func (c *cycle) applyChange(ctx context.Context, g []*task, ch apply.Change) (res apply.Result, fenced bool, err error) {
+	attrs := []attribute.KeyValue{attribute.String(eventtrace.AttrEventID, g[0].ev.ID)}
+	if len(g) > 1 {
+		attrs = append(attrs, attribute.Int("hubsync.events", len(g)))
+	}
+	ctx, span := c.w.tracer.Start(trace.ContextWithSpan(ctx, g[0].span), "hubsync.inbound.apply", trace.WithAttributes(attrs...))
 	defer func() { eventtrace.End(span, string(res.Outcome), err) }()
 	if fa, ok := c.w.cfg.Applier.(apply.FencedApplier); ok && !c.w.unfenced.Load() {
-		lease := t.ev.Lease()
-		res, err := fa.ApplyFenced(ctx, t.change, func(ctx context.Context, tx store.DBTX) error {
-			return c.w.cfg.Store.CompleteTx(ctx, tx, lease)
+		leases := make([]store.Lease, len(g))
+		for i, t := range g {
+			leases[i] = t.ev.Lease()
+		}
+		res, err := fa.ApplyFenced(ctx, ch, func(ctx context.Context, tx store.DBTX) error {
+			return c.w.cfg.Store.CompleteTx(ctx, tx, leases...)
 		})
 		if !errors.Is(err, apply.ErrFenceUnsupported) {
 			return res, true, err
@@ -843,7 +964,7 @@ func (c *cycle) applyOne(ctx context.Context, t *task) (res apply.Result, fenced
 		c.w.unfenced.Store(true)
 		c.log.Warn("inbound: the Applier cannot run a fence in its transaction; applying unfenced", "err", err)
 	}
-	res, err = c.w.cfg.Applier.Apply(ctx, t.change)
+	res, err = c.w.cfg.Applier.Apply(ctx, ch)
 	return res, false, err
 }
 
