@@ -168,4 +168,3 @@ func TestWorkerEditThroughRecords(t *testing.T) {
 		}
 	})
 }
-
