@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/hubspot"
@@ -25,7 +26,8 @@ func countOutcomes(mu *sync.Mutex, m map[string]int) func(o, _ string) {
 // property each, one occurredAt) of a record apply as one change, with each
 // event's own outcome; a property set twice in the edit, another occurredAt
 // and another record each start another change. It holds for concurrent
-// applies and for one at a time, where the records' events interleave.
+// applies and for one at a time; there, another record's event of the same
+// instant between two of the edit's ends it (the order is every event's).
 func TestWorkerAppliesAnEditAsOneChange(t *testing.T) {
 	for _, conc := range []int{1, 4} {
 		t.Run(fmt.Sprintf("concurrency=%d", conc), func(t *testing.T) {
@@ -39,36 +41,43 @@ func TestWorkerAppliesAnEditAsOneChange(t *testing.T) {
 			})
 			b.deliverEvents(t,
 				whEvent("contact.propertyChange", 1, t0, prop("firstname", "Ada")),
-				whEvent("contact.propertyChange", 2, t0, prop("firstname", "Bob")),
 				whEvent("contact.propertyChange", 1, t0, prop("lastname", "Lovelace")),
-				whEvent("contact.propertyChange", 2, t0, prop("lastname", "Byron")),
 				whEvent("contact.propertyChange", 1, t0, prop("phone", "555")),
 				whEvent("contact.propertyChange", 1, t0, prop("phone", "556")),
+				whEvent("contact.propertyChange", 2, t0, prop("firstname", "Bob")),
+				whEvent("contact.propertyChange", 2, t0, prop("lastname", "Byron")),
+				whEvent("contact.propertyChange", 3, t0+1, prop("firstname", "Cy")),
 				whEvent("contact.propertyChange", 1, t0+1, prop("company", "Analytical")),
+				whEvent("contact.propertyChange", 3, t0+1, prop("lastname", "Young")),
 			)
-			if n := drain(t, w); n != 7 {
-				t.Fatalf("claimed %d events, want 7", n)
+			if n := drain(t, w); n != 9 {
+				t.Fatalf("claimed %d events, want 9", n)
 			}
-			if got := b.statusCounts(t); got["processed"] != 7 {
-				t.Fatalf("statuses %v, want 7 processed", got)
+			if got := b.statusCounts(t); got["processed"] != 9 {
+				t.Fatalf("statuses %v, want 9 processed", got)
 			}
 			var changes []string
 			for _, ch := range b.applier.calls {
 				changes = append(changes, ch.ExternalID+":"+fmt.Sprint(slices.Sorted(maps.Keys(ch.Fields))))
 			}
 			slices.Sort(changes)
-			want := []string{"1:[company]", "1:[first_name last_name phone]", "1:[phone]", "2:[first_name last_name]"}
+			want := []string{"1:[company]", "1:[first_name last_name phone]", "1:[phone]", "2:[first_name last_name]", "3:[first_name last_name]"}
+			if conc == 1 {
+				// Contact 1's company lies between contact 3's two events.
+				want = []string{"1:[company]", "1:[first_name last_name phone]", "1:[phone]", "2:[first_name last_name]", "3:[first_name]", "3:[last_name]"}
+			}
 			if !slices.Equal(changes, want) {
 				t.Errorf("changes applied %v, want %v", changes, want)
 			}
-			ada, _ := b.applier.record("contacts", "1")
-			if ada.Fields["first_name"] != "Ada" || ada.Fields["last_name"] != "Lovelace" || ada.Fields["company"] != "Analytical" {
-				t.Errorf("contact 1 = %v", ada.Fields)
+			for id, want := range map[string][2]string{"1": {"Ada", "Lovelace"}, "2": {"Bob", "Byron"}, "3": {"Cy", "Young"}} {
+				if rec, _ := b.applier.record("contacts", id); rec.Fields["first_name"] != want[0] || rec.Fields["last_name"] != want[1] {
+					t.Errorf("contact %s = %v, want %v", id, rec.Fields, want)
+				}
 			}
 			// The second phone of the same instant is not newer: stale, as it
 			// was when every event applied alone.
-			if got[OutcomeApplied] != 6 || got[OutcomeStale] != 1 {
-				t.Errorf("outcomes %v, want 6 applied and 1 stale", got)
+			if got[OutcomeApplied] != 8 || got[OutcomeStale] != 1 {
+				t.Errorf("outcomes %v, want 8 applied and 1 stale", got)
 			}
 		})
 	}
@@ -104,6 +113,45 @@ func TestWorkerEditFallsBackToEachEvent(t *testing.T) {
 	}
 	if got[OutcomeApplied] != 2 || got[OutcomeDead] != 1 {
 		t.Errorf("outcomes %v, want 2 applied and 1 dead", got)
+	}
+	var changes []string
+	for _, ch := range b.applier.calls {
+		changes = append(changes, fmt.Sprint(slices.Sorted(maps.Keys(ch.Fields))))
+	}
+	if want := []string{"[first_name last_name phone]", "[first_name]", "[phone]", "[last_name]"}; !slices.Equal(changes, want) {
+		t.Errorf("changes tried %v, want the edit, then its events one at a time %v", changes, want)
+	}
+}
+
+// TestWorkerEditOfUnlinkedRecord: an edit of an external id no record is
+// linked to yet fails as one change (apply.ErrUnlinked); its first event
+// then reads the whole object, which holds the edit, and creates the record,
+// and the rest find it, as when each event applied alone.
+func TestWorkerEditOfUnlinkedRecord(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.applier.guardPartial = true
+	obj := contactObj("9", "nine@example.com", "Nina", time.UnixMilli(t0))
+	obj.Properties["lastname"] = "Nine"
+	reader := &fakeReader{objects: map[string]hubspot.Object{"9": obj}}
+	w := b.newWorker(t, reader, "w1")
+	b.deliverEvents(t,
+		whEvent("contact.propertyChange", 9, t0, prop("firstname", "Nina")),
+		whEvent("contact.propertyChange", 9, t0, prop("lastname", "Nine")),
+	)
+	drain(t, w)
+	if got := b.statusCounts(t); got["processed"] != 2 {
+		t.Fatalf("statuses %v, want 2 processed", got)
+	}
+	rec, ok := b.applier.record("contacts", "9")
+	if !ok || rec.Fields["email"] != "nine@example.com" || rec.Fields["first_name"] != "Nina" || rec.Fields["last_name"] != "Nine" {
+		t.Fatalf("contact 9 = %+v, want the object read whole and the edit's last name", rec)
+	}
+	if first := b.applier.calls[0]; len(first.Fields) != 2 || !first.Partial {
+		t.Errorf("first change %+v, want the edit's two properties as one partial change", first)
+	}
+	if reader.calls != 1 {
+		t.Errorf("%d reads of the object, want 1", reader.calls)
 	}
 }
 

@@ -713,18 +713,12 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 	// cycle that held a merge explains itself.
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int(attrApplyConcurrency, n))
 	if n <= 1 {
-		taken := map[*task]bool{}
-		for i, t := range tasks {
-			if taken[t] {
-				continue
-			}
+		for i := 0; i < len(tasks); {
 			g := edit(tasks, i)
-			for _, u := range g {
-				taken[u] = true
-			}
-			if ctx.Err() != nil || !c.stepEdit(ctx, sctx, lanes[t.key()], g) {
+			if ctx.Err() != nil || !c.stepEdit(ctx, sctx, lanes[tasks[i].key()], g) {
 				return // finish releases the rest
 			}
+			i += len(g)
 		}
 		for _, l := range order {
 			c.release(ctx, l.delay, l.held)
@@ -756,7 +750,7 @@ func (c *cycle) apply(ctx context.Context, tasks []*task) {
 // waited behind a failure.
 func (c *cycle) applyLane(ctx, sctx context.Context, l *lane) {
 	for i := 0; i < len(l.tasks); {
-		g := edit(l.tasks, i) // the lane's next events, in order
+		g := edit(l.tasks, i)
 		if ctx.Err() != nil || !c.stepEdit(ctx, sctx, l, g) {
 			return // finish releases the rest
 		}
@@ -765,13 +759,14 @@ func (c *cycle) applyLane(ctx, sctx context.Context, l *lane) {
 	c.release(ctx, l.delay, l.held)
 }
 
-// edit returns ts[i] with the later property changes of its record in ts
-// (sorted as apply sorts them) that share its occurredAt, up to the first
-// event of the record that does not, or that sets a field one of them sets:
-// one edit of several properties, which HubSpot sends as an event per
-// property. Events of other records are passed over: ts holds every record's
-// events when a cycle applies one event at a time, and those of the same
-// occurredAt may lie between.
+// edit returns ts[i] with the property changes of its record that follow it
+// in ts (sorted as apply sorts them) and share its occurredAt, up to the
+// first event that does not, that sets a field one of them sets, or that is
+// another record's: one edit of several properties, which HubSpot sends as an
+// event per property. When a cycle applies one event at a time, ts holds
+// every record's events, and another record's event between them ends the
+// edit: two external ids may reach one local record (a merged id redirects
+// to its survivor), and the one-at-a-time order is every event's.
 func edit(ts []*task, i int) []*task {
 	t := ts[i]
 	if !isPropertyChange(t) {
@@ -780,13 +775,8 @@ func edit(ts []*task, i int) []*task {
 	g := []*task{t}
 	set := maps.Clone(t.change.Fields)
 	for _, u := range ts[i+1:] {
-		if u.canon.OccurredAt != t.canon.OccurredAt {
-			break
-		}
-		if u.key() != t.key() {
-			continue
-		}
-		if !isPropertyChange(u) || setsAny(set, u.change.Fields) {
+		if u.canon.OccurredAt != t.canon.OccurredAt || u.key() != t.key() ||
+			!isPropertyChange(u) || setsAny(set, u.change.Fields) {
 			break
 		}
 		g = append(g, u)
