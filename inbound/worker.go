@@ -126,9 +126,10 @@ type WorkerConfig struct {
 	BatchSize int
 	// ApplyConcurrency is how many records a cycle applies at once, each in
 	// its own transaction; a record's events still apply one after another in
-	// occurredAt order, and a cycle that holds a merge (which re-points other
-	// records) applies all its events one at a time. 1 applies one event at a
-	// time. On SQLite, which admits one writer, parallel applies only queue on
+	// occurredAt order (the property changes of one HubSpot edit as one
+	// change), and a cycle that holds a merge (which re-points other records)
+	// applies all its events one at a time. 1 applies one event at a time.
+	// On SQLite, which admits one writer, parallel applies only queue on
 	// the write lock: use 1 there (hubsync serve does). On MySQL and MariaDB,
 	// concurrent creations can deadlock on the links table's unique index
 	// (InnoDB gap locks); records.Service runs the deadlock victim's
