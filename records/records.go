@@ -509,8 +509,8 @@ func changedFields(before, after map[string]any, patch map[string]any) []string 
 }
 
 // touchClocks advances the field clocks of names to at (never backwards):
-// one statement for one name, one for all of them otherwise (a creation
-// carries every field: six statements for a default-mapping contact before).
+// one statement for one name, and one for all of them otherwise (a creation
+// carries every field of the record).
 func (s *Service) touchClocks(ctx context.Context, tx *sql.Tx, objectType, id string, names []string, at time.Time) error {
 	enc := dialectsql.Time(s.dialect, at)
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
