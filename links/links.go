@@ -140,7 +140,8 @@ func (l *Links) LinkTx(ctx context.Context, tx store.DBTX, destination, objectTy
 // LinkNewTx is LinkTx for a record that has no link on destination, as one
 // created in the caller's transaction: it inserts the link and reads it back
 // only when the insert did not write it (always on MySQL), where LinkTx first
-// reads the external id's owner and the record's link. An external id linked
+// reads the external id's owner and then the record's link (MySQL: tries the
+// re-link). An external id linked
 // to another record is ErrConflict; a link of the record to another id is
 // ErrConflict too, where LinkTx would re-link the record.
 func (l *Links) LinkNewTx(ctx context.Context, tx store.DBTX, destination, objectType, recordID, externalID string) error {

@@ -20,16 +20,7 @@ import (
 // stored (BenchmarkApplyMatchByEmail).
 func TestMatchByEmailReadsTheIndex(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-		b := setup(t, d, Config{})
-		bulkContacts(t, b, 2_000, false)
-		mine, err := b.svc.Insert(context.Background(), "contacts", map[string]any{"email": "mine@example.com"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := dialectsql.Load(sqlFS, "sql", d)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, mine, q := matchFixture(t, d)
 		query := q.Get("record_find_unlinked_email")
 		args := []any{"contacts", "mine@example.com", "hubspot"}
 		switch d {
@@ -76,16 +67,7 @@ func TestMatchByEmailReadsTheIndex(t *testing.T) {
 // at 100,000 links).
 func TestMatchProbesLinksWithoutStatistics(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-		b := setup(t, d, Config{})
-		bulkContacts(t, b, 2_000, false)
-		mine, err := b.svc.Insert(context.Background(), "contacts", map[string]any{"email": "mine@example.com"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		q, err := dialectsql.Load(sqlFS, "sql", d)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, mine, q := matchFixture(t, d)
 		for _, c := range []struct {
 			query string
 			args  []any
@@ -106,6 +88,24 @@ func TestMatchProbesLinksWithoutStatistics(t *testing.T) {
 			}
 		}
 	})
+}
+
+// matchFixture stores 2,000 linked contacts without statistics
+// (bulkContacts) and one unlinked contact with the email mine@example.com,
+// and returns the dialect's queries.
+func matchFixture(t *testing.T, d store.Dialect) (*bundle, Record, *dialectsql.Queries) {
+	t.Helper()
+	b := setup(t, d, Config{})
+	bulkContacts(t, b, 2_000, false)
+	mine, err := b.svc.Insert(context.Background(), "contacts", map[string]any{"email": "mine@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := dialectsql.Load(sqlFS, "sql", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, mine, q
 }
 
 // linkKey is how each database's plan names a probe of hubsync_link by its
