@@ -2,6 +2,7 @@ package inbound
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -13,6 +14,14 @@ import (
 // next transaction takes as many of them as fit in maxEvents. Under load one
 // commit then serves many deliveries instead of each paying its own, and no
 // delivery waits for more than the transactions ahead of it.
+//
+// Two transactions that write events of one record wait on each other: the
+// second blocks on the record's sequence counter until the first commits. So
+// a transaction started while another runs takes the waiting deliveries that
+// share no record with the running one, and passes over the others, each at
+// most once: deliveries waiting together are unacknowledged, so HubSpot set no
+// order among them, and one passed over is written by the next transaction
+// whatever it shares.
 //
 // There is no background goroutine: a delivery that finds a free slot leads,
 // writing batches from the head of the queue until its own is written, then
@@ -27,6 +36,16 @@ type groupCommit struct {
 	mu     sync.Mutex
 	queue  []*pendingWrite
 	active int
+	// writing counts the events of the batches being written by record, to
+	// tell which waiting deliveries share a record with them.
+	writing map[inboundRecord]int
+}
+
+// inboundRecord is the record an inbound event's sequence counter belongs to.
+type inboundRecord struct{ source, objectType, externalID string }
+
+func recordOf(ev *store.InboundEvent) inboundRecord {
+	return inboundRecord{ev.Source, ev.ObjectType, ev.ExternalID}
 }
 
 // pendingWrite is one delivery waiting to be written.
@@ -36,9 +55,10 @@ type pendingWrite struct {
 	err  error
 	done chan struct{} // closed when written (or failed)
 	lead chan struct{} // closed when handed a slot
-	// taken and led are guarded by groupCommit.mu.
-	taken bool // in a batch (being) written: it can no longer leave
-	led   bool // holds a slot: it must write batches or pass the slot on
+	// taken, led and passed are guarded by groupCommit.mu.
+	taken  bool // in a batch (being) written: it can no longer leave
+	led    bool // holds a slot: it must write batches or pass the slot on
+	passed bool // a batch passed over it once: the next one takes it
 }
 
 // enqueue stores evs, alone or with other deliveries, and returns their
@@ -81,15 +101,17 @@ func (g *groupCommit) enqueue(ctx context.Context, evs []store.InboundEvent) ([]
 // or is being written by another leader, then passes its slot on.
 func (g *groupCommit) leadUntil(ctx context.Context, p *pendingWrite) {
 	wctx := context.WithoutCancel(ctx)
+	var batch []*pendingWrite
 	for {
 		g.mu.Lock()
+		g.doneLocked(batch)
 		if p.taken {
 			// Written, or in another leader's batch: p.done follows.
 			g.passLocked()
 			g.mu.Unlock()
 			return
 		}
-		batch := g.takeLocked() // p is queued, so the batch is not empty
+		batch = g.takeLocked() // p is queued, so the batch is not empty
 		g.mu.Unlock()
 		g.flush(wctx, batch)
 	}
@@ -108,24 +130,76 @@ func (g *groupCommit) passLocked() {
 	g.active--
 }
 
-// takeLocked removes from the head of the queue the deliveries the next
-// transaction writes: at least one, then as many as fit in maxEvents.
+// takeLocked removes from the queue the deliveries the next transaction
+// writes: at least one, then as many as fit in maxEvents, in queue order,
+// passing over those that share a record with a batch being written (unless
+// passed over before). When every waiting delivery shares one, it takes them
+// from the head, in order.
 func (g *groupCommit) takeLocked() []*pendingWrite {
-	n, events := 0, 0
-	for n < len(g.queue) {
-		k := len(g.queue[n].evs)
-		if n > 0 && events+k > g.maxEvents {
+	var batch, passed []*pendingWrite
+	events := 0
+	for _, w := range g.queue {
+		k := len(w.evs)
+		if len(batch) > 0 && events+k > g.maxEvents {
 			break
 		}
+		if !w.passed && g.sharesWritingLocked(w) {
+			passed = append(passed, w)
+			continue
+		}
+		batch = append(batch, w)
 		events += k
-		n++
 	}
-	batch := g.queue[:n:n]
-	g.queue = g.queue[n:]
-	for _, p := range batch {
-		p.taken = true
+	if len(batch) == 0 {
+		passed = nil
+		for _, w := range g.queue {
+			if len(batch) > 0 && events+len(w.evs) > g.maxEvents {
+				break
+			}
+			batch = append(batch, w)
+			events += len(w.evs)
+		}
 	}
+	for _, w := range passed {
+		w.passed = true
+	}
+	if g.writing == nil {
+		g.writing = make(map[inboundRecord]int)
+	}
+	for _, w := range batch {
+		w.taken = true
+		for i := range w.evs {
+			g.writing[recordOf(&w.evs[i])]++
+		}
+	}
+	g.queue = slices.DeleteFunc(g.queue, func(w *pendingWrite) bool { return w.taken })
 	return batch
+}
+
+// sharesWritingLocked reports whether w has an event of a record that a batch
+// being written has too.
+func (g *groupCommit) sharesWritingLocked(w *pendingWrite) bool {
+	if len(g.writing) == 0 {
+		return false
+	}
+	for i := range w.evs {
+		if g.writing[recordOf(&w.evs[i])] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// doneLocked forgets the records of a batch that has been written.
+func (g *groupCommit) doneLocked(batch []*pendingWrite) {
+	for _, w := range batch {
+		for i := range w.evs {
+			r := recordOf(&w.evs[i])
+			if g.writing[r]--; g.writing[r] <= 0 {
+				delete(g.writing, r)
+			}
+		}
+	}
 }
 
 // flush writes batch in one transaction. When that fails and the batch holds

@@ -383,3 +383,106 @@ func TestGroupCommitManyDeliveriesTwoSlots(t *testing.T) {
 		t.Fatalf("after all: %d slots held, %d queued; want 0, 0", g.active, len(g.queue))
 	}
 }
+
+// gatedWrite is a group commit write func whose calls each wait until the
+// test opens the gate named by the call's first event's key.
+type gatedWrite struct {
+	mu      sync.Mutex
+	calls   [][]string
+	gates   map[string]chan struct{}
+	started chan string
+}
+
+func (w *gatedWrite) gate(key string) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gates[key] == nil {
+		w.gates[key] = make(chan struct{})
+	}
+	return w.gates[key]
+}
+
+func (w *gatedWrite) write(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+	var keys []string
+	for _, ev := range evs {
+		keys = append(keys, ev.IdempotencyKey)
+	}
+	w.mu.Lock()
+	w.calls = append(w.calls, keys)
+	w.mu.Unlock()
+	w.started <- keys[0]
+	<-w.gate(keys[0])
+	out := make([]store.EnqueueResult, len(evs))
+	for i, ev := range evs {
+		out[i] = store.EnqueueResult{ID: ev.IdempotencyKey, Inserted: true}
+	}
+	return out, nil
+}
+
+// deliveryOf returns a delivery of one event for each of records' contacts.
+func deliveryOf(name string, records ...string) []store.InboundEvent {
+	evs := delivery(name, len(records))
+	for i, r := range records {
+		evs[i].Source, evs[i].ObjectType, evs[i].ExternalID = SourceHubSpot, "contacts", r
+	}
+	return evs
+}
+
+// TestGroupCommitPassesOverSharedRecords: a transaction started while
+// another runs passes over a waiting delivery that shares a record with the
+// running one (it would wait on that record's sequence counter) and takes the
+// next; the delivery passed over is taken by the following transaction even
+// though the record is still being written.
+func TestGroupCommitPassesOverSharedRecords(t *testing.T) {
+	w := &gatedWrite{gates: map[string]chan struct{}{}, started: make(chan string, 10)}
+	g := &groupCommit{write: w.write, slots: 2, maxEvents: 1000, timeout: time.Minute}
+	var wg sync.WaitGroup
+	enqueue := func(name string, records ...string) {
+		wg.Go(func() {
+			if _, err := g.enqueue(context.Background(), deliveryOf(name, records...)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	enqueue("a", "x", "p")
+	if k := testwait.Recv(t, "a's transaction", w.started); k != "a-0" {
+		t.Fatalf("first transaction starts with %s, want a-0", k)
+	}
+	enqueue("z", "z")
+	if k := testwait.Recv(t, "z's transaction", w.started); k != "z-0" {
+		t.Fatalf("second transaction starts with %s, want z-0", k)
+	}
+	// Both slots are busy: b (sharing x with a) and c wait, in that order.
+	enqueue("b", "q", "x")
+	testwait.For(t, "b queued", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 1
+	})
+	enqueue("c", "y")
+	testwait.For(t, "c queued", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 2
+	})
+	close(w.gate("z-0"))
+	if k := testwait.Recv(t, "the third transaction", w.started); k != "c-0" {
+		t.Fatalf("third transaction starts with %s, want c-0: b shares x with a, still being written", k)
+	}
+	close(w.gate("c-0"))
+	if k := testwait.Recv(t, "the fourth transaction", w.started); k != "b-0" {
+		t.Fatalf("fourth transaction starts with %s, want b-0: passed over once, it is taken next", k)
+	}
+	close(w.gate("b-0"))
+	close(w.gate("a-0"))
+	wg.Wait()
+	want := [][]string{{"a-0", "a-1"}, {"z-0"}, {"c-0"}, {"b-0", "b-1"}}
+	if !slices.EqualFunc(w.calls, want, slices.Equal) {
+		t.Fatalf("transactions %v, want %v", w.calls, want)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.active != 0 || len(g.queue) != 0 || len(g.writing) != 0 {
+		t.Fatalf("after all: %d slots held, %d queued, %d records being written; want 0, 0, 0", g.active, len(g.queue), len(g.writing))
+	}
+}

@@ -157,12 +157,6 @@ func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent
 		if err != nil {
 			return nil, err
 		}
-		if multi {
-			// InsertBatch takes one @now for the whole statement.
-			p["ord"] = i
-			delete(p, "now")
-			delete(p, "processed")
-		}
 		rows[i] = p
 	}
 	var out []store.EnqueueResult
@@ -194,7 +188,11 @@ func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent
 // insertBatch runs InsertBatch and resolves the ids it could not see: a key
 // repeated within the batch, or inserted by a concurrent transaction.
 func (r *InboundRepo) insertBatch(ctx context.Context, tx *sql.Tx, q query, rows []params) ([]store.EnqueueResult, error) {
-	doc, err := json.Marshal(rows)
+	events := make([]batchRow, len(rows))
+	for i, p := range rows {
+		events[i] = batchRowOf(i, p)
+	}
+	doc, err := json.Marshal(events)
 	if err != nil {
 		return nil, r.op("enqueue batch", err)
 	}
@@ -240,6 +238,36 @@ func (r *InboundRepo) insertBatch(ctx context.Context, tx *sql.Tx, q query, rows
 		}
 	}
 	return out, nil
+}
+
+// batchRow is one event of InsertBatch's @events, typed: encoding a batch's
+// params maps instead sorted each map's keys and took a fifth of the
+// receiver's CPU under load. InsertBatch takes one @now for the whole
+// statement, so a row has neither now nor processed.
+type batchRow struct {
+	Ord            int    `json:"ord"`
+	ID             string `json:"id"`
+	Source         string `json:"source"`
+	ExternalID     string `json:"external_id"`
+	ObjectType     string `json:"object_type"`
+	EventType      string `json:"event_type"`
+	Payload        any    `json:"payload"`     // text, or nil for NULL
+	RawPayload     any    `json:"raw_payload"` // text, or nil for NULL
+	IdempotencyKey string `json:"idempotency_key"`
+	Status         string `json:"status"`
+	Seq            int64  `json:"seq"`
+	Created        any    `json:"created"`
+}
+
+// batchRowOf is the batchRow of the event at ord, from its params (as
+// InboundRepo.params made them, with the seq nextSeqBatch took).
+func batchRowOf(ord int, p params) batchRow {
+	return batchRow{
+		Ord: ord, ID: p["id"].(string), Source: p["source"].(string), ExternalID: p["external_id"].(string),
+		ObjectType: p["object_type"].(string), EventType: p["event_type"].(string),
+		Payload: p["payload"], RawPayload: p["raw_payload"], IdempotencyKey: p["idempotency_key"].(string),
+		Status: p["status"].(string), Seq: p["seq"].(int64), Created: p["created"],
+	}
 }
 
 func (r *OutboundRepo) params(ev store.OutboundEvent) (params, error) {
