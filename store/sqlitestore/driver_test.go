@@ -57,3 +57,42 @@ func TestOpenNewDatabaseTogether(t *testing.T) {
 		db.Close()
 	}
 }
+
+// TestOpenSetsPageCache: every connection of OpenDB's pool has a page cache
+// of CacheSizeKiB, and a URL's own cache_size pragma overrides it.
+func TestOpenSetsPageCache(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		query string
+		want  int
+	}{
+		{"", -sqlitestore.CacheSizeKiB},
+		{"?_pragma=cache_size(-1024)", -1024},
+	} {
+		db, err := sqlitestore.OpenDB(ctx, "sqlite:"+filepath.Join(t.TempDir(), "c.db")+tc.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Hold every connection of the pool at once, so each is asked.
+		var conns []*sql.Conn
+		for range sqlitestore.MaxOpenConnsDefault {
+			c, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+		}
+		for i, c := range conns {
+			var got int
+			if err := c.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("URL query %q, connection %d: cache_size %d, want %d", tc.query, i, got, tc.want)
+			}
+			c.Close()
+		}
+		db.Close()
+	}
+}
