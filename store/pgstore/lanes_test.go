@@ -572,3 +572,82 @@ func TestMigrationMarksClaimedLanes(t *testing.T) {
 		t.Fatalf("lanes Claimed after the migration: %v, want %v (r5 and r6 were never claimed)", claimed, want)
 	}
 }
+
+// TestEnqueueLocksExistingLaneWithoutWritingIt: an event for a record that
+// already has a lane leaves the lane row as it was (no new row version, which
+// a no-op update wrote for every such event before migration 027), yet holds
+// its lock until the inserting transaction ends, so a transaction recomputing
+// the lane waits for the new event; on each queue.
+func TestEnqueueLocksExistingLaneWithoutWritingIt(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, store.Config{})
+	db := s.DB()
+	outbound := func(tx *sql.Tx, n int) error {
+		_, err := s.Outbound().EnqueueTx(ctx, tx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts",
+			RecordID: "R", EventType: store.EventUpdate, Payload: []byte(`{}`)})
+		return err
+	}
+	inbound := func(tx *sql.Tx, n int) error {
+		_, err := s.Inbound().EnqueueTx(ctx, tx, store.InboundEvent{Source: "hubspot", ObjectType: "contacts", ExternalID: "R",
+			EventType: store.EventUpdate, Payload: []byte(`{}`), IdempotencyKey: fmt.Sprint("k", n)})
+		return err
+	}
+	internal := func(tx *sql.Tx, n int) error {
+		_, err := s.Internal().EnqueueTx(ctx, tx, store.InternalEvent{ObjectType: "contacts", RecordID: "R",
+			EventType: store.EventUpdate, Payload: []byte(`{}`)})
+		return err
+	}
+	for _, q := range []struct {
+		lanes   string
+		enqueue func(*sql.Tx, int) error
+	}{
+		{"hubsync_lane_outbound", outbound}, {"hubsync_lane_inbound", inbound}, {"hubsync_lane_internal", internal},
+	} {
+		t.Run(q.lanes, func(t *testing.T) {
+			enqueue := func(n int) *sql.Tx {
+				t.Helper()
+				tx, err := db.BeginTx(ctx, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.enqueue(tx, n); err != nil {
+					tx.Rollback()
+					t.Fatal(err)
+				}
+				return tx
+			}
+			version := func() string {
+				t.Helper()
+				var v string
+				if err := db.QueryRowContext(ctx, "SELECT ctid::text || '/' || xmin::text FROM "+q.lanes).Scan(&v); err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			if err := enqueue(1).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			before := version()
+			tx := enqueue(2)
+			// Another transaction cannot lock the lane while the event's
+			// transaction is open.
+			other, err := db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = other.ExecContext(ctx, "SELECT 1 FROM "+q.lanes+" FOR UPDATE NOWAIT")
+			other.Rollback()
+			if err == nil || !strings.Contains(err.Error(), "55P03") {
+				tx.Rollback()
+				t.Fatalf("locking the lane while an event of its record is being inserted: %v, want lock_not_available (55P03)", err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if after := version(); after != before {
+				t.Errorf("the lane row moved from version %s to %s: the second event wrote the lane instead of only locking it", before, after)
+			}
+		})
+	}
+	checkLanes(t, db, "enqueue")
+}
