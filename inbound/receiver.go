@@ -120,7 +120,10 @@ type ReceiverConfig struct {
 	Hooks ReceiverHooks
 	// MaxConcurrentStores bounds the store transactions at once; deliveries
 	// arriving while they run wait in arrival order and are written together
-	// by the next one (group commit, GroupCommitEvents). Default
+	// by the next one (group commit, GroupCommitEvents), which passes over a
+	// delivery sharing a record with a transaction still running (once: the
+	// one after takes it), so that two transactions seldom wait on one
+	// record's sequence counter. Default
 	// MaxConcurrentStoresDefault. Set 1 on SQLite: it admits one writer, and
 	// its busy-wait lets an unlucky writer starve past HubSpot's 5 s timeout.
 	MaxConcurrentStores int
