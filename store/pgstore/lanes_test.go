@@ -572,3 +572,61 @@ func TestMigrationMarksClaimedLanes(t *testing.T) {
 		t.Fatalf("lanes Claimed after the migration: %v, want %v (r5 and r6 were never claimed)", claimed, want)
 	}
 }
+
+// TestLaneSurvivesRepeatableReadComplete: a caller completes an event in its
+// own REPEATABLE READ transaction while another event of the record is
+// enqueued and committed after that transaction's snapshot. The complete's
+// lane recompute cannot see the new event in its snapshot, so it must fail
+// (a serialization failure the caller retries) rather than delete the
+// record's lane and leave the new event where no claim finds it. The no-op
+// update of the lane by the insert trigger is what makes it fail; locking
+// the lane without writing it (a version of migration 027, reverted) let the
+// complete commit and lost the lane.
+func TestLaneSurvivesRepeatableReadComplete(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, store.Config{})
+	db := s.DB()
+	q := s.Outbound()
+	enqueue := func() {
+		t.Helper()
+		if _, err := q.Enqueue(ctx, store.OutboundEvent{Destination: "hubspot", ObjectType: "contacts", RecordID: "R",
+			EventType: store.EventUpdate, Payload: []byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue()
+	evs, err := q.Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"})
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("claim: %d events, %v; want 1", len(evs), err)
+	}
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback() //nolint:errcheck // committed below when the complete succeeds
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM _System_IntegrationOutbound").Scan(&n); err != nil {
+		t.Fatal(err) // takes the transaction's snapshot
+	}
+	enqueue()
+	completed := false
+	if err := q.CompleteTx(ctx, tx, evs[0].Lease()); err == nil {
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		completed = true
+	} else if !strings.Contains(err.Error(), "40001") {
+		t.Fatalf("complete in a REPEATABLE READ transaction: %v; want success or a serialization failure (40001)", err)
+	}
+	checkLanes(t, db, "a REPEATABLE READ complete beside a new event of its record")
+	if !completed {
+		return // the first event keeps its lease; the lanes agree with the events
+	}
+	next, err := q.Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next) == 0 {
+		t.Fatal("the first event is complete, and the record's new event is not claimable")
+	}
+}
