@@ -17,7 +17,11 @@
 //     HubSpot's 5 s delivery timeout. Under concurrent deliveries it commits in
 //     groups: while MaxConcurrentStores transactions run, arriving deliveries
 //     wait in order and the next transaction writes them together (up to
-//     GroupCommitEvents events), each answered after that commit; a failed
+//     GroupCommitEvents events), each answered after that commit. A
+//     transaction started while another runs passes over, once, the waiting
+//     deliveries that share a record with the running one (and those behind
+//     them that share a record with a passed one), so that two transactions
+//     seldom wait on one record's sequence counter; a failed
 //     group is written again one delivery at a time, so one bad delivery fails
 //     alone.
 //   - Worker (the design's SyncWorker), a service that claims inbound events by

@@ -10,21 +10,25 @@ import (
 )
 
 // groupCommit writes concurrent deliveries together: while a store
-// transaction runs, the deliveries that arrive wait in arrival order, and the
-// next transaction takes as many of them as fit in maxEvents. Under load one
-// commit then serves many deliveries instead of each paying its own, and no
-// delivery waits for more than the transactions ahead of it.
+// transaction runs, the deliveries that arrive wait in a queue, in arrival
+// order, and the next transaction takes as many of them as fit in maxEvents.
+// Under load one commit then serves many deliveries instead of each paying its
+// own.
 //
 // Two transactions that write events of one record wait on each other: the
 // second blocks on the record's sequence counter until the first commits. So
-// a transaction started while another runs takes the waiting deliveries that
-// share no record with the running one, and passes over the others, each at
-// most once: deliveries waiting together are unacknowledged, so HubSpot set no
-// order among them, and one passed over is written by the next transaction
-// whatever it shares.
+// a transaction started while another runs passes over the waiting deliveries
+// that share a record with the running one, and the later ones that share a
+// record with a delivery it passed over (so a record's waiting events are
+// still written in arrival order), and takes the others. A delivery is passed
+// over at most once: the next transaction takes it, whatever it shares, so no
+// delivery waits for more than one transaction beyond those ahead of it.
+// Deliveries waiting together are all unacknowledged: HubSpot set no order
+// among them (it guarantees none at all), and the SyncWorker orders a record's
+// changes by occurredAt, not by arrival.
 //
 // There is no background goroutine: a delivery that finds a free slot leads,
-// writing batches from the head of the queue until its own is written, then
+// writing batches from the queue until its own is written, then
 // hands the slot to the next waiting delivery (or frees it). A leader's flush
 // runs without its request's cancellation, since other deliveries ride on it.
 type groupCommit struct {
@@ -41,6 +45,15 @@ type groupCommit struct {
 	writing map[inboundRecord]int
 }
 
+// recordsOf returns the record of each of evs's events, in order.
+func recordsOf(evs []store.InboundEvent) []inboundRecord {
+	rs := make([]inboundRecord, len(evs))
+	for i := range evs {
+		rs[i] = recordOf(&evs[i])
+	}
+	return rs
+}
+
 // inboundRecord is the record an inbound event's sequence counter belongs to.
 type inboundRecord struct{ source, objectType, externalID string }
 
@@ -51,6 +64,7 @@ func recordOf(ev *store.InboundEvent) inboundRecord {
 // pendingWrite is one delivery waiting to be written.
 type pendingWrite struct {
 	evs  []store.InboundEvent
+	recs []inboundRecord // the record of each event, as enqueued
 	res  []store.EnqueueResult
 	err  error
 	done chan struct{} // closed when written (or failed)
@@ -64,7 +78,7 @@ type pendingWrite struct {
 // enqueue stores evs, alone or with other deliveries, and returns their
 // results in order.
 func (g *groupCommit) enqueue(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
-	p := &pendingWrite{evs: evs, done: make(chan struct{}), lead: make(chan struct{})}
+	p := &pendingWrite{evs: evs, recs: recordsOf(evs), done: make(chan struct{}), lead: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, p)
 	if g.active < g.slots {
@@ -97,7 +111,7 @@ func (g *groupCommit) enqueue(ctx context.Context, evs []store.InboundEvent) ([]
 	return p.res, p.err
 }
 
-// leadUntil writes batches from the head of the queue until p is written,
+// leadUntil writes batches from the queue until p is written,
 // or is being written by another leader, then passes its slot on.
 func (g *groupCommit) leadUntil(ctx context.Context, p *pendingWrite) {
 	wctx := context.WithoutCancel(ctx)
@@ -131,20 +145,28 @@ func (g *groupCommit) passLocked() {
 }
 
 // takeLocked removes from the queue the deliveries the next transaction
-// writes: at least one, then as many as fit in maxEvents, in queue order,
-// passing over those that share a record with a batch being written (unless
-// passed over before). When every waiting delivery shares one, it takes them
-// from the head, in order.
+// writes: at least one, then as many as fit in maxEvents, in queue order. It
+// passes over (once) a delivery that shares a record with a batch being
+// written, or with a delivery passed over before it in this take. When it
+// would pass over every waiting delivery, it takes them from the head, in
+// order, and passes over none.
 func (g *groupCommit) takeLocked() []*pendingWrite {
 	var batch, passed []*pendingWrite
+	var behind map[inboundRecord]bool // records of the deliveries passed over
 	events := 0
 	for _, w := range g.queue {
 		k := len(w.evs)
 		if len(batch) > 0 && events+k > g.maxEvents {
 			break
 		}
-		if !w.passed && g.sharesWritingLocked(w) {
+		if !w.passed && (g.sharesWritingLocked(w) || sharesAny(w, behind)) {
 			passed = append(passed, w)
+			if behind == nil {
+				behind = make(map[inboundRecord]bool)
+			}
+			for _, r := range w.recs {
+				behind[r] = true
+			}
 			continue
 		}
 		batch = append(batch, w)
@@ -168,8 +190,8 @@ func (g *groupCommit) takeLocked() []*pendingWrite {
 	}
 	for _, w := range batch {
 		w.taken = true
-		for i := range w.evs {
-			g.writing[recordOf(&w.evs[i])]++
+		for _, r := range w.recs {
+			g.writing[r]++
 		}
 	}
 	g.queue = slices.DeleteFunc(g.queue, func(w *pendingWrite) bool { return w.taken })
@@ -182,8 +204,21 @@ func (g *groupCommit) sharesWritingLocked(w *pendingWrite) bool {
 	if len(g.writing) == 0 {
 		return false
 	}
-	for i := range w.evs {
-		if g.writing[recordOf(&w.evs[i])] > 0 {
+	for _, r := range w.recs {
+		if g.writing[r] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// sharesAny reports whether w has an event of one of records.
+func sharesAny(w *pendingWrite, records map[inboundRecord]bool) bool {
+	if len(records) == 0 {
+		return false
+	}
+	for _, r := range w.recs {
+		if records[r] {
 			return true
 		}
 	}
@@ -193,8 +228,7 @@ func (g *groupCommit) sharesWritingLocked(w *pendingWrite) bool {
 // doneLocked forgets the records of a batch that has been written.
 func (g *groupCommit) doneLocked(batch []*pendingWrite) {
 	for _, w := range batch {
-		for i := range w.evs {
-			r := recordOf(&w.evs[i])
+		for _, r := range w.recs {
 			if g.writing[r]--; g.writing[r] <= 0 {
 				delete(g.writing, r)
 			}

@@ -430,59 +430,83 @@ func deliveryOf(name string, records ...string) []store.InboundEvent {
 
 // TestGroupCommitPassesOverSharedRecords: a transaction started while
 // another runs passes over a waiting delivery that shares a record with the
-// running one (it would wait on that record's sequence counter) and takes the
-// next; the delivery passed over is taken by the following transaction even
-// though the record is still being written.
+// running one (it would wait on that record's sequence counter), and a later
+// one that shares a record with the delivery passed over (so a record's
+// waiting events keep their arrival order), and takes the others. A delivery
+// passed over once is taken by the next transaction, although its record is
+// still being written.
 func TestGroupCommitPassesOverSharedRecords(t *testing.T) {
-	w := &gatedWrite{gates: map[string]chan struct{}{}, started: make(chan string, 10)}
-	g := &groupCommit{write: w.write, slots: 2, maxEvents: 1000, timeout: time.Minute}
-	var wg sync.WaitGroup
-	enqueue := func(name string, records ...string) {
-		wg.Go(func() {
-			if _, err := g.enqueue(context.Background(), deliveryOf(name, records...)); err != nil {
-				t.Error(err)
+	type delivery struct {
+		name    string
+		records []string
+	}
+	for _, tc := range []struct {
+		name      string
+		maxEvents int
+		queued    []delivery // waiting, in arrival order, while a (x, p) and z are written
+		want      [][]string // the transactions after a's and z's, in order
+	}{
+		{
+			// b shares x with a: passed over; c is taken; d does not fit. Then
+			// b, passed over once already, goes before d.
+			name: "once", maxEvents: 1,
+			queued: []delivery{{"b", []string{"q", "x"}}, {"c", []string{"y"}}, {"d", []string{"w"}}},
+			want:   [][]string{{"c-0"}, {"b-0", "b-1"}, {"d-0"}},
+		},
+		{
+			// e shares no record with a, but q with b, passed over before it.
+			name: "order", maxEvents: 1000,
+			queued: []delivery{{"b", []string{"q", "x"}}, {"e", []string{"q"}}, {"c", []string{"y"}}},
+			want:   [][]string{{"c-0"}, {"b-0", "b-1", "e-0"}},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &gatedWrite{gates: map[string]chan struct{}{}, started: make(chan string, 10)}
+			g := &groupCommit{write: w.write, slots: 2, maxEvents: tc.maxEvents, timeout: time.Minute}
+			var wg sync.WaitGroup
+			enqueue := func(name string, records ...string) {
+				wg.Go(func() {
+					if _, err := g.enqueue(context.Background(), deliveryOf(name, records...)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			enqueue("a", "x", "p")
+			if k := testwait.Recv(t, "a's transaction", w.started); k != "a-0" {
+				t.Fatalf("first transaction starts with %s, want a-0", k)
+			}
+			enqueue("z", "z")
+			if k := testwait.Recv(t, "z's transaction", w.started); k != "z-0" {
+				t.Fatalf("second transaction starts with %s, want z-0", k)
+			}
+			// Both slots are busy: the others wait, in order.
+			for i, d := range tc.queued {
+				enqueue(d.name, d.records...)
+				testwait.For(t, d.name+" queued", func() bool {
+					g.mu.Lock()
+					defer g.mu.Unlock()
+					return len(g.queue) == i+1
+				})
+			}
+			close(w.gate("z-0"))
+			// a is still being written while the others go.
+			for _, c := range tc.want {
+				if k := testwait.Recv(t, "a transaction", w.started); k != c[0] {
+					t.Fatalf("a transaction starts with %s, want %s (transactions after a and z: %v)", k, c[0], tc.want)
+				}
+				close(w.gate(c[0]))
+			}
+			close(w.gate("a-0"))
+			wg.Wait()
+			want := append([][]string{{"a-0", "a-1"}, {"z-0"}}, tc.want...)
+			if !slices.EqualFunc(w.calls, want, slices.Equal) {
+				t.Fatalf("transactions %v, want %v", w.calls, want)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if g.active != 0 || len(g.queue) != 0 || len(g.writing) != 0 {
+				t.Fatalf("after all: %d slots held, %d queued, %d records being written; want 0, 0, 0", g.active, len(g.queue), len(g.writing))
 			}
 		})
-	}
-	enqueue("a", "x", "p")
-	if k := testwait.Recv(t, "a's transaction", w.started); k != "a-0" {
-		t.Fatalf("first transaction starts with %s, want a-0", k)
-	}
-	enqueue("z", "z")
-	if k := testwait.Recv(t, "z's transaction", w.started); k != "z-0" {
-		t.Fatalf("second transaction starts with %s, want z-0", k)
-	}
-	// Both slots are busy: b (sharing x with a) and c wait, in that order.
-	enqueue("b", "q", "x")
-	testwait.For(t, "b queued", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.queue) == 1
-	})
-	enqueue("c", "y")
-	testwait.For(t, "c queued", func() bool {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return len(g.queue) == 2
-	})
-	close(w.gate("z-0"))
-	if k := testwait.Recv(t, "the third transaction", w.started); k != "c-0" {
-		t.Fatalf("third transaction starts with %s, want c-0: b shares x with a, still being written", k)
-	}
-	close(w.gate("c-0"))
-	if k := testwait.Recv(t, "the fourth transaction", w.started); k != "b-0" {
-		t.Fatalf("fourth transaction starts with %s, want b-0: passed over once, it is taken next", k)
-	}
-	close(w.gate("b-0"))
-	close(w.gate("a-0"))
-	wg.Wait()
-	want := [][]string{{"a-0", "a-1"}, {"z-0"}, {"c-0"}, {"b-0", "b-1"}}
-	if !slices.EqualFunc(w.calls, want, slices.Equal) {
-		t.Fatalf("transactions %v, want %v", w.calls, want)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.active != 0 || len(g.queue) != 0 || len(g.writing) != 0 {
-		t.Fatalf("after all: %d slots held, %d queued, %d records being written; want 0, 0, 0", g.active, len(g.queue), len(g.writing))
 	}
 }
