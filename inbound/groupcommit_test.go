@@ -29,11 +29,26 @@ type recordingWrite struct {
 	poison  string
 }
 
-func (w *recordingWrite) write(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
-	var keys []string
-	for _, ev := range evs {
-		keys = append(keys, ev.IdempotencyKey)
+// keysOf returns the idempotency keys of evs, in order.
+func keysOf(evs []store.InboundEvent) []string {
+	keys := make([]string, len(evs))
+	for i, ev := range evs {
+		keys[i] = ev.IdempotencyKey
 	}
+	return keys
+}
+
+// echoKeys answers each event as stored, with its key as id.
+func echoKeys(evs []store.InboundEvent) []store.EnqueueResult {
+	out := make([]store.EnqueueResult, len(evs))
+	for i, ev := range evs {
+		out[i] = store.EnqueueResult{ID: ev.IdempotencyKey, Inserted: true}
+	}
+	return out
+}
+
+func (w *recordingWrite) write(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
+	keys := keysOf(evs)
 	w.mu.Lock()
 	w.calls = append(w.calls, keys)
 	hold := w.hold
@@ -47,11 +62,7 @@ func (w *recordingWrite) write(ctx context.Context, evs []store.InboundEvent) ([
 	if w.poison != "" && slices.Contains(keys, w.poison) {
 		return nil, errors.New("poisoned")
 	}
-	out := make([]store.EnqueueResult, len(evs))
-	for i, ev := range evs {
-		out[i] = store.EnqueueResult{ID: ev.IdempotencyKey, Inserted: true}
-	}
-	return out, nil
+	return echoKeys(evs), nil
 }
 
 func (w *recordingWrite) numCalls() int {
@@ -403,20 +414,13 @@ func (w *gatedWrite) gate(key string) chan struct{} {
 }
 
 func (w *gatedWrite) write(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
-	var keys []string
-	for _, ev := range evs {
-		keys = append(keys, ev.IdempotencyKey)
-	}
+	keys := keysOf(evs)
 	w.mu.Lock()
 	w.calls = append(w.calls, keys)
 	w.mu.Unlock()
 	w.started <- keys[0]
 	<-w.gate(keys[0])
-	out := make([]store.EnqueueResult, len(evs))
-	for i, ev := range evs {
-		out[i] = store.EnqueueResult{ID: ev.IdempotencyKey, Inserted: true}
-	}
-	return out, nil
+	return echoKeys(evs), nil
 }
 
 // deliveryOf returns a delivery of one event for each of records' contacts.
