@@ -21,8 +21,8 @@ import (
 // that share a record with the running one, and the later ones that share a
 // record with a delivery it passed over (so a record's waiting events are
 // still written in arrival order), and takes the others. A delivery is passed
-// over at most once: the next transaction takes it, whatever it shares, so no
-// delivery waits for more than one transaction beyond those ahead of it.
+// over at most once: a later transaction takes it whatever it shares, before
+// the deliveries that arrived after it.
 // Deliveries waiting together are all unacknowledged: HubSpot set no order
 // among them (it guarantees none at all), and the SyncWorker orders a record's
 // changes by occurredAt, not by arrival.
@@ -45,20 +45,16 @@ type groupCommit struct {
 	writing map[inboundRecord]int
 }
 
+// inboundRecord is the record an inbound event's sequence counter belongs to.
+type inboundRecord struct{ source, objectType, externalID string }
+
 // recordsOf returns the record of each of evs's events, in order.
 func recordsOf(evs []store.InboundEvent) []inboundRecord {
 	rs := make([]inboundRecord, len(evs))
 	for i := range evs {
-		rs[i] = recordOf(&evs[i])
+		rs[i] = inboundRecord{evs[i].Source, evs[i].ObjectType, evs[i].ExternalID}
 	}
 	return rs
-}
-
-// inboundRecord is the record an inbound event's sequence counter belongs to.
-type inboundRecord struct{ source, objectType, externalID string }
-
-func recordOf(ev *store.InboundEvent) inboundRecord {
-	return inboundRecord{ev.Source, ev.ObjectType, ev.ExternalID}
 }
 
 // pendingWrite is one delivery waiting to be written.
@@ -72,7 +68,7 @@ type pendingWrite struct {
 	// taken, led and passed are guarded by groupCommit.mu.
 	taken  bool // in a batch (being) written: it can no longer leave
 	led    bool // holds a slot: it must write batches or pass the slot on
-	passed bool // a batch passed over it once: the next one takes it
+	passed bool // a batch passed over it once: no batch passes over it again
 }
 
 // enqueue stores evs, alone or with other deliveries, and returns their

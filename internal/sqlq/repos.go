@@ -240,10 +240,10 @@ func (r *InboundRepo) insertBatch(ctx context.Context, tx *sql.Tx, q query, rows
 	return out, nil
 }
 
-// batchRow is one event of InsertBatch's @events, typed: encoding a batch's
-// params maps instead sorted each map's keys and took a fifth of the
-// receiver's CPU under load. InsertBatch takes one @now for the whole
-// statement, so a row has neither now nor processed.
+// batchRow is one event of InsertBatch's @events, typed: encoding the
+// params maps themselves sorted every map's keys, and under load a fifth of
+// the receiver's CPU went to encoding batches. InsertBatch takes one @now for
+// the whole statement, so a row has neither now nor processed.
 type batchRow struct {
 	Ord            int    `json:"ord"`
 	ID             string `json:"id"`
