@@ -89,7 +89,8 @@ func BenchmarkReceiver(b *testing.B) {
 // HUBSYNC_RECEIVER_LOAD_UNBOUNDED=1 measures it without the bound.
 // HUBSYNC_RECEIVER_LOAD_DELIVERIES sets the deliveries per sender (default 10);
 // HUBSYNC_RECEIVER_LOAD_NO_GROUP=1 writes each delivery in its own transaction
-// (no group commit), for comparison.
+// (no group commit), for comparison; HUBSYNC_RECEIVER_LOAD_MYSQL=1 measures
+// MySQL/MariaDB too, after the other two.
 func TestReceiverLoad(t *testing.T) {
 	if os.Getenv("HUBSYNC_RECEIVER_LOAD") == "" {
 		t.Skip("set HUBSYNC_RECEIVER_LOAD=1 to measure")
@@ -100,7 +101,11 @@ func TestReceiverLoad(t *testing.T) {
 	}
 	const senders, events = 50, 100
 	loadStart := time.Now()
-	for _, d := range []store.Dialect{store.SQLite, store.Postgres} {
+	dialects := []store.Dialect{store.SQLite, store.Postgres}
+	if os.Getenv("HUBSYNC_RECEIVER_LOAD_MYSQL") != "" {
+		dialects = append(dialects, store.MySQL)
+	}
+	for _, d := range dialects {
 		t.Run(string(d), func(t *testing.T) {
 			db := dbtest.Migrated(t, d)
 			st := openStore(t, d, db.DB, store.Config{})
