@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -144,8 +145,9 @@ func (r *InboundRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.Inb
 
 // EnqueueBatch inserts events in one transaction. It takes all their
 // sequences with one statement (nextSeqBatch); where the dialect has an
-// InsertBatch query (PostgreSQL) the insert is one statement too, otherwise
-// one statement per event.
+// InsertBatch query (PostgreSQL: it returns each event's id) or an
+// InsertBatchIgnore query (MySQL: the ids are read back when some event was
+// skipped) the insert is one statement too, otherwise one statement per event.
 func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent) ([]store.EnqueueResult, error) {
 	if len(evs) == 0 {
 		return nil, nil
@@ -167,6 +169,13 @@ func (r *InboundRepo) EnqueueBatch(ctx context.Context, evs []store.InboundEvent
 		if multi {
 			var err error
 			out, err = r.insertBatch(ctx, tx, batch, rows)
+			return err
+		}
+		// An event that names its own ID could find that ID already under its
+		// key, and read back as inserted: those go one statement each.
+		if q, ok := r.q["InsertBatchIgnore"]; ok && !slices.ContainsFunc(evs, func(ev store.InboundEvent) bool { return ev.ID != "" }) {
+			var err error
+			out, err = r.insertBatchIgnore(ctx, tx, q, rows)
 			return err
 		}
 		out = make([]store.EnqueueResult, 0, len(evs))
@@ -236,6 +245,69 @@ func (r *InboundRepo) insertBatch(ctx context.Context, tx *sql.Tx, q query, rows
 		if _, ok := byKey[key]; !ok {
 			byKey[key] = out[i].ID
 		}
+	}
+	return out, nil
+}
+
+// insertBatchIgnore runs InsertBatchIgnore, then, unless it wrote every
+// event, reads back the id each key holds (IDsByIdempotencyKeys): an event
+// was inserted when its key holds its own id, which is new (the caller named
+// no ID).
+func (r *InboundRepo) insertBatchIgnore(ctx context.Context, tx *sql.Tx, q query, rows []params) ([]store.EnqueueResult, error) {
+	events := make([]batchRow, len(rows))
+	for i, p := range rows {
+		events[i] = batchRowOf(i, p)
+		if t, ok := events[i].Created.(time.Time); ok {
+			events[i].Created = t.UTC().Format("2006-01-02 15:04:05.000000")
+		}
+	}
+	doc, err := json.Marshal(events)
+	if err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	res, err := tx.ExecContext(ctx, q.text, mustArgs(q, params{"events": string(doc), "now": r.s.encodeTime(r.s.now())})...)
+	if err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	out := make([]store.EnqueueResult, len(rows))
+	if n, err := res.RowsAffected(); err == nil && n == int64(len(rows)) {
+		for i, ev := range events {
+			out[i] = store.EnqueueResult{ID: ev.ID, Inserted: true}
+		}
+		return out, nil
+	}
+	keys := make([]string, len(events))
+	for i, ev := range events {
+		keys[i] = ev.IdempotencyKey
+	}
+	list, err := json.Marshal(keys)
+	if err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	lookup := r.q["IDsByIdempotencyKeys"]
+	found, err := tx.QueryContext(ctx, lookup.text, mustArgs(lookup, params{"keys": string(list)})...)
+	if err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	ids := make(map[string]string, len(keys))
+	for found.Next() {
+		var key, id string
+		if err := found.Scan(&key, &id); err != nil {
+			found.Close()
+			return nil, r.op("enqueue batch", err)
+		}
+		ids[key] = id
+	}
+	found.Close()
+	if err := found.Err(); err != nil {
+		return nil, r.op("enqueue batch", err)
+	}
+	for i, ev := range events {
+		id, ok := ids[ev.IdempotencyKey]
+		if !ok {
+			return nil, r.op("enqueue batch", fmt.Errorf("event %d (idempotency key %q) was neither inserted nor found", i, ev.IdempotencyKey))
+		}
+		out[i] = store.EnqueueResult{ID: id, Inserted: id == ev.ID}
 	}
 	return out, nil
 }

@@ -142,6 +142,32 @@ func testEnqueueBatch(t *testing.T, b *bundle) {
 	if c := b.q.countRows(t, ""); c != 4 {
 		t.Errorf("%d rows, want 4", c)
 	}
+	// A batch stores what single enqueues store: RawPayload byte for byte
+	// (where the store keeps JSON text) and a nil one as nil.
+	raw := json.RawMessage(`{ "eventId" : 7, "b":[1,2] ,"s":"\u00e9 \"q\""}`)
+	withRaw := mk("k5", "5")
+	withRaw.RawPayload = raw
+	res, err = b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{withRaw, mk("k6", "6")})
+	if err != nil || len(res) != 2 || !res[0].Inserted || !res[1].Inserted {
+		t.Fatalf("EnqueueBatch(k5, k6) = %+v, %v; want both inserted", res, err)
+	}
+	e, err := b.s.Inbound().Get(ctx, res[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if preservesJSONText(t, b.s) {
+		if !bytes.Equal(e.RawPayload, raw) {
+			t.Errorf("batch RawPayload = %s, want byte-for-byte %s", e.RawPayload, raw)
+		}
+	} else if !jsonEqual(e.RawPayload, raw) {
+		t.Errorf("batch RawPayload = %s, want JSON equal to %s", e.RawPayload, raw)
+	}
+	if e.IdempotencyKey != "k5" || e.ExternalID != "5" || e.Status != store.StatusPending {
+		t.Errorf("batch event = key %q external id %q status %q, want k5, 5, pending", e.IdempotencyKey, e.ExternalID, e.Status)
+	}
+	if e2, err := b.s.Inbound().Get(ctx, res[1].ID); err != nil || e2.RawPayload != nil {
+		t.Errorf("batch RawPayload enqueued nil reads back as %q, %v; want nil", e2.RawPayload, err)
+	}
 }
 
 // jsonEqual compares JSON semantically: PostgreSQL's JSONB and MySQL's JSON
