@@ -1,14 +1,19 @@
 {{if eq .Dir "inbound"}}
--- Inserts a batch in one statement. @events is a JSON array of objects, in batch
--- order (ord); JSON documents arrive as text so RawPayload keeps its exact text.
--- Returns, per event, the id inserted, or else the id of an existing event with
--- the same key (NULL when that event is not in this statement's snapshot: a
--- concurrent insert, or an earlier event of this same batch). An event whose
--- status is 'processed' is stored processed at @now (see the shared Insert.sql).
+-- Inserts a batch in one statement. Each column arrives as one array
+-- parameter (@ids, @sources, …), element i being event i in batch order;
+-- pgx sends them in PostgreSQL's binary array format, so a payload's text is
+-- neither escaped by the engine nor parsed as part of a larger document, and
+-- RawPayload keeps its exact text. Returns, per event (ord, from 1), the id
+-- inserted, or else the id of an existing event with the same key (NULL when
+-- that event is not in this statement's snapshot: a concurrent insert, or an
+-- earlier event of this same batch). An event whose status is 'processed' is
+-- stored processed at @now (see the shared Insert.sql).
 WITH input AS (
-    SELECT * FROM jsonb_to_recordset(@events::jsonb) AS e(ord int, id text, source text, external_id text,
-        object_type text, event_type text, payload text, raw_payload text, idempotency_key text,
-        status text, seq bigint, created timestamptz)
+    SELECT * FROM unnest(@ids::text[], @sources::text[], @external_ids::text[], @object_types::text[],
+        @event_types::text[], @payloads::text[], @raw_payloads::text[], @idempotency_keys::text[],
+        @statuses::text[], @seqs::bigint[], @createds::timestamptz[])
+        WITH ORDINALITY AS e(id, source, external_id, object_type, event_type, payload, raw_payload,
+        idempotency_key, status, seq, created, ord)
 ), ins AS (
     INSERT INTO _System_IntegrationInbound (Id, Source, ExternalID, ObjectType, EventType, Payload, RawPayload,
         IdempotencyKey, Status, RetryCount, Attempt, Seq, Lane, CreatedDate, LastModifiedDate, NextAttemptDate, ProcessedDate)
@@ -19,7 +24,7 @@ WITH input AS (
     ON CONFLICT (IdempotencyKey) DO NOTHING
     RETURNING Id
 )
-SELECT i.ord, COALESCE(ins.Id, x.Id, ''), ins.Id IS NOT NULL
+SELECT i.ord - 1, COALESCE(ins.Id, x.Id, ''), ins.Id IS NOT NULL
 FROM input i
 LEFT JOIN ins ON ins.Id = i.id
 LEFT JOIN _System_IntegrationInbound x ON ins.Id IS NULL AND x.IdempotencyKey = i.idempotency_key
