@@ -225,9 +225,15 @@ func ParseDelivery(body []byte) (events []ParsedEvent, bad []BadEvent, err error
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return nil, nil, &ParseError{Index: -1, Reason: "body is not a JSON array"}
 	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(body, &raws); err != nil {
+	if !json.Valid(body) {
+		var raws []json.RawMessage
+		err := json.Unmarshal(body, &raws) // for its message
 		return nil, nil, &ParseError{Index: -1, Reason: "invalid JSON: " + err.Error()}
+	}
+	// The events are slices of one copy of body, which the caller keeps.
+	raws, ok := splitArray(bytes.Clone(body))
+	if !ok {
+		return nil, nil, &ParseError{Index: -1, Reason: "body is not a JSON array"}
 	}
 	if len(raws) > MaxEventsPerDelivery {
 		return nil, nil, fmt.Errorf("%w: %d events, at most %d", ErrTooManyEvents, len(raws), MaxEventsPerDelivery)
@@ -279,8 +285,8 @@ func parseEvent(raw json.RawMessage) (Event, *ParseError) {
 	if len(trimmed) == 0 || trimmed[0] != '{' {
 		return Event{}, &ParseError{Reason: "not a JSON object"}
 	}
-	var w wireEvent
-	if err := json.Unmarshal(raw, &w); err != nil {
+	w, err := decodeWire(raw)
+	if err != nil {
 		return Event{}, &ParseError{Reason: "wrong field type: " + err.Error()}
 	}
 	ev := Event{Version: EventVersion, Source: SourceHubSpot}
@@ -407,6 +413,12 @@ func present(raw json.RawMessage) bool {
 func textField(raw json.RawMessage) (string, bool) {
 	if !present(raw) {
 		return "", true
+	}
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		// No escapes, and UTF-8 (json.Unmarshal would replace what is not):
+		// the text between the quotes, which the delivery's json.Valid found
+		// free of control bytes, is the string.
+		return string(raw[1 : n-1]), true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err != nil {
