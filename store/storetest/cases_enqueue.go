@@ -162,6 +162,29 @@ func testEnqueueBatch(t *testing.T, b *bundle) {
 	if e2, err := b.s.Inbound().Get(ctx, res[1].ID); err != nil || e2.RawPayload != nil {
 		t.Errorf("batch RawPayload enqueued nil reads back as %q, %v; want nil", e2.RawPayload, err)
 	}
+	// A batch with one event whose Payload or RawPayload is not JSON is
+	// refused whole, with an error that says so, and stores nothing.
+	before := b.q.countRows(t, "")
+	for _, bad := range []struct {
+		name string
+		edit func(*store.InboundEvent)
+	}{
+		{"Payload", func(e *store.InboundEvent) { e.Payload = json.RawMessage(`{"a":`) }},
+		{"RawPayload", func(e *store.InboundEvent) { e.RawPayload = json.RawMessage(`{'eventId':1}`) }},
+	} {
+		ev := mk("k8", "8")
+		bad.edit(&ev)
+		_, err := b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{mk("k7", "7"), ev})
+		if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+			t.Errorf("EnqueueBatch with a %s that is not JSON: error %v, want one that says it is not valid JSON", bad.name, err)
+		}
+		if _, err := b.s.Inbound().Enqueue(ctx, ev); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
+			t.Errorf("Enqueue with a %s that is not JSON: error %v, want one that says it is not valid JSON", bad.name, err)
+		}
+	}
+	if c := b.q.countRows(t, ""); c != before {
+		t.Errorf("%d rows after batches refused for their JSON, want %d as before", c, before)
+	}
 }
 
 // jsonEqual compares JSON semantically: PostgreSQL's JSONB and MySQL's JSON
