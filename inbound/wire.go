@@ -191,7 +191,7 @@ func walkWire(raw []byte) (w wireEvent, ok bool) {
 		if end < 0 {
 			return wireEvent{}, false
 		}
-		if !setWire(&w, key, raw[i:end]) {
+		if !setWire(&w, key, raw[i:end:end]) { // capped: an append must copy
 			return wireEvent{}, false
 		}
 		i = skipSpace(raw, end)

@@ -142,3 +142,35 @@ func BenchmarkParseDelivery(b *testing.B) {
 		}
 	}
 }
+
+// TestParseDeliveryOwnsItsText checks that the events ParseDelivery returns
+// do not share the caller's body, nor one another's text: the caller may
+// reuse its buffer, and appending to one event's text must not write over
+// the next event.
+func TestParseDeliveryOwnsItsText(t *testing.T) {
+	body := []byte(`[{"objectId":1,"occurredAt":1,"subscriptionType":"contact.creation","sourceId":"a"},` +
+		`{"objectId":2,"occurredAt":2,"subscriptionType":"contact.creation","sourceId":"b"}]`)
+	evs, bad, err := ParseDelivery(body)
+	if err != nil || len(bad) > 0 || len(evs) != 2 {
+		t.Fatalf("ParseDelivery = %d events, %d bad, %v", len(evs), len(bad), err)
+	}
+	want := []string{string(evs[0].Raw), string(evs[1].Raw)}
+	for i := range body {
+		body[i] = ' '
+	}
+	_ = append(evs[0].Raw, "XXXX"...)
+	for i, ev := range evs {
+		if string(ev.Raw) != want[i] {
+			t.Errorf("event %d's Raw changed to %q, want %q", i, ev.Raw, want[i])
+		}
+	}
+	raw := append(make([]byte, 0, 256), `{"sourceId":"a","objectId":1}`...) // room to append in place
+	w, ok := walkWire(raw)
+	if !ok {
+		t.Fatal("walkWire handed a plain event to encoding/json")
+	}
+	_ = append(w.SourceID, "xxxxxxxxxxxxxxxx"...)
+	if string(w.ObjectID) != "1" {
+		t.Errorf("appending to sourceId wrote over objectId: %q", w.ObjectID)
+	}
+}

@@ -318,10 +318,11 @@ func batchColumns(rows []params, now any) params {
 	payloads, rawPayloads := make([]*string, n), make([]*string, n)
 	seqs, created := make([]int64, n), make([]time.Time, n)
 	text := func(v any) *string {
-		if s, ok := v.(string); ok {
-			return &s
+		if v == nil {
+			return nil // NULL
 		}
-		return nil // NULL
+		s := v.(string) // as encodeJSON binds a document
+		return &s
 	}
 	for i, p := range rows {
 		ids[i], sources[i], externalIDs[i] = p["id"].(string), p["source"].(string), p["external_id"].(string)

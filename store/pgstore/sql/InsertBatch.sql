@@ -3,11 +3,12 @@
 -- parameter (@ids, @sources, …), element i being event i in batch order;
 -- pgx sends them in PostgreSQL's binary array format, so a payload's text is
 -- neither escaped by the engine nor parsed as part of a larger document, and
--- RawPayload keeps its exact text. Returns, per event (ord, from 1), the id
--- inserted, or else the id of an existing event with the same key (NULL when
--- that event is not in this statement's snapshot: a concurrent insert, or an
--- earlier event of this same batch). An event whose status is 'processed' is
--- stored processed at @now (see the shared Insert.sql).
+-- RawPayload keeps its exact text. Returns, per event, its index in the
+-- batch (from 0; WITH ORDINALITY counts from 1) and the id inserted, or else
+-- the id of an existing event with the same key (NULL when that event is not
+-- in this statement's snapshot: a concurrent insert, or an earlier event of
+-- this same batch). An event whose status is 'processed' is stored processed
+-- at @now (see the shared Insert.sql).
 WITH input AS (
     SELECT * FROM unnest(@ids::text[], @sources::text[], @external_ids::text[], @object_types::text[],
         @event_types::text[], @payloads::text[], @raw_payloads::text[], @idempotency_keys::text[],
