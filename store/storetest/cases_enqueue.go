@@ -162,6 +162,25 @@ func testEnqueueBatch(t *testing.T, b *bundle) {
 	if e2, err := b.s.Inbound().Get(ctx, res[1].ID); err != nil || e2.RawPayload != nil {
 		t.Errorf("batch RawPayload enqueued nil reads back as %q, %v; want nil", e2.RawPayload, err)
 	}
+	// A CreatedDate the caller sets, in any zone, is stored as that instant
+	// to the microsecond, as a single enqueue stores it; the store's clock
+	// stamps the other.
+	created := time.Date(2001, 2, 3, 4, 5, 6, 123456789, time.FixedZone("IST", 5*3600+1800))
+	dated := mk("k9", "9")
+	dated.CreatedDate = created
+	res, err = b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{mk("k10", "10"), dated})
+	if err != nil || len(res) != 2 || !res[0].Inserted || !res[1].Inserted {
+		t.Fatalf("EnqueueBatch(k10, k9 with a CreatedDate) = %+v, %v; want both inserted", res, err)
+	}
+	for i, want := range []time.Time{b.s.Now(), created} {
+		e, err := b.s.Inbound().Get(ctx, res[i].ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want = want.Truncate(time.Microsecond); !e.CreatedDate.Equal(want) {
+			t.Errorf("batch event %d CreatedDate = %s, want %s", i, e.CreatedDate, want.UTC())
+		}
+	}
 	// A batch with one event whose Payload or RawPayload is not JSON is
 	// refused whole, with an error that says so, and stores nothing.
 	before := b.q.countRows(t, "")
