@@ -119,6 +119,9 @@ func TestReceiverLoad(t *testing.T) {
 			if v, err := strconv.Atoi(os.Getenv("HUBSYNC_RECEIVER_LOAD_SLOTS")); err == nil && v > 0 && d != store.SQLite {
 				cfg.MaxConcurrentStores = v // commit slots to compare with the default
 			}
+			if v, err := strconv.Atoi(os.Getenv("HUBSYNC_RECEIVER_LOAD_GROUP_EVENTS")); err == nil && v > 0 {
+				cfg.GroupCommitEvents = v // the group commit's cap to compare with the default
+			}
 			if os.Getenv("HUBSYNC_RECEIVER_LOAD_NO_GROUP") != "" {
 				cfg.GroupCommitEvents = -1 // each delivery in its own transaction, as before group commit
 			}
