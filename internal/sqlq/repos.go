@@ -309,8 +309,9 @@ func (r *InboundRepo) insertBatchIgnore(ctx context.Context, tx *sql.Tx, q query
 // i being rows[i] (as InboundRepo.params made it, with the seq nextSeqBatch
 // took), and one @now for the whole statement, so there is neither a row's now
 // nor its processed. The driver sends the arrays in its binary format (pgx:
-// PostgreSQL's): a JSON document of the rows cost a fifth of the receiver's
-// CPU to encode, escaping every payload, and the database as much to parse.
+// PostgreSQL's). A JSON document of the rows cost a fifth of the receiver's
+// CPU to encode, escaping every payload, and the database parsed it whole
+// before parsing each payload again.
 func batchColumns(rows []params, now any) params {
 	n := len(rows)
 	ids, sources, externalIDs := make([]string, n), make([]string, n), make([]string, n)
