@@ -110,19 +110,31 @@ func splitArray(doc []byte) (elems []json.RawMessage, ok bool) {
 			return nil, false
 		}
 		elems = append(elems, doc[i:end:end])
-		i = skipSpace(doc, end)
-		if i >= len(doc) {
-			return nil, false
-		}
-		switch doc[i] {
-		case ',':
-			i = skipSpace(doc, i+1)
-		case ']':
-			return elems, skipSpace(doc, i+1) == len(doc)
-		default:
-			return nil, false
+		var more bool
+		if i, more, ok = afterValue(doc, end, ']'); !more {
+			if !ok {
+				return nil, false
+			}
+			return elems, true
 		}
 	}
+}
+
+// afterValue reads what follows a value of a container that ends at b[end]:
+// a comma, after which more is true and i is the next value's start, or the
+// container's closer, after which ok says whether only space follows it (b
+// holds one container). ok is false for anything else.
+func afterValue(b []byte, end int, closer byte) (i int, more, ok bool) {
+	i = skipSpace(b, end)
+	switch {
+	case i >= len(b):
+		return i, false, false
+	case b[i] == ',':
+		return skipSpace(b, i+1), true, true
+	case b[i] == closer:
+		return i, false, skipSpace(b, i+1) == len(b)
+	}
+	return i, false, false
 }
 
 // wireFields are wireEvent's members by their JSON names.
@@ -194,17 +206,12 @@ func walkWire(raw []byte) (w wireEvent, ok bool) {
 		if !setWire(&w, key, raw[i:end:end]) { // capped: an append must copy
 			return wireEvent{}, false
 		}
-		i = skipSpace(raw, end)
-		if i >= len(raw) {
-			return wireEvent{}, false
-		}
-		switch raw[i] {
-		case ',':
-			i = skipSpace(raw, i+1)
-		case '}':
-			return w, skipSpace(raw, i+1) == len(raw)
-		default:
-			return wireEvent{}, false
+		var more bool
+		if i, more, ok = afterValue(raw, end, '}'); !more {
+			if !ok {
+				return wireEvent{}, false
+			}
+			return w, true
 		}
 	}
 }
