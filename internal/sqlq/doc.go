@@ -14,5 +14,8 @@
 // dialect's placeholders (dialectsql.Bind) when it loads the files, so the same
 // Go code binds the arguments of every dialect. Lists of ids and of leases are bound as one JSON
 // array parameter, which each dialect's SQL unpacks (json_each, jsonb_to_recordset,
-// JSON_TABLE), so no query text is built at run time.
+// JSON_TABLE), so no query text is built at run time. PostgreSQL's batch insert
+// of inbound events (InsertBatch) instead takes one array parameter per column
+// (batchColumns), which pgx sends in binary, so payloads are not escaped into
+// a document.
 package sqlq
