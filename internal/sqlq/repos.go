@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -65,6 +66,12 @@ func validJSON(what string, payload json.RawMessage, optional ...json.RawMessage
 	for _, m := range append(optional, payload) {
 		if len(m) > 0 && !json.Valid(m) {
 			return fmt.Errorf("enqueue %s: payload is not valid JSON", what)
+		}
+		// JSON text is UTF-8 (RFC 8259), which json.Valid does not check:
+		// PostgreSQL refused other bytes with an encoding error, and
+		// SQLite and MariaDB stored them.
+		if !utf8.Valid(m) {
+			return fmt.Errorf("enqueue %s: payload is not valid JSON: it is not UTF-8", what)
 		}
 	}
 	return nil

@@ -188,17 +188,19 @@ func testEnqueueBatch(t *testing.T, b *bundle) {
 		name string
 		edit func(*store.InboundEvent)
 	}{
-		{"Payload", func(e *store.InboundEvent) { e.Payload = json.RawMessage(`{"a":`) }},
-		{"RawPayload", func(e *store.InboundEvent) { e.RawPayload = json.RawMessage(`{'eventId':1}`) }},
+		{"a Payload that is not JSON", func(e *store.InboundEvent) { e.Payload = json.RawMessage(`{"a":`) }},
+		{"a RawPayload that is not JSON", func(e *store.InboundEvent) { e.RawPayload = json.RawMessage(`{'eventId':1}`) }},
+		// JSON is UTF-8 (RFC 8259); json.Valid alone accepts this.
+		{"a RawPayload that is not UTF-8", func(e *store.InboundEvent) { e.RawPayload = json.RawMessage("{\"a\":\"\xff\"}") }},
 	} {
 		ev := mk("k8", "8")
 		bad.edit(&ev)
 		_, err := b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{mk("k7", "7"), ev})
 		if err == nil || !strings.Contains(err.Error(), "not valid JSON") {
-			t.Errorf("EnqueueBatch with a %s that is not JSON: error %v, want one that says it is not valid JSON", bad.name, err)
+			t.Errorf("EnqueueBatch with %s: error %v, want one that says it is not valid JSON", bad.name, err)
 		}
 		if _, err := b.s.Inbound().Enqueue(ctx, ev); err == nil || !strings.Contains(err.Error(), "not valid JSON") {
-			t.Errorf("Enqueue with a %s that is not JSON: error %v, want one that says it is not valid JSON", bad.name, err)
+			t.Errorf("Enqueue with %s: error %v, want one that says it is not valid JSON", bad.name, err)
 		}
 	}
 	if c := b.q.countRows(t, ""); c != before {
