@@ -35,7 +35,8 @@ type Change struct {
 	// Partial marks Fields as only the properties that changed (a HubSpot
 	// propertyChange), not the whole object. A record is never created from
 	// them: when no local record is linked to ExternalID (nor found by
-	// MatchField), the Applier fails with ErrUnlinked, and the caller reads
+	// MatchField), or the linked one is deleted here (the object was restored
+	// at the source), the Applier fails with ErrUnlinked, and the caller reads
 	// the whole object and applies it with MatchField and MatchValue set. The
 	// object may be one this application just created at the source and whose
 	// link it has not recorded yet; a record made of the changed properties
@@ -81,8 +82,9 @@ type Result struct {
 }
 
 // ErrUnlinked is returned by Apply for a Partial change of an external id
-// that no local record is linked to: the change must be applied again with the
-// whole object (and MatchField/MatchValue) read from the source.
+// that no local record is linked to, or whose linked record is deleted: the
+// change must be applied again with the whole object (and
+// MatchField/MatchValue) read from the source.
 var ErrUnlinked = errors.New("apply: no local record is linked to the external id")
 
 // ErrPermanent marks an Applier error that retrying cannot fix (for example a

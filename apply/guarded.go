@@ -29,8 +29,10 @@ const MaxRedirectsDefault = 8
 //     newer than the deletion is stale and changes nothing; a newer one may
 //     bring the record back, under the same local id, with fresh field clocks;
 //   - a Delete not newer than the id's tombstone (a replay, or a late delivery
-//     after a newer restore) is ignored; so is the Delete of a merged-away id,
-//     which must not reach the survivor.
+//     after a newer restore) is ignored, and so is one older than a value
+//     applied to the record (the object lived after it: a restore, whose
+//     change came first); so is the Delete of a merged-away id, which must not
+//     reach the survivor.
 //
 // Local deletes: an application that deletes a linked record writes a
 // TombstoneLocalDeleted for its external id. Every create or update of the id
@@ -52,11 +54,16 @@ const MaxRedirectsDefault = 8
 // Partial change creates none and fails with ErrUnlinked.
 //
 // Kinds: Delete deletes the linked record and advances its DeletedClock; the
-// link and field clocks stay. PrivacyDelete does the same, and also removes all
-// its field clocks. Merge re-points the merged ids' record to the survivor, or
-// deletes it when the survivor has its own or had one deleted here (a
-// TombstoneLocalDeleted of the survivor: its archive removes the merged
-// object too), then applies ch.Fields to the survivor like an update. Restore behaves like create. Other kinds are ignored.
+// link and field clocks stay. PrivacyDelete does the same, whatever the clocks,
+// and also removes all its field clocks. Merge re-points the merged ids' record
+// to the survivor, or deletes it when the survivor has its own or is gone: deleted
+// here (a TombstoneLocalDeleted of the survivor: its archive removes the merged
+// object too), or at the source no earlier than the merge. A survivor merged
+// into another object no earlier than the merge is followed to that object.
+// Then it applies ch.Fields to the survivor like an update. Restore behaves
+// like create. Other kinds are ignored. A Partial change of a linked record
+// that is deleted here fails with ErrUnlinked, like one of an unlinked id, so
+// that the record comes back whole.
 //
 // Clocks are kept at microsecond precision (OccurredAt is truncated), which
 // every supported database stores exactly.
@@ -233,6 +240,12 @@ func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error
 		if tomb, ok := clocks[DeletedClock]; ok && ch.Kind != store.EventRestore && !at.After(tomb) {
 			return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
 		}
+		if ch.Partial {
+			// The object lives again (restored; its restore is on its way),
+			// and the record must come back whole, not as the changed
+			// properties alone: the caller reads the whole object.
+			return Result{}, fmt.Errorf("%w: %s %s is deleted here", ErrUnlinked, ch.ObjectType, ch.ExternalID)
+		}
 		if err := r.tx.ClearFieldClocks(ctx, ch.ObjectType, id); err != nil {
 			return Result{}, err
 		}
@@ -301,23 +314,39 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 		id, _, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
 		return Result{RecordID: id, Outcome: Ignored}, err
 	}
+	id, linked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	if err != nil {
+		return Result{}, err
+	}
+	exists := false
+	if linked {
+		if exists, err = r.tx.LockRecord(ctx, ch.ObjectType, id); err != nil {
+			return Result{}, err
+		}
+	}
+	if exists && !privacy {
+		// A value applied from a change newer than the deletion means the
+		// object lived after it: it was restored, and this deletion arrived
+		// late (its delivery was retried). HubSpot changes no deleted object.
+		clocks, err := r.tx.Clocks(ctx, ch.ObjectType, id)
+		if err != nil {
+			return Result{}, err
+		}
+		for name, c := range clocks {
+			if name != DeletedClock && c.After(at) {
+				return Result{RecordID: id, Outcome: Ignored}, nil
+			}
+		}
+	}
 	// Even an id never linked gets its tombstone: its older create or update
 	// may still be on its way.
 	if err := r.tx.PutTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, Tombstone{Kind: TombstoneDeleted, OccurredAt: at}); err != nil {
-		return Result{}, err
-	}
-	id, linked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
-	if err != nil {
 		return Result{}, err
 	}
 	if !linked {
 		return Result{Outcome: Ignored}, nil
 	}
 	res := Result{RecordID: id, Outcome: Ignored}
-	exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
-	if err != nil {
-		return Result{}, err
-	}
 	if exists {
 		if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, privacy); err != nil {
 			return Result{}, err
@@ -336,7 +365,11 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 }
 
 func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error) {
-	survivor, survivorLinked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	target, gone, err := r.mergeTarget(ctx, ch, at)
+	if err != nil {
+		return Result{}, err
+	}
+	survivor, survivorLinked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, target)
 	if err != nil {
 		return Result{}, err
 	}
@@ -346,10 +379,6 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 			return Result{}, err
 		}
 	}
-	// A survivor whose record was deleted here (its archive is on its way to
-	// the source, or done) takes the merged records with it: the merge made
-	// them one object, which the local delete removes. Re-pointing a merged
-	// record to it would leave that record linked to an archived object.
 	tomb, tombstoned, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
 	if err != nil {
 		return Result{}, err
@@ -385,14 +414,14 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		if !exists {
 			continue
 		}
-		if !survivorExists && !survivorDeletedHere {
+		if !survivorExists && !gone {
 			// Re-point: the merged record becomes the survivor's local record.
 			if survivorLinked {
-				if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, ch.ExternalID); err != nil {
+				if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, target); err != nil {
 					return Result{}, err
 				}
 			}
-			if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID); err != nil {
+			if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, target); err != nil {
 				return Result{}, err
 			}
 			survivor, survivorLinked, survivorExists = id, true, true
@@ -401,8 +430,8 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		if id == survivor {
 			continue
 		}
-		// The survivor has its own local record, or had one deleted here: the
-		// merged one goes.
+		// The survivor has its own local record, or is gone: the merged one
+		// goes.
 		if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, false); err != nil {
 			return Result{}, err
 		}
@@ -423,6 +452,34 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	res.Outcome = Merged
 	return res, nil
+}
+
+// mergeTarget returns the external id whose record the merged records of ch
+// join: ch's survivor, or, when a later merge took the survivor into another
+// object (its webhook came first), that object, through at most MaxRedirects
+// merges. gone reports a target that is deleted: here (a local delete, whose
+// archive removes the merged object too, whatever its time), or at the source
+// no earlier than this merge. The merged records then go with it: re-pointing
+// one would leave a live record linked to a deleted object, which no later
+// webhook would correct.
+func (r run) mergeTarget(ctx context.Context, ch Change, at time.Time) (target string, gone bool, err error) {
+	target = ch.ExternalID
+	for hops := 0; ; hops++ {
+		tomb, ok, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, target)
+		switch {
+		case err != nil || !ok:
+			return target, false, err
+		case tomb.Kind == TombstoneLocalDeleted:
+			return target, true, nil
+		case at.After(tomb.OccurredAt):
+			return target, false, nil // the survivor lived again before this merge
+		case tomb.Kind != TombstoneMerged:
+			return target, true, nil
+		case hops == r.maxRedirects:
+			return "", false, fmt.Errorf("%w: %s %s was merged through more than %d ids", ErrPermanent, ch.ObjectType, ch.ExternalID, r.maxRedirects)
+		}
+		target = tomb.SurvivorID
+	}
 }
 
 func keys(m map[string]any) []string {

@@ -372,3 +372,29 @@ func TestGuardPartialChangeCreatesNoRecord(t *testing.T) {
 		t.Fatalf("partial update of the linked id = %+v", res)
 	}
 }
+
+// A record deleted here by a HubSpot deletion comes back whole when the object
+// is restored, even if an edit after the restore arrives before the restore:
+// the edit carries only the changed properties, so it is ErrUnlinked, and the
+// caller applies the whole object read from HubSpot.
+func TestGuardPartialChangeOfDeletedRecord(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	c := mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One", "phone": "1"}))
+	mustApply(t, g, change(store.EventDelete, "1", at(20), nil))
+	ch := change(store.EventUpdate, "1", at(40), map[string]any{"phone": "2"})
+	ch.Partial = true
+	if res, err := g.Apply(context.Background(), ch); !errors.Is(err, apply.ErrUnlinked) {
+		t.Fatalf("partial edit of a deleted record = %+v, %v; want ErrUnlinked", res, err)
+	}
+	if _, f := m.record("hubspot", "contacts", "1"); f != nil {
+		t.Fatalf("a partial edit brought the record back as %v", f)
+	}
+	ch.Partial, ch.Fields = false, map[string]any{"name": "One", "phone": "2"}
+	if res := mustApply(t, g, ch); res.Outcome != apply.Created || res.RecordID != c.RecordID {
+		t.Fatalf("whole object = %+v; want record %s back", res, c.RecordID)
+	}
+	if _, f := m.record("hubspot", "contacts", "1"); f["name"] != "One" || f["phone"] != "2" {
+		t.Fatalf("record = %v; want it whole", f)
+	}
+}

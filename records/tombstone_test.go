@@ -125,3 +125,39 @@ func TestApplyTombstones(t *testing.T) {
 		}
 	})
 }
+
+// TestApplyLateDeliveries: HubSpot retries a failed webhook delivery for up to
+// a day, so a deletion or merge can arrive after changes that happened later.
+// A deletion older than a restore applied before it deletes nothing, and a
+// merge into a survivor deleted after it takes the merged record with it,
+// whichever arrives first (apply's TestArrivalOrderConverges covers every
+// order; this runs the two cases on each database's RecordStore).
+func TestApplyLateDeliveries(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		t0 := b.clock.Now()
+		at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+
+		// 7: created at 0, deleted at 2, restored at 3; the deletion comes last.
+		c := mustApply(t, b, change(store.EventCreate, "7", at(0), map[string]any{"name": "Ann", "phone": "1"}))
+		mustApply(t, b, change(store.EventRestore, "7", at(3), map[string]any{"name": "Ann", "phone": "1"}))
+		if res := mustApply(t, b, change(store.EventDelete, "7", at(2), nil)); res.Outcome != apply.Ignored {
+			t.Errorf("deletion at 2 after the restore at 3 = %+v; want ignored", res)
+		}
+		if got, err := b.svc.Get(ctx, "contacts", c.RecordID); err != nil || got.Fields["name"] != "Ann" || got.Fields["phone"] != "1" {
+			t.Errorf("restored record after a late deletion = %+v, %v; want it whole", got, err)
+		}
+
+		// 2 merged into 1 at 2, 1 deleted at 3; the merge comes last.
+		mustApply(t, b, change(store.EventCreate, "1", at(0), map[string]any{"name": "One"}))
+		two := mustApply(t, b, change(store.EventCreate, "2", at(0), map[string]any{"name": "Two"}))
+		mustApply(t, b, change(store.EventDelete, "1", at(3), nil))
+		mr := change(store.EventMerge, "1", at(2), nil)
+		mr.MergedIDs = []string{"2"}
+		mustApply(t, b, mr)
+		if got, err := b.svc.Get(ctx, "contacts", two.RecordID); !errors.Is(err, ErrNotFound) {
+			t.Errorf("2's record after its late merge into the deleted 1 = %+v, %v; want it deleted", got, err)
+		}
+	})
+}
