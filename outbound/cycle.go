@@ -607,7 +607,12 @@ func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
 
 // matchResult finds the record a result object answers. HubSpot does not
 // promise result order: updates match by id, upserts by IDProperty value,
-// creates by an echoed trace id or else by equal properties.
+// creates by an echoed trace id or else by properties. A created object holds
+// every property its record sent, and HubSpot's defaults, so each record whose
+// sent properties it all holds may be its own; it is the one that sent the
+// most of them. Taking the first would let a record that sent {firstname: Bob}
+// take the object of one that sent {firstname: Bob, lastname: Smith}, which
+// then matches nothing, is retried, and is created twice.
 func matchResult(op Op, recs []*RecordPlan, obj hubspot.Object, settled map[*RecordPlan]bool) *RecordPlan {
 	for _, r := range recs {
 		if settled[r] {
@@ -631,12 +636,13 @@ func matchResult(op Op, recs []*RecordPlan, obj hubspot.Object, settled map[*Rec
 	if op != OpCreate || obj.ObjectWriteTraceID != "" {
 		return nil
 	}
+	var best *RecordPlan
 	for _, r := range recs {
-		if !settled[r] && sameProperties(r.Properties, obj.Properties) {
-			return r
+		if !settled[r] && sameProperties(r.Properties, obj.Properties) && (best == nil || len(r.Properties) > len(best.Properties)) {
+			best = r
 		}
 	}
-	return nil
+	return best
 }
 
 func sameProperties(sent, got map[string]string) bool {
