@@ -655,21 +655,40 @@ func sameProperties(sent, got map[string]string) bool {
 }
 
 // resolved archives the objects a read by IDProperty found, then completes
-// every record of the call (one that was not found is not in HubSpot).
+// every record of the call (one that was not found is not in HubSpot). An
+// object linked to another local record is not the deleted record's: its
+// write reached that object and was refused as a link conflict, or never
+// reached HubSpot. It stays, and the record is done. (Links that are no
+// RecordLookup cannot tell: the object found is archived.)
 func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*RecordPlan, res *hubspot.BatchResult) {
 	found := map[string]string{} // lowercased IDProperty value → id
 	for _, obj := range res.Results {
 		found[strings.ToLower(obj.Properties[idProperty])] = obj.ID
 	}
 	var ids []string
-	var hit []*RecordPlan
+	var hit, kept []*RecordPlan
 	for _, r := range recs {
-		if id, ok := found[strings.ToLower(r.IDValue)]; ok {
+		id, ok := found[strings.ToLower(r.IDValue)]
+		if ok {
+			other, err := c.linkedElsewhere(r, id)
+			if err != nil {
+				c.retry([]*RecordPlan{r}, "look up the record linked to HubSpot object "+id+": "+err.Error(), 0)
+				continue
+			}
+			if other != "" {
+				c.w.log.Info("outbound: deleted record's HubSpot object belongs to another record; not archived",
+					"record", r.Key.String(), "hubspot_id", id, "linked_record", other)
+				ok = false
+			}
+		}
+		kept = append(kept, r)
+		if ok {
 			r.HubSpotID = id
 			ids = append(ids, id)
 			hit = append(hit, r)
 		}
 	}
+	recs = kept
 	if len(ids) > 0 && c.grant.Late(c.w.cfg.Now()) {
 		// The read took longer than the grant allows: the archive needs a
 		// grant of its own, counted in the window it is made in.
@@ -810,6 +829,22 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 			c.owe(r)
 		}
 	}
+}
+
+// linkedElsewhere returns the local record other than r that HubSpot object
+// hubspotID is linked to, if any; "" when Links is no RecordLookup.
+func (c *cycle) linkedElsewhere(r *RecordPlan, hubspotID string) (string, error) {
+	rl, ok := c.w.cfg.Links.(RecordLookup)
+	if !ok {
+		return "", nil
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	rec, found, err := rl.LookupRecord(ctx, c.w.cfg.Destination, r.Key.ObjectType, hubspotID)
+	if err != nil || !found || rec == r.Key.RecordID {
+		return "", err
+	}
+	return rec, nil
 }
 
 // conflictMessage describes a link conflict: HubSpot object hubspotID is

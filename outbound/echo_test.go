@@ -129,6 +129,18 @@ func TestLinkConflictDeadLetters(t *testing.T) {
 	if got, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", first); got != hsID {
 		t.Fatalf("first record relinked to %s, want %s", got, hsID)
 	}
+	// The fix the message asks for: delete the duplicate. It was never linked,
+	// so the worker looks its email up in HubSpot, finds the first record's
+	// object, and must leave it.
+	wl.delete(t, "contacts", second)
+	b.drain(t, w)
+	if o, ok := b.sim.Object("contacts", hsID); !ok || o.Archived {
+		t.Fatalf("deleting the duplicate archived HubSpot object %s of the first record", hsID)
+	}
+	if c := b.counts(t); c[store.StatusPending]+c[store.StatusProcessing] != 0 {
+		t.Fatalf("queue after the duplicate's delete: %v", c)
+	}
+	b.verify(t, "contacts")
 }
 
 // slowClaim is an outbound queue whose claims take claimTime by the injected
