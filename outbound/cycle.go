@@ -383,6 +383,12 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 			ids[i] = r.IDValue
 		}
 		res, err = hs.BatchRead(ctx, t, ids, []string{idProperty}, idProperty)
+	case OpResolveUpsert:
+		var ids []string
+		for _, r := range recs {
+			ids = append(ids, r.PriorIDValues...)
+		}
+		res, err = hs.BatchRead(ctx, t, ids, []string{idProperty}, idProperty)
 	}
 	err = c.callErr(ctx, err)
 	c.countRateLimited(err)
@@ -402,6 +408,8 @@ func (c *cycle) exec(op Op, t hubspot.ObjectType, idProperty string, recs []*Rec
 		c.succeed(recs, nil)
 	case OpResolveArchive:
 		c.resolved(t, idProperty, recs, res)
+	case OpResolveUpsert:
+		c.resolvedUpsert(t, idProperty, recs, res)
 	default:
 		c.results(op, recs, res)
 	}
@@ -828,6 +836,53 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 		if dead {
 			c.owe(r)
 		}
+	}
+}
+
+// resolvedUpsert writes the records of a read by their earlier IDProperty
+// values (OpResolveUpsert): a record whose earlier value found an object that
+// no other record is linked to is linked to it and updated by id; the others
+// are upserted by their latest value. Each write is a call of its own.
+func (c *cycle) resolvedUpsert(t hubspot.ObjectType, idProperty string, recs []*RecordPlan, res *hubspot.BatchResult) {
+	found := map[string]string{} // lowercased IDProperty value → id
+	for _, obj := range res.Results {
+		found[strings.ToLower(obj.Properties[idProperty])] = obj.ID
+	}
+	var updates, upserts []*RecordPlan
+	for _, r := range recs {
+		id := ""
+		for _, v := range r.PriorIDValues {
+			if id = found[strings.ToLower(v)]; id != "" {
+				break
+			}
+		}
+		if id != "" {
+			other, err := c.linkedElsewhere(r, id)
+			if err == nil && other == "" {
+				ctx, cancel := c.storeCtx()
+				err = c.w.cfg.Links.Link(ctx, c.w.cfg.Destination, r.Key.ObjectType, r.Key.RecordID, id)
+				cancel()
+			}
+			if err != nil {
+				c.retry([]*RecordPlan{r}, "link the record to HubSpot object "+id+" found by its earlier "+idProperty+": "+err.Error(), 0)
+				continue
+			}
+			if other == "" {
+				c.w.log.Info("outbound: found the object an earlier attempt created under an earlier "+idProperty,
+					"record", r.Key.String(), "hubspot_id", id)
+				r.Op, r.HubSpotID = OpUpdate, id
+				updates = append(updates, r)
+				continue
+			}
+		}
+		r.Op = OpUpsert
+		upserts = append(upserts, r)
+	}
+	if len(updates) > 0 {
+		c.exec(OpUpdate, t, "", updates)
+	}
+	if len(upserts) > 0 {
+		c.exec(OpUpsert, t, idProperty, upserts)
 	}
 }
 

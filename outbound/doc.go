@@ -54,7 +54,9 @@
 // Known HubSpot id → batch update by id. Unknown id with an IDProperty value
 // → batch upsert by it: idempotent, so a retry after a lost answer or a crash
 // never duplicates the object; two records with the same value never share a
-// call. Contacts upsert by email; companies and deals by
+// call. When the value changed after such an attempt (a contact's email), the
+// retry first reads by the earlier values (resolve_upsert): an object found is
+// the record's, linked and updated by id. Contacts upsert by email; companies and deals by
 // mapping.RecordIDProperty ("hubsync_record_id"), whose value is the local
 // record id and which the upsert also sends as a property so HubSpot stores
 // it. On a real portal that property must exist on companies and deals with

@@ -18,10 +18,10 @@ type Metrics struct {
 }
 
 // CallLabel labels HubSpot calls: Op is the plan operation ("update",
-// "upsert", "create", "archive", "resolve_archive"), Outcome is "ok",
-// "partial" (207) or the hubspot.Kind of the failure ("rate_limited",
-// "retryable", "conflict", "validation", "not_found", "auth", "permanent"),
-// or "canceled".
+// "upsert", "create", "archive", "resolve_archive", "resolve_upsert"),
+// Outcome is "ok", "partial" (207) or the hubspot.Kind of the failure
+// ("rate_limited", "retryable", "conflict", "validation", "not_found",
+// "auth", "permanent"), or "canceled".
 type CallLabel struct {
 	Op      string
 	Outcome string

@@ -38,9 +38,16 @@ const (
 	// OpResolveArchive archives a deleted record whose id is unknown but whose
 	// IDProperty value is: a batch read by that property finds the id first.
 	OpResolveArchive
+	// OpResolveUpsert upserts a record whose IDProperty value changed after an
+	// attempt that may have created its object under an earlier value (the
+	// answer was lost): a batch read by the earlier values finds that object
+	// first, which is then linked and updated by id; a record without one is
+	// upserted by its latest value. An upsert by the latest value alone would
+	// create a second object.
+	OpResolveUpsert
 )
 
-var opNames = [...]string{"none", "fail", "update", "upsert", "create", "archive", "resolve_archive"}
+var opNames = [...]string{"none", "fail", "update", "upsert", "create", "archive", "resolve_archive", "resolve_upsert"}
 
 // String names the operation, e.g. "upsert"; also the metric label.
 func (o Op) String() string {
@@ -71,8 +78,12 @@ type RecordPlan struct {
 	IDProperty  string
 	// HubSpotID is the known HubSpot id (OpUpdate, OpArchive).
 	HubSpotID string
-	// IDValue is the IDProperty value (OpUpsert, OpResolveArchive).
+	// IDValue is the IDProperty value (OpUpsert, OpResolveArchive,
+	// OpResolveUpsert).
 	IDValue string
+	// PriorIDValues are the earlier IDProperty values an attempt may have
+	// created the object under (OpResolveUpsert).
+	PriorIDValues []string
 	// Properties are the HubSpot properties to write (OpUpdate, OpUpsert, OpCreate).
 	Properties map[string]string
 	// Owed are the owed local fields (BuildPlanOwed) the write carries.
@@ -133,7 +144,7 @@ func (p Plan) EstimateCalls() int {
 	n := 0
 	for _, c := range p.Calls {
 		n++
-		if c.Op == OpResolveArchive {
+		if c.Op == OpResolveArchive || c.Op == OpResolveUpsert {
 			n++
 		}
 	}
@@ -417,9 +428,30 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 			full[obj.IDProperty] = v
 		}
 		r.Op, r.IDValue = OpUpsert, v
+		if retried {
+			if r.PriorIDValues = priorIDValues(obj, r.Key, evs, v); len(r.PriorIDValues) > 0 {
+				r.Op = OpResolveUpsert
+			}
+		}
 		return
 	}
 	r.Op = OpCreate
+}
+
+// priorIDValues returns the IDProperty values other than latest that the
+// events claimed before (whose writes may have reached HubSpot) carried.
+func priorIDValues(obj mapping.Object, k RecordKey, evs []parsedEvent, latest string) []string {
+	var out []string
+	for _, p := range evs {
+		if p.ev.Attempt <= 1 && p.ev.RetryCount == 0 {
+			continue
+		}
+		v := idValue(obj, k, p.new)
+		if v != "" && !strings.EqualFold(v, latest) && !slices.ContainsFunc(out, func(o string) bool { return strings.EqualFold(o, v) }) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // mayHaveWritten reports whether an earlier claim of one of evs may have
@@ -508,12 +540,12 @@ func groupCalls(records []*RecordPlan) []Call {
 			continue
 		}
 		ck := callKey{r.Op, r.HubSpotType, ""}
-		if r.Op == OpUpsert || r.Op == OpResolveArchive {
+		if r.Op == OpUpsert || r.Op == OpResolveArchive || r.Op == OpResolveUpsert {
 			ck.idProperty = r.IDProperty
 		}
 		dk := ""
 		switch r.Op {
-		case OpUpsert, OpCreate, OpResolveArchive:
+		case OpUpsert, OpCreate, OpResolveArchive, OpResolveUpsert:
 			dk = r.dupKey()
 		case OpUpdate:
 			dk = r.HubSpotID // two records linked to one object (a merge) must not share a call

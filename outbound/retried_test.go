@@ -78,6 +78,30 @@ func TestRetryAfterUnrecordedWrite(t *testing.T) {
 			}
 			b.verify(t, "contacts")
 		})
+		t.Run("retried create after its email changed", func(t *testing.T) {
+			// The lost create reached HubSpot under the old email; an upsert
+			// by the new one alone would create a second contact. The record
+			// retried beside it, whose email did not change, is upserted.
+			b := setup(t, options{dialect: d})
+			wl := newWorkload(b, 3)
+			w := loseFirstAnswer(t, b)
+			moved := wl.insert(t, "contacts", map[string]any{"email": "old@example.com", "first_name": "Ann"})
+			stays := wl.insert(t, "contacts", map[string]any{"email": "stays@example.com", "first_name": "Bea"})
+			if s, _ := w.RunOnce(context.Background()); s.Retried != 2 {
+				t.Fatalf("first attempt = %+v; want both records retried", s)
+			}
+			wl.update(t, "contacts", moved, map[string]any{"email": "new@example.com"})
+			b.drain(t, w)
+			if n := len(b.sim.Objects("contacts")); n != 2 {
+				t.Fatalf("2 local contacts are %d HubSpot contacts after the retry", n)
+			}
+			for id, want := range map[string]string{moved: "new@example.com", stays: "stays@example.com"} {
+				if got := b.hubspotProp(t, "contacts", id, "email"); got != want {
+					t.Fatalf("HubSpot email %q; want %s", got, want)
+				}
+			}
+			b.verify(t, "contacts")
+		})
 	})
 }
 

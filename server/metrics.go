@@ -412,7 +412,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 type outboundCollector struct{ m *outbound.Metrics }
 
 var (
-	descOutboundCalls        = prometheus.NewDesc(MetricOutboundCalls, "HubSpot calls of the outbound worker, by plan operation (upsert, update, create, archive, resolve_archive) and outcome (ok, partial, rate_limited, retryable, conflict, validation, not_found, auth, permanent, canceled).", []string{"op", "outcome"}, nil)
+	descOutboundCalls        = prometheus.NewDesc(MetricOutboundCalls, "HubSpot calls of the outbound worker, by plan operation (upsert, update, create, archive, resolve_archive, resolve_upsert) and outcome (ok, partial, rate_limited, retryable, conflict, validation, not_found, auth, permanent, canceled).", []string{"op", "outcome"}, nil)
 	descOutboundRateLimited  = prometheus.NewDesc(MetricOutboundRateLimited, "429 answers the outbound worker met (the budget should keep this at 0).", nil, nil)
 	descOutboundCoalesced    = prometheus.NewDesc(MetricOutboundCoalesced, "Outbound events that rode along with another event of their record instead of costing a write of their own.", nil, nil)
 	descOutboundEvents       = prometheus.NewDesc(MetricOutboundEvents, "Outbound events settled by the worker, by result: completed (processed, skipped included), skipped (completed without a call), superseded (skipped because HubSpot already had a newer version: a re-queued or late event), retried, dead (out of attempts), failed (failed at once), released (given back without using an attempt), held (released to fill a later call while the budget is short; counted in released too).", []string{"result"}, nil)
