@@ -74,6 +74,7 @@ func TestParseDatabaseURL(t *testing.T) {
 		{"postgresql://u@h/db", store.Postgres, "pgx", []string{"postgresql://u@h/db"}},
 		{"mysql://u:p@h/db", store.MySQL, "mysql", []string{"u:p@tcp(h:3306)/db?", "parseTime=true", "loc=UTC", "interpolateParams=true"}},
 		{"mariadb://u@h:3307/db", store.MySQL, "mysql", []string{"u@tcp(h:3307)/db?"}},
+		{"mysql://u@h/db?clientFoundRows=false", store.MySQL, "mysql", []string{"clientFoundRows=false"}},
 	} {
 		u, err := hubsync.ParseDatabaseURL(tc.raw)
 		if err != nil {
@@ -88,7 +89,8 @@ func TestParseDatabaseURL(t *testing.T) {
 			}
 		}
 	}
-	for _, raw := range []string{"", "sqlite:", "mysql://u@h/", "oracle://x", "postgres://%zz"} {
+	for _, raw := range []string{"", "sqlite:", "mysql://u@h/", "oracle://x", "postgres://%zz",
+		"mysql://u@h/db?clientFoundRows=true", "mariadb://u@h/db?clientFoundRows=1"} {
 		if _, err := hubsync.ParseDatabaseURL(raw); !errors.Is(err, store.ErrDatabaseURL) {
 			t.Fatalf("ParseDatabaseURL(%q) = %v, want ErrDatabaseURL", raw, err)
 		}

@@ -30,7 +30,8 @@ const (
 
 // ParseURL turns a mysql:// (or mariadb://) URL, mysql://user:pass@host:port/db,
 // into the driver's DSN, with parseTime, UTC and client-side parameter
-// interpolation.
+// interpolation. The driver's other parameters pass through, but for
+// clientFoundRows, which is refused.
 func ParseURL(raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if !strings.HasPrefix(raw, "mysql://") && !strings.HasPrefix(raw, "mariadb://") {
@@ -57,6 +58,13 @@ func ParseURL(raw string) (string, error) {
 		userinfo += "@"
 	}
 	q := u.Query()
+	if v := q.Get("clientFoundRows"); v != "" && v != "false" {
+		// hubsync tells a duplicate from a new row by the rows an upsert
+		// changed (INSERT … ON DUPLICATE KEY UPDATE of nothing is 0); with
+		// clientFoundRows it is 1, and a replayed request would run again.
+		return "", fmt.Errorf("%w: %q sets clientFoundRows=%s, which hubsync cannot work with (it counts changed rows, not matched ones); remove it from the URL",
+			store.ErrDatabaseURL, store.RedactURL(u.String()), v)
+	}
 	q.Set("parseTime", "true")
 	q.Set("loc", "UTC")
 	if q.Get("interpolateParams") == "" {
