@@ -1,9 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/migrate"
@@ -24,13 +26,25 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintln(stderr, "usage: hubsync migrate [flags] [up|status]")
 		fs.PrintDefaults()
 	}
+	// The action may come before the flags or after them.
+	action := ""
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		action, args = args[0], args[1:]
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	action := "up"
-	if fs.NArg() > 0 {
+	if action == "" && fs.NArg() > 0 {
 		action = fs.Arg(0)
+		if err := fs.Parse(fs.Args()[1:]); err != nil { // flags after the action
+			return err
+		}
 	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
+	}
+	action = cmp.Or(action, "up")
 	if action != "up" && action != "status" {
 		fs.Usage()
 		return fmt.Errorf("unknown action %q: %w", action, errUsage)
