@@ -102,6 +102,12 @@ func (s *Store) forget(ctx context.Context, scope, key string) error {
 	return err
 }
 
+// forgetExpired forgets the key only if it was created before cutoff.
+func (s *Store) forgetExpired(ctx context.Context, scope, key string, cutoff time.Time) error {
+	_, err := s.st.DB().ExecContext(ctx, s.q.Get("forget_expired"), scope, key, dialectsql.Time(s.d, cutoff))
+	return err
+}
+
 // Config configures a Middleware.
 type Config struct {
 	// Store holds the keys; required.
@@ -167,10 +173,13 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 				httpjson.Error(w, http.StatusInternalServerError, "internal error")
 				return
 			}
-			expired := ok && e.created.Before(cfg.Store.st.Now().Add(-cfg.Retention))
+			cutoff := cfg.Store.st.Now().Add(-cfg.Retention)
+			expired := ok && e.created.Before(cutoff)
 			if (!ok || expired) && attempt == 0 {
 				if expired {
-					if err := cfg.Store.forget(ctx, cfg.Scope, key); err != nil {
+					// Only the expired row: a concurrent retry may have
+					// forgotten it already and claimed the key afresh.
+					if err := cfg.Store.forgetExpired(ctx, cfg.Scope, key, cutoff); err != nil {
 						cfg.Logger.Error("idempotency", "err", err)
 					}
 				}

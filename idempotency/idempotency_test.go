@@ -121,3 +121,66 @@ func TestConcurrentRetries(t *testing.T) {
 		}
 	})
 }
+
+// TestExpiredKeyConcurrentRetries: two retries of an expired key that the
+// cleanup has not deleted yet. B reads the expired row and stops; A forgets
+// it, claims the key afresh and runs. B, going on, must not forget A's fresh
+// claim (it forgets only the row that expired): it answers 409 while A runs,
+// and the handler runs once.
+func TestExpiredKeyConcurrentRetries(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		db := dbtest.Migrated(t, d)
+		base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		var offset atomic.Int64
+		// While armed, the store clock's second reading (B's expiry check,
+		// after its claim and its read) waits for release.
+		var armed atomic.Int64
+		stopped, release := make(chan struct{}), make(chan struct{})
+		now := func() time.Time {
+			if armed.Load() > 0 && armed.Add(1) == 3 {
+				close(stopped)
+				<-release
+			}
+			return base.Add(time.Duration(offset.Load()))
+		}
+		st, err := hubsync.NewStore(db.DB, d, store.Config{Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var runs atomic.Int64
+		inA, finishA := make(chan struct{}), make(chan struct{})
+		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) == 2 { // A's run: held until B has answered
+				close(inA)
+				<-finishA
+			}
+			w.WriteHeader(http.StatusCreated)
+		})
+		h := idempotency.Middleware(idempotency.Config{Store: idempotency.NewStore(st), Scope: "records", Retention: time.Hour}, next)
+		do := func() int {
+			r := httptest.NewRequest("POST", "/api/records/contacts", strings.NewReader(`{}`))
+			r.Header.Set("Idempotency-Key", "k")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w.Code
+		}
+		if c := do(); c != http.StatusCreated {
+			t.Fatalf("first request = %d", c)
+		}
+		offset.Store(int64(2 * time.Hour)) // the key expired
+		armed.Store(1)
+		codeB, codeA := make(chan int, 1), make(chan int, 1)
+		go func() { codeB <- do() }()
+		<-stopped
+		armed.Store(0)
+		go func() { codeA <- do() }()
+		<-inA
+		close(release)
+		b := <-codeB // answers while A still runs (or, wrongly, runs itself)
+		close(finishA)
+		a := <-codeA
+		if runs.Load() != 2 || a != http.StatusCreated || b != http.StatusConflict {
+			t.Fatalf("the handler ran %d times for the expired key's two retries (A %d, B %d); want once, A 201 and B 409 (in progress)", runs.Load()-1, a, b)
+		}
+	})
+}
