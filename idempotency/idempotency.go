@@ -17,6 +17,7 @@ import (
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/internal/httpjson"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -140,6 +141,10 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 		}
 		if len(key) > MaxKeyLength {
 			httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d characters", MaxKeyLength))
+			return
+		}
+		if p := textcheck.Problem(key); p != "" {
+			httpjson.Error(w, http.StatusBadRequest, "the Idempotency-Key header "+p+"; send printable text, e.g. a UUID")
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -57,7 +58,7 @@ func (r DiscardRequest) validate() error {
 		return fmt.Errorf("%w: the reason is not valid UTF-8", ErrBadRequest)
 	}
 	for _, id := range r.IDs {
-		if id == "" || len(id) > 64 {
+		if id == "" || len(id) > 64 || textcheck.Problem(id) != "" {
 			return fmt.Errorf("%w: id %q is not an event id", ErrBadRequest, id)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hubsync/hubsync/idempotency"
 	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -166,6 +167,12 @@ func ListDeadLetters(ctx context.Context, st store.Store, q DeadLetterQuery) ([]
 	if q.Limit < 0 {
 		return nil, fmt.Errorf("%w: limit %d is negative", ErrBadRequest, q.Limit)
 	}
+	if err := checkText("key", q.Key); err != nil {
+		return nil, err
+	}
+	if err := checkText("after", q.After); err != nil {
+		return nil, err
+	}
 	f := store.DeadLetterFilter{Key: q.Key, Limit: min(cmp.Or(q.Limit, DeadLetterLimitDefault), DeadLetterLimitMax), AfterID: q.After}
 	if q.Direction == store.DirectionInternal {
 		f.Key = ""
@@ -214,6 +221,23 @@ func (r RetryRequest) validate() error {
 		return fmt.Errorf("%w: all needs the exact key (source or destination, e.g. \"hubspot\")", ErrBadRequest)
 	case slices.Contains(r.IDs, ""):
 		return fmt.Errorf("%w: an id is empty", ErrBadRequest)
+	}
+	if err := checkText("key", r.Key); err != nil {
+		return err
+	}
+	for _, id := range r.IDs {
+		if err := checkText("id", id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkText refuses a request's text that no database could hold (see
+// package textcheck), naming the field.
+func checkText(field, v string) error {
+	if p := textcheck.Problem(v); p != "" {
+		return fmt.Errorf("%w: %s %q %s", ErrBadRequest, field, v, p)
 	}
 	return nil
 }

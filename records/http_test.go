@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"github.com/hubsync/hubsync/internal/testcheck"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -69,8 +70,15 @@ func TestHTTPFlow(t *testing.T) {
 	}
 }
 
+// TestHTTPBadInputs runs on every database: text that one of them cannot
+// hold (an id or cursor that is not UTF-8, or holds NUL) must be a 4xx there
+// too, not a 500 from the store.
 func TestHTTPBadInputs(t *testing.T) {
-	b := setup(t, store.SQLite, Config{ObjectTypes: []string{"contacts"}})
+	dbtest.Each(t, testHTTPBadInputs)
+}
+
+func testHTTPBadInputs(t *testing.T, d store.Dialect) {
+	b := setup(t, d, Config{ObjectTypes: []string{"contacts"}})
 	h := b.svc.Handler()
 	r := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"a@example.com"}}`)
 	id := testcheck.As[string](t, "the created record's id", r.body["id"])
@@ -101,6 +109,11 @@ func TestHTTPBadInputs(t *testing.T) {
 		{"delete no version", "DELETE", one, ``, 400},
 		{"delete bad version", "DELETE", one + "?version=x", ``, 400},
 		{"bad limit", "GET", "/api/records/contacts?limit=0", ``, 400},
+		{"id not UTF-8", "GET", "/api/records/contacts/%ff", ``, 404},
+		{"id with NUL", "GET", "/api/records/contacts/a%00b", ``, 404},
+		{"patch id not UTF-8", "PATCH", "/api/records/contacts/%ff", `{"version":1,"fields":{"a":1}}`, 404},
+		{"delete id with NUL", "DELETE", "/api/records/contacts/a%00b?version=1", ``, 404},
+		{"cursor not UTF-8", "GET", "/api/records/contacts?after=%ff", ``, 400},
 		{"wrong method on collection", "PUT", "/api/records/contacts", `{}`, 405},
 		{"wrong method on record", "POST", one, `{}`, 405},
 	}

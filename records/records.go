@@ -23,6 +23,7 @@ import (
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/internal/eventtrace"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
@@ -211,6 +212,9 @@ func (s *Service) List(ctx context.Context, objectType string, opts ListOptions)
 	}
 	if opts.Limit < 0 || opts.Limit > ListLimitMax {
 		return nil, fmt.Errorf("%w: limit %d; use 1 to %d", ErrInvalid, opts.Limit, ListLimitMax)
+	}
+	if p := textcheck.Problem(opts.After); p != "" {
+		return nil, fmt.Errorf("%w: after %q %s; pass the id of the last record of the previous page", ErrInvalid, opts.After, p)
 	}
 	limit := cmp.Or(opts.Limit, ListLimitDefault)
 	rows, err := s.db.QueryContext(ctx, s.q.Get("record_list"), objectType, opts.After, limit)
@@ -555,6 +559,10 @@ func (s *Service) clocks(ctx context.Context, tx *sql.Tx, objectType, id string)
 func (s *Service) get(ctx context.Context, q store.DBTX, query, objectType, id string) (Record, error) {
 	if id == "" {
 		return Record{}, fmt.Errorf("%w: %s with an empty id", ErrNotFound, objectType)
+	}
+	if textcheck.Problem(id) != "" {
+		// No record has such an id, and PostgreSQL refuses it as text.
+		return Record{}, fmt.Errorf("%w: %s/%q", ErrNotFound, objectType, id)
 	}
 	row := q.QueryRowContext(ctx, s.q.Get(query), objectType, id)
 	rec, err := s.scan(row, objectType)

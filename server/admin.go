@@ -14,6 +14,7 @@ import (
 
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/logtext"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/store"
@@ -106,6 +107,9 @@ func (a *adminAPI) rejectedEvents(w http.ResponseWriter, r *http.Request) error 
 		if limit, err = strconv.Atoi(s); err != nil || limit < 1 || limit > 1000 {
 			return fmt.Errorf("%w: limit must be 1 to 1000", ops.ErrBadRequest)
 		}
+	}
+	if p := textcheck.Problem(q.Get("before")); p != "" {
+		return fmt.Errorf("%w: before %q %s", ops.ErrBadRequest, q.Get("before"), p)
 	}
 	f := inbound.RejectedFilter{Limit: cmp.Or(limit, 100), Before: q.Get("before")}
 	evs, err := a.rejected.List(r.Context(), f)

@@ -168,6 +168,12 @@ func testAdminDeadLettersAndRetry(t *testing.T, d store.Dialect) {
 		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","ids":["x"],"extra":1}`},
 		{"POST", "/admin/deadletters/retry", `not json`},
 		{"POST", "/admin/reconcile", `{"older_than":"whenever"}`},
+		// Text no database can hold (PostgreSQL refused it with a 500).
+		{"GET", "/admin/deadletters?direction=outbound&key=%ff", ""},
+		{"GET", "/admin/deadletters?direction=outbound&after=a%00b", ""},
+		{"GET", "/admin/rejected?before=%ff", ""},
+		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","key":"\u0000","all":true}`},
+		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","ids":["a\u0000b"]}`},
 	} {
 		if code, body := call(t, bad.method, srv.URL+bad.path, "tok", bad.body); code != http.StatusBadRequest {
 			t.Errorf("%s %s %s = %d %s, want 400", bad.method, bad.path, bad.body, code, body)

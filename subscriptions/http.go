@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/hubsync/hubsync/internal/httpjson"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/mapping"
 )
 
@@ -78,6 +79,10 @@ func (h *Handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, fmt.Sprintf("the Idempotency-Key header is longer than %d characters", MaxIdempotencyKeyLength))
 		return
 	}
+	if p := textcheck.Problem(key); p != "" {
+		httpjson.Error(w, http.StatusBadRequest, "the Idempotency-Key header "+p+"; send printable text, e.g. a UUID")
+		return
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
 	if err != nil {
 		httpjson.Error(w, http.StatusBadRequest, "read body: "+err.Error())
@@ -116,6 +121,10 @@ func (h *Handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
+	if textcheck.Problem(r.PathValue("id")) != "" {
+		httpjson.Error(w, http.StatusNotFound, fmt.Sprintf("no subscription request %q", r.PathValue("id")))
+		return
+	}
 	got, err := h.cfg.Store.Get(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, ErrNotFound):

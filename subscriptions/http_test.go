@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/testcheck"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
@@ -125,4 +126,34 @@ func mappingSub(brand, product, id string) mapping.Subscription {
 func errorText(out map[string]any) string {
 	msg, _ := out["error"].(string)
 	return msg
+}
+
+// TestHandlerMalformedText: a key, id or field that no database can hold as
+// text (invalid UTF-8, NUL) is the client's mistake on every database:
+// PostgreSQL and MariaDB refused to store it, a 500.
+func TestHandlerMalformedText(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		st, s := newStore(t, d)
+		h, err := subscriptions.NewHandler(subscriptions.HandlerConfig{Store: s, Mapping: testMapping(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const body = `{"brand_id":"acme","product_id":"news","contact_key":"ada@example.com","desired_state":"subscribed"}`
+		for _, key := range []string{"k\xff\xfe", "a\x00b"} {
+			if w, out := do(t, h, "POST", "/api/subscription-requests", key, body); w.Code != http.StatusBadRequest || !strings.Contains(errorText(out), "Idempotency-Key") {
+				t.Errorf("Idempotency-Key %q = %d %v; want 400 naming the header", key, w.Code, out)
+			}
+		}
+		if w, out := do(t, h, "POST", "/api/subscription-requests", "key-nul", strings.Replace(body, "ada@", `a\u0000da@`, 1)); w.Code != http.StatusBadRequest {
+			t.Errorf("contact_key with NUL = %d %v; want 400", w.Code, out)
+		}
+		for _, id := range []string{"%ff", "a%00b"} {
+			if w, out := do(t, h, "GET", "/api/subscription-requests/"+id, "", ""); w.Code != http.StatusNotFound {
+				t.Errorf("GET /api/subscription-requests/%s = %d %v; want 404", id, w.Code, out)
+			}
+		}
+		if evs := pendingEvents(t, st); len(evs) != 0 {
+			t.Fatalf("%d events after malformed requests, want 0", len(evs))
+		}
+	})
 }
