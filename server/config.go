@@ -17,6 +17,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbound"
@@ -335,6 +336,24 @@ func (c Config) Validate() error {
 	}
 	if err := c.Drift.validate(); err != nil {
 		errs = append(errs, err)
+	}
+	// Secrets and keys travel in HTTP headers (or are compared with one): a
+	// line break or another control character, often the trailing newline of
+	// a secret read from a file, would make every call or every sign-in fail.
+	for _, v := range []struct{ name, value string }{
+		{"HubSpotAccessToken", c.HubSpotAccessToken}, {"HubSpotClientSecret", c.HubSpotClientSecret},
+		{"AdminToken", c.AdminToken}, {"CronSecret", c.CronSecret}, {"QStashToken", c.QStashToken},
+		{"QStashCurrentSigningKey", c.QStashCurrentSigningKey}, {"QStashNextSigningKey", c.QStashNextSigningKey},
+		{"FlowControlKey", c.FlowControlKey},
+	} {
+		if p := textcheck.Problem(v.value); p != "" {
+			add("%s %s (a trailing newline from a file?); remove it", v.name, p)
+		}
+	}
+	for i, t := range c.APITokens {
+		if p := textcheck.Problem(t); p != "" {
+			add("APITokens: token %d of %d %s (a trailing newline from a file?); remove it", i+1, len(c.APITokens), p)
+		}
 	}
 	if c.AdminToken != "" && len(c.AdminToken) < TokenMinLength {
 		add("AdminToken is %d characters long; use a random token of at least %d characters (e.g. openssl rand -hex 32)", len(c.AdminToken), TokenMinLength)

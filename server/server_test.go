@@ -196,6 +196,12 @@ func TestConfigErrorsNameTheSetting(t *testing.T) {
 		{"budget ahead", Config{OutboundBudgetAhead: time.Minute, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"OutboundBudgetAhead", "at most 10s"}},
 		{"apply concurrency", Config{SyncApplyConcurrency: -1, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"SyncApplyConcurrency", "use 1..32"}},
 		{"outbound concurrency", Config{OutboundConcurrency: 17, HubSpotAccessToken: "t", DisableWebhooks: true}, []string{"OutboundConcurrency", "use 1..16"}},
+		{"secrets with line breaks", Config{HubSpotAccessToken: "t\n", HubSpotClientSecret: "s\r\n", AdminToken: strings.Repeat("a", 16) + "\n",
+			APITokens: []string{strings.Repeat("b", 16), strings.Repeat("c", 16) + "\n"}, CronSecret: strings.Repeat("d", 16) + "\n"},
+			[]string{"HubSpotAccessToken holds a control character", "HubSpotClientSecret holds", "AdminToken holds", "APITokens: token 2 of 2 holds", "CronSecret holds", "remove it"}},
+		{"qstash header values", Config{DisableWebhooks: true, DisableSyncWorker: true, Dispatch: DispatchQStash, QStashURL: "http://q", QStashToken: "t\n",
+			QStashCurrentSigningKey: "k", QStashNextSigningKey: "n\x00", WorkerURL: "http://w/x", FlowControlKey: "hub\r\nX-Evil: 1"},
+			[]string{"QStashToken holds", "QStashNextSigningKey holds", "FlowControlKey holds"}},
 	} {
 		_, err := New(tc.cfg)
 		if !errors.Is(err, ErrConfig) {
