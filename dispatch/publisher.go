@@ -46,7 +46,8 @@ type PublisherConfig struct {
 	Destination string
 	// FlowControl is sent with every message; zero Key sends none.
 	FlowControl qstash.FlowControl
-	// Retries is Upstash-Retries; default qstash.RetriesDefault.
+	// Retries is Upstash-Retries; 0 means qstash.RetriesDefault, negative
+	// none.
 	Retries int
 	// RetryDelay is Upstash-Retry-Delay (milliseconds expression); empty
 	// keeps QStash's default backoff.

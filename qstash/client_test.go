@@ -51,6 +51,15 @@ func TestPublishSendsTheDocumentedHeaders(t *testing.T) {
 	if s.body != `{"eventId":"e1"}` {
 		t.Errorf("body %q", s.body)
 	}
+	// 0 is the default; negative is none.
+	for retries, want := range map[int]string{3: "3", -1: "0"} {
+		if _, err := c.Publish(context.Background(), Message{Destination: "https://w/x", Body: []byte(`{}`), Retries: retries}); err != nil {
+			t.Fatal(err)
+		}
+		if s := <-got; s.h.Get("Upstash-Retries") != want {
+			t.Errorf("Retries %d: Upstash-Retries %q, want %q", retries, s.h.Get("Upstash-Retries"), want)
+		}
+	}
 }
 
 func TestPublishErrors(t *testing.T) {

@@ -226,8 +226,10 @@ type Config struct {
 	FlowControlRate        int
 	FlowControlPeriod      time.Duration
 	FlowControlParallelism int
-	// QStashRetries is Upstash-Retries of each message; default
-	// qstash.RetriesDefault. QStashRetryDelay is Upstash-Retry-Delay, e.g.
+	// QStashRetries is Upstash-Retries of each message; 0 means
+	// qstash.RetriesDefault, negative none (each message is delivered once:
+	// the reconciliation sweep then repairs what a failed delivery left).
+	// QStashRetryDelay is Upstash-Retry-Delay, e.g.
 	// "pow(2, retried) * 1000" (milliseconds); empty keeps QStash's backoff.
 	QStashRetries    int
 	QStashRetryDelay string

@@ -66,9 +66,6 @@ func (c Config) validateDispatch() []error {
 	if c.FlowControlPeriod < 0 || (c.FlowControlPeriod > 0 && c.FlowControlPeriod%time.Second != 0) {
 		add("FlowControlPeriod is %s; use a positive whole number of seconds such as 10s (0 means %s)", c.FlowControlPeriod, FlowControlPeriodDefault)
 	}
-	if c.QStashRetries < 0 {
-		add("QStashRetries is %d; use a positive number of retries (0 means %d)", c.QStashRetries, qstash.RetriesDefault)
-	}
 	if len(c.QStashRetryDelay) > 200 || strings.ContainsAny(c.QStashRetryDelay, "\r\n") {
 		add("QStashRetryDelay is not a one-line expression; use e.g. \"pow(2, retried) * 1000\" or leave it empty")
 	}

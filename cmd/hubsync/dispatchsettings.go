@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+
+	"github.com/hubsync/hubsync/qstash"
 	"github.com/hubsync/hubsync/server"
 )
 
@@ -17,7 +20,20 @@ func dispatchFlags(e *envFlags, cfg *server.Config) {
 	e.int(&cfg.FlowControlRate, "flow-control-rate", "HUBSYNC_FLOW_CONTROL_RATE", server.FlowControlRateDefault, "QStash deliveries per flow-control period")
 	e.duration(&cfg.FlowControlPeriod, "flow-control-period", "HUBSYNC_FLOW_CONTROL_PERIOD", server.FlowControlPeriodDefault, "QStash flow-control period (whole seconds)")
 	e.int(&cfg.FlowControlParallelism, "flow-control-parallelism", "HUBSYNC_FLOW_CONTROL_PARALLELISM", server.FlowControlParallelismDefault, "QStash deliveries at once")
-	e.int(&cfg.QStashRetries, "qstash-retries", "HUBSYNC_QSTASH_RETRIES", 5, "Upstash-Retries of each message: QStash delivers at most 1 + this many times")
+	e.int(&cfg.QStashRetries, "qstash-retries", "HUBSYNC_QSTASH_RETRIES", qstash.RetriesDefault, "Upstash-Retries of each message: QStash delivers at most 1 + this many times (0: once)")
 	e.string(&cfg.QStashRetryDelay, "qstash-retry-delay", "HUBSYNC_QSTASH_RETRY_DELAY", "", "Upstash-Retry-Delay, milliseconds before a retry as an expression, e.g. \"pow(2, retried) * 1000\"; empty: QStash's default backoff")
 	e.secret(&cfg.CronSecret, "cron-secret", "CRON_SECRET", "bearer secret of GET /api/cron/reconcile, at least 16 characters; empty turns it off")
+}
+
+// finishDispatch turns the flags' values into server.Config's where they
+// differ: -qstash-retries 0 is no retry, which server.Config (whose zero
+// value is the default) spells as a negative number.
+func finishDispatch(cfg *server.Config) error {
+	switch {
+	case cfg.QStashRetries < 0:
+		return fmt.Errorf("HUBSYNC_QSTASH_RETRIES/-qstash-retries is %d; use 0 (each message delivered once) or a positive number of retries", cfg.QStashRetries)
+	case cfg.QStashRetries == 0:
+		cfg.QStashRetries = -1
+	}
+	return nil
 }

@@ -186,6 +186,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := finishDrift(); err != nil {
 		return err
 	}
+	if err := finishDispatch(&cfg); err != nil {
+		return err
+	}
 	cfg.APITokens = splitTokens(apiTokens)
 	if !cfg.DisableAPI && len(cfg.APITokens) == 0 {
 		cfg.Logger.Info("hubsync: HUBSYNC_API_TOKEN is not set: the records API (/api/...) is off and answers 404")

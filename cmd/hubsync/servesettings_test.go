@@ -45,6 +45,8 @@ func TestServeSettingErrors(t *testing.T) {
 		{"outbound concurrency past the bound", env("HUBSYNC_OUTBOUND_CONCURRENCY=17"), nil, []string{"HUBSYNC_OUTBOUND_CONCURRENCY", "use 1..16"}},
 		{"apply concurrency past the bound", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=33"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "use 1..32"}},
 		{"apply concurrency not a number", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=many"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "not a number"}},
+		{"negative qstash retries", env("HUBSYNC_QSTASH_RETRIES=-1"), nil, []string{"HUBSYNC_QSTASH_RETRIES", "use 0"}},
+		{"secret with a newline", env("HUBSYNC_ADMIN_TOKEN=" + testAPIToken + "\n"), nil, []string{"HUBSYNC_ADMIN_TOKEN", "control character"}},
 	}
 	for _, tc := range cases {
 		code, _, errOut := runCmd(t, tc.env, append([]string{"serve"}, tc.args...)...)
