@@ -68,6 +68,7 @@ type entry struct {
 	hash        string
 	status      int
 	contentType string
+	location    string
 	body        []byte
 	created     time.Time
 }
@@ -83,7 +84,7 @@ func (s *Store) claim(ctx context.Context, scope, key, hash string) (bool, error
 
 func (s *Store) get(ctx context.Context, scope, key string) (entry, bool, error) {
 	var e entry
-	err := s.st.DB().QueryRowContext(ctx, s.q.Get("get"), scope, key).Scan(&e.hash, &e.status, &e.contentType, &e.body, dialectsql.TimeDest(&e.created))
+	err := s.st.DB().QueryRowContext(ctx, s.q.Get("get"), scope, key).Scan(&e.hash, &e.status, &e.contentType, &e.location, &e.body, dialectsql.TimeDest(&e.created))
 	if errors.Is(err, sql.ErrNoRows) {
 		return entry{}, false, nil
 	}
@@ -93,8 +94,8 @@ func (s *Store) get(ctx context.Context, scope, key string) (entry, bool, error)
 	return e, true, nil
 }
 
-func (s *Store) finish(ctx context.Context, scope, key string, status int, contentType string, body []byte) error {
-	_, err := s.st.DB().ExecContext(ctx, s.q.Get("finish"), status, contentType, body, scope, key)
+func (s *Store) finish(ctx context.Context, scope, key string, status int, h http.Header, body []byte) error {
+	_, err := s.st.DB().ExecContext(ctx, s.q.Get("finish"), status, h.Get("Content-Type"), h.Get("Location"), body, scope, key)
 	return err
 }
 
@@ -201,6 +202,9 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 				if e.contentType != "" {
 					w.Header().Set("Content-Type", e.contentType)
 				}
+				if e.location != "" {
+					w.Header().Set("Location", e.location)
+				}
 				w.Header().Set(ReplayedHeader, "true")
 				w.WriteHeader(e.status)
 				w.Write(e.body) //nolint:errcheck // the client went away
@@ -221,7 +225,7 @@ func run(cfg Config, w http.ResponseWriter, r *http.Request, next http.Handler, 
 	if rec.status >= 500 {
 		err = cfg.Store.forget(ctx, cfg.Scope, key)
 	} else {
-		err = cfg.Store.finish(ctx, cfg.Scope, key, rec.status, w.Header().Get("Content-Type"), rec.body.Bytes())
+		err = cfg.Store.finish(ctx, cfg.Scope, key, rec.status, w.Header(), rec.body.Bytes())
 	}
 	if err != nil {
 		cfg.Logger.Error("idempotency: store response", "key", key, "err", err)

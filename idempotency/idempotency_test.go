@@ -44,6 +44,7 @@ func setup(t *testing.T, d store.Dialect) bundle {
 		}
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Location", fmt.Sprintf("/api/records/contacts/r%d", n))
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, `{"run":%d,"echo":%q}`, n, body)
 	})
@@ -71,6 +72,11 @@ func TestMiddleware(t *testing.T) {
 		again := b.do("POST", "/api/records/contacts", "k1", `{"fields":{"a":1}}`)
 		if again.Code != 201 || again.Body.String() != first.Body.String() || again.Header().Get("Idempotent-Replayed") != "true" || b.runs.Load() != 1 {
 			t.Fatalf("retry = %d %q, runs %d; want the stored answer, no second run", again.Code, again.Body, b.runs.Load())
+		}
+		for _, h := range []string{"Content-Type", "Location"} {
+			if again.Header().Get(h) != first.Header().Get(h) || first.Header().Get(h) == "" {
+				t.Fatalf("retry's %s %q; want the first answer's %q", h, again.Header().Get(h), first.Header().Get(h))
+			}
 		}
 		if c := b.do("POST", "/api/records/contacts", "k1", `{"fields":{"a":2}}`); c.Code != 409 || !strings.Contains(c.Body.String(), "k1") || b.runs.Load() != 1 {
 			t.Fatalf("other body = %d %q; want 409 naming the key, no run", c.Code, c.Body)

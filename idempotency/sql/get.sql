@@ -1,2 +1,2 @@
-SELECT request_hash, status_code, content_type, response_body, created_at
+SELECT request_hash, status_code, content_type, location, response_body, created_at
 FROM hubsync_idempotency WHERE scope = ? AND idempotency_key = ?

@@ -580,8 +580,8 @@ func TestMigrationMarksClaimedLanes(t *testing.T) {
 // (a serialization failure the caller retries) rather than delete the
 // record's lane and leave the new event where no claim finds it. The no-op
 // update of the lane by the insert trigger is what makes it fail; locking
-// the lane without writing it (a version of migration 027, reverted) let the
-// complete commit and lost the lane.
+// the lane without writing it (a migration tried and reverted in the
+// thirteenth session) let the complete commit and lost the lane.
 func TestLaneSurvivesRepeatableReadComplete(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, store.Config{})
