@@ -229,6 +229,11 @@ func (s *Scanner) scanRecords(ctx context.Context, obj mapping.Object, pol Polic
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// A policy repair to the local side is stamped with the time the
+		// page was read: it overrides the values compared, and the guard
+		// keeps a local edit made since (while the scan waited for the budget
+		// or HubSpot's answer), which then goes to HubSpot.
+		asOf := s.cfg.Now().UTC()
 		page, err := s.cfg.Records.List(ctx, obj.ObjectType, records.ListOptions{Limit: s.cfg.PageSize, After: after})
 		if err != nil {
 			return fmt.Errorf("drift: list %s: %w", obj.ObjectType, err)
@@ -239,7 +244,7 @@ func (s *Scanner) scanRecords(ctx context.Context, obj mapping.Object, pol Polic
 			}
 			return s.clearCursor(ctx, phaseRecords, obj.ObjectType)
 		}
-		if err := s.comparePage(ctx, obj, pol, dry, page, rep); err != nil {
+		if err := s.comparePage(ctx, obj, pol, dry, page, asOf, rep); err != nil {
 			return err
 		}
 		after = page[len(page)-1].ID
@@ -251,8 +256,8 @@ func (s *Scanner) scanRecords(ctx context.Context, obj mapping.Object, pol Polic
 	}
 }
 
-// comparePage compares one page of local records with HubSpot.
-func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Policy, dry bool, page []records.Record, rep *Report) error {
+// comparePage compares one page of local records, read at asOf, with HubSpot.
+func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Policy, dry bool, page []records.Record, asOf time.Time, rep *Report) error {
 	ids := make([]string, len(page))
 	for i, r := range page {
 		ids[i] = r.ID
@@ -314,7 +319,6 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 	if err != nil {
 		return fmt.Errorf("drift: read %d %s from HubSpot: %w", len(extIDs), obj.HubSpotType, err)
 	}
-	now := s.cfg.Now().UTC()
 	for _, r := range toRead {
 		e := linked[r.ID]
 		o := res.ResultByID(e)
@@ -332,7 +336,7 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 		if len(diffs) == 0 {
 			continue
 		}
-		if err := s.repairFields(ctx, obj, pol, dry, r, o, diffs, now); err != nil {
+		if err := s.repairFields(ctx, obj, pol, dry, r, o, diffs, asOf); err != nil {
 			return err
 		}
 		for _, d := range diffs {

@@ -197,6 +197,34 @@ func testPolicies(t *testing.T, d store.Dialect) {
 			}
 		})
 	}
+	// A policy overrides the local value the scan compared, not one the user
+	// wrote while the scan waited for HubSpot's answer: that edit is newer
+	// than anything compared, so it stays and reaches HubSpot.
+	t.Run("edit during the scan", func(t *testing.T) {
+		ctx := context.Background()
+		b := setup(t, d, drift.Config{})
+		recID, hid := ambiguous(t, b, false)
+		b.reader.before = func(int64) {
+			b.reader.before = nil
+			nextMilli()
+			r, err := b.recs.Get(ctx, "contacts", recID)
+			if err == nil {
+				_, err = b.recs.Update(ctx, "contacts", recID, r.Version, map[string]any{"first_name": "Zoe"})
+			}
+			if err != nil {
+				t.Error(err)
+			}
+			nextMilli()
+		}
+		policies := drift.Options{Policies: map[string]drift.Policy{"contacts": drift.PolicyHubSpotWins}}
+		b.run(t, policies)
+		b.drain(t)
+		b.run(t, policies)
+		b.drain(t)
+		if l, h := b.field(t, recID, "first_name"), b.prop(t, hid, "firstname"); l != "Zoe" || h != "Zoe" {
+			t.Fatalf("local %v, HubSpot %q; want the edit made during the scan (Zoe) on both sides", l, h)
+		}
+	})
 	t.Run("report_only", func(t *testing.T) {
 		b := setup(t, d, drift.Config{Policy: drift.PolicyReportOnly})
 		rec, hid := b.contact(t, "ada@example.com", "Ada")

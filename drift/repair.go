@@ -20,7 +20,7 @@ import (
 // repairFields repairs the differing fields of one record: the fields to
 // send go in one outbound event, each field to apply locally is one inbound
 // change.
-func (s *Scanner) repairFields(ctx context.Context, obj mapping.Object, pol Policy, dry bool, r records.Record, o *hubspot.Object, diffs []*Difference, now time.Time) error {
+func (s *Scanner) repairFields(ctx context.Context, obj mapping.Object, pol Policy, dry bool, r records.Record, o *hubspot.Object, diffs []*Difference, asOf time.Time) error {
 	theirs := map[string]any{}
 	var out []*Difference
 	for _, d := range diffs {
@@ -40,8 +40,9 @@ func (s *Scanner) repairFields(ctx context.Context, obj mapping.Object, pol Poli
 			}
 			// The change carries HubSpot's timestamp, so the SyncWorker's
 			// guard applies it only over an older local value; a policy that
-			// overrides a newer local value carries the scan's time instead.
-			at := now
+			// overrides a newer local value carries the time the scan read it
+			// (asOf), so a local edit made since still wins.
+			at := asOf
 			if d.Verdict == HubSpotNewer && d.HubSpotAt != nil {
 				at = *d.HubSpotAt
 			}
