@@ -8,6 +8,7 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/store"
@@ -178,25 +179,42 @@ func TestHubSpotErrorCases(t *testing.T) {
 		}
 	})
 	t.Run("invalid subscription id dead-letters", func(t *testing.T) {
-		b := setupPush(t, store.SQLite, hubspotsim.Config{})
-		r := req("iv@example.com", "subscribed")
-		r.ProductID = "offers" // mapped to subscription 2; make it invalid below
-		bad := testMapping(t)
-		bad, _ = bad.WithSubscriptions(2, mappingSub("acme", "offers", "999"))
-		st, s := b.st, b.s
-		client, _ := hubspot.NewClient(hubspot.Config{BaseURL: b.sim.URL(), AccessToken: hubspotsim.AccessTokenDefault})
-		bud, _ := budget.NewMemory(budget.Config{})
-		w, err := outbound.NewWorker(outbound.Config{Store: st.Outbound(), HubSpot: client, Links: links.New(st), Budget: bud,
-			Handlers: map[string]outbound.Handler{subscriptions.ObjectType: subscriptions.NewPusher(s, client, bad, nil)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		sr, _ := s.Submit(ctx, r, "k1", 2)
-		sum, err := w.RunOnce(ctx)
-		dl, _ := st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{})
-		if err != nil || sum.Failed != 1 || len(dl) != 1 || dl[0].ErrorMessage == "" || b.status(t, sr.ID).SyncStatus != "failed" {
-			t.Fatalf("cycle = %+v, %v, dead letters %+v; want one with a reason", sum, err, dl)
-		}
+		dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+			b := setupPush(t, d, hubspotsim.Config{})
+			r := req("iv@example.com", "subscribed")
+			r.ProductID = "offers" // mapped to subscription 2; make it invalid below
+			bad := testMapping(t)
+			bad, _ = bad.WithSubscriptions(2, mappingSub("acme", "offers", "999"))
+			st, s := b.st, b.s
+			client, _ := hubspot.NewClient(hubspot.Config{BaseURL: b.sim.URL(), AccessToken: hubspotsim.AccessTokenDefault})
+			bud, _ := budget.NewMemory(budget.Config{})
+			w, err := outbound.NewWorker(outbound.Config{Store: st.Outbound(), HubSpot: client, Links: links.New(st), Budget: bud,
+				Handlers: map[string]outbound.Handler{subscriptions.ObjectType: subscriptions.NewPusher(s, client, bad, nil)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sr, _ := s.Submit(ctx, r, "k1", 2)
+			sum, err := w.RunOnce(ctx)
+			dl, _ := st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{})
+			if err != nil || sum.Failed != 1 || len(dl) != 1 || dl[0].ErrorMessage == "" || b.status(t, sr.ID).SyncStatus != "failed" {
+				t.Fatalf("cycle = %+v, %v, dead letters %+v; want one with a reason", sum, err, dl)
+			}
+			// The fix the dead letter asks for: map the right subscription (the
+			// test mapping's acme/offers is 2) and re-queue. HubSpot then holds
+			// the request's state, and the request says so.
+			if _, err := st.Outbound().Requeue(ctx, dl[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			if sum, err := b.new("fixed").RunOnce(ctx); err != nil || sum.Completed != 1 || sum.Calls != 1 {
+				t.Fatalf("cycle after the fix = %+v, %v; want one completed with one call", sum, err)
+			}
+			if hs := b.sim.SubscriptionStatus("iv@example.com", 2); hs != "SUBSCRIBED" {
+				t.Fatalf("HubSpot subscription 2 is %q after the re-queue, want SUBSCRIBED", hs)
+			}
+			if got := b.status(t, sr.ID); got.SyncStatus != "synced" {
+				t.Fatalf("request %+v after its re-queued event reached HubSpot; want synced", got)
+			}
+		})
 	})
 	t.Run("contact unknown retries", func(t *testing.T) {
 		b := setupPush(t, store.SQLite, hubspotsim.Config{CommPrefsRequireContact: true})

@@ -200,7 +200,8 @@ func (s *Store) States(ctx context.Context) ([]State, error) {
 // Settle records, in one transaction, that the contact's requests up to
 // newest were settled: the contact's state advances to newest's sequence and
 // state (only if it is newer, the seed's conditional update), newest's
-// request becomes status (StatusSynced or StatusFailed, with detail), and
+// request becomes status (StatusSynced or StatusFailed, with detail; a
+// failed request whose re-queued event was pushed becomes StatusSynced), and
 // every older request still pending becomes StatusSuperseded. advanced is
 // false when the state was already at or past newest.
 func (s *Store) Settle(ctx context.Context, newest Stored, status, detail string) (advanced bool, err error) {
@@ -219,7 +220,7 @@ func (s *Store) Settle(ctx context.Context, newest Stored, status, detail string
 			return fmt.Errorf("subscriptions: settle: %w", err)
 		}
 		advanced = n > 0
-		if _, err := tx.ExecContext(ctx, s.q.Get("request_set_status"), status, truncate(detail), now, newest.ID); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q.Get("request_set_status"), status, truncate(detail), now, newest.ID, status); err != nil {
 			return fmt.Errorf("subscriptions: settle: %w", err)
 		}
 		if _, err := tx.ExecContext(ctx, s.q.Get("request_supersede_older"), now, newest.BrandID, newest.ProductID, newest.ContactKey, newest.AppliedSequence); err != nil {
@@ -232,9 +233,10 @@ func (s *Store) Settle(ctx context.Context, newest Stored, status, detail string
 
 // SetStatus settles one pending request (e.g. StatusFailed when its event
 // was dead-lettered, StatusSuperseded when a newer one was settled first). A
-// request already settled keeps its status.
+// request already settled keeps its status, but for a failed one becoming
+// synced or superseded (its event re-queued).
 func (s *Store) SetStatus(ctx context.Context, id, status, detail string) error {
-	if _, err := s.db.ExecContext(ctx, s.q.Get("request_set_status"), status, truncate(detail), dialectsql.Time(s.d, s.st.Now()), id); err != nil {
+	if _, err := s.db.ExecContext(ctx, s.q.Get("request_set_status"), status, truncate(detail), dialectsql.Time(s.d, s.st.Now()), id, status); err != nil {
 		return fmt.Errorf("subscriptions: set status of %s: %w", id, err)
 	}
 	return nil
