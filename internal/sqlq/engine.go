@@ -177,6 +177,20 @@ func (s *Store) retry(ctx context.Context, f func() error) error {
 	return dialectsql.Retry(ctx, s.d.Retryable, f)
 }
 
+// write runs f, one statement in autocommit, under the write mutex, and runs
+// it again while it fails with a transient error: a deadlock victim's
+// statement was rolled back whole, so running it again is safe. A lease
+// statement (Complete, Release, ExtendLease, Fail, Retry) locks its events'
+// lanes (the lane triggers) in its own order, against enqueueing
+// transactions that lock them in theirs; the loser gets 40P01 or 1213, which
+// must not reach the worker as a failed complete.
+func (s *Store) write(ctx context.Context, f func() error) error {
+	return s.retry(ctx, func() error {
+		defer s.lockWrites()()
+		return f()
+	})
+}
+
 // Retryable reports whether err is a transient failure of the database
 // (Dialect.Retryable: deadlock, serialization failure, lock wait timeout).
 func (s *Store) Retryable(err error) bool { return s.d.Retryable != nil && s.d.Retryable(err) }

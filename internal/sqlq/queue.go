@@ -230,9 +230,11 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 			})
 			break
 		}
-		unlock := qu.s.lockWrites()
-		evs, err = qu.events(ctx, qu.s.db, name, args)
-		unlock()
+		err = qu.s.write(ctx, func() error {
+			var err error
+			evs, err = qu.events(ctx, qu.s.db, name, args)
+			return err
+		})
 	case ClaimLockThenUpdate:
 		err = qu.s.inTx(ctx, qu.s.d.ClaimTx, func(tx *sql.Tx) error {
 			evs, err = qu.claimLocked(ctx, tx, args, ids != nil, p.Limit, p.MaxPerRecord)
@@ -373,9 +375,11 @@ func (qu *Queue[E]) applyLeases(ctx context.Context, tx store.DBTX, name string,
 	case tx != nil:
 		applied, err = lockThenUpdate(tx)
 	case qu.s.d.Mode == ClaimReturning:
-		unlock := qu.s.lockWrites()
-		applied, err = qu.strs(ctx, qu.s.db, name, args)
-		unlock()
+		err = qu.s.write(ctx, func() error {
+			var err error
+			applied, err = qu.strs(ctx, qu.s.db, name, args)
+			return err
+		})
 	default:
 		err = qu.s.inTx(ctx, nil, func(tx *sql.Tx) error {
 			var err error
@@ -444,9 +448,10 @@ func (qu *Queue[E]) ExtendLease(ctx context.Context, d time.Duration, leases ...
 	}
 	now := qu.s.now()
 	args := params{"now": qu.s.encodeTime(now), "until": qu.s.encodeTime(now.Add(max(d, 0))), "leases": leasesJSON(leases)}
-	unlock := qu.s.lockWrites()
-	_, err := qu.exec(ctx, qu.s.db, "ExtendLease", args)
-	unlock()
+	err := qu.s.write(ctx, func() error {
+		_, err := qu.exec(ctx, qu.s.db, "ExtendLease", args)
+		return err
+	})
 	if err != nil {
 		return qu.op("extend lease", err)
 	}
@@ -472,11 +477,14 @@ func leaseLost(l store.Lease) error { return &store.LeaseLostError{Leases: []sto
 
 // Fail marks the leased event failed (dead letter).
 func (qu *Queue[E]) Fail(ctx context.Context, lease store.Lease, errMsg string) error {
-	unlock := qu.s.lockWrites()
-	n, err := qu.exec(ctx, qu.s.db, "Fail", params{
-		"id": lease.ID, "attempt": lease.Attempt, "error": errMsg, "now": qu.s.encodeTime(qu.s.now()),
+	var n int64
+	err := qu.s.write(ctx, func() error {
+		var err error
+		n, err = qu.exec(ctx, qu.s.db, "Fail", params{
+			"id": lease.ID, "attempt": lease.Attempt, "error": errMsg, "now": qu.s.encodeTime(qu.s.now()),
+		})
+		return err
 	})
-	unlock()
 	if err != nil {
 		return qu.op("fail", err)
 	}
@@ -511,9 +519,12 @@ func (qu *Queue[E]) IncrementRetry(ctx context.Context, lease store.Lease, errMs
 	args["error"] = errMsg
 	args["next"] = qu.s.encodeTime(next)
 	args["now"] = qu.s.encodeTime(now)
-	unlock := qu.s.lockWrites()
-	n, err := qu.exec(ctx, qu.s.db, "Retry", args)
-	unlock()
+	var n int64
+	err = qu.s.write(ctx, func() error {
+		var err error
+		n, err = qu.exec(ctx, qu.s.db, "Retry", args)
+		return err
+	})
 	if err != nil {
 		return store.RetryResult{}, qu.op("increment retry", err)
 	}
@@ -537,9 +548,12 @@ func (qu *Queue[E]) Cleanup(ctx context.Context, cutoff time.Time, batchSize int
 	batchSize = cmp.Or(batchSize, store.CleanupBatchDefault)
 	var total int64
 	for {
-		unlock := qu.s.lockWrites()
-		n, err := qu.exec(ctx, qu.s.db, "Cleanup", params{"cutoff": qu.s.encodeTime(cutoff), "batch": batchSize})
-		unlock()
+		var n int64
+		err := qu.s.write(ctx, func() error {
+			var err error
+			n, err = qu.exec(ctx, qu.s.db, "Cleanup", params{"cutoff": qu.s.encodeTime(cutoff), "batch": batchSize})
+			return err
+		})
 		total += n
 		if err != nil {
 			return total, qu.op("cleanup", err)
