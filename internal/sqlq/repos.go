@@ -44,6 +44,29 @@ func required(what string, fields ...string) error {
 	return nil
 }
 
+// column is a text value of an event and the size of its column.
+type column struct {
+	name  string
+	value string
+	max   int // characters
+}
+
+// fits checks that each value fits its column as text every database stores
+// whole: PostgreSQL refuses a longer value, invalid UTF-8 and NUL; MySQL's
+// INSERT IGNORE (the inbound enqueue) would cut a longer value silently, so
+// an ExternalID could name another object; SQLite would store it all.
+func fits(what string, cols ...column) error {
+	for _, c := range cols {
+		switch {
+		case !utf8.ValidString(c.value) || strings.ContainsRune(c.value, 0):
+			return fmt.Errorf("enqueue %s: %s %q is not text a database can store (invalid UTF-8 or NUL)", what, c.name, c.value)
+		case utf8.RuneCountInString(c.value) > c.max:
+			return fmt.Errorf("enqueue %s: %s has %d characters; at most %d fit", what, c.name, utf8.RuneCountInString(c.value), c.max)
+		}
+	}
+	return nil
+}
+
 // identity fills the id and creation time an enqueue stamps.
 func (s *Store) identity(id string, created time.Time) (string, time.Time, error) {
 	if id == "" {
@@ -80,6 +103,10 @@ func validJSON(what string, payload json.RawMessage, optional ...json.RawMessage
 func (r *InboundRepo) params(ev store.InboundEvent) (params, error) {
 	if err := required("inbound", "Source", ev.Source, "ExternalID", ev.ExternalID, "ObjectType", ev.ObjectType,
 		"EventType", ev.EventType, "IdempotencyKey", ev.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	if err := fits("inbound", column{"ID", ev.ID, 255}, column{"Source", ev.Source, 50}, column{"ExternalID", ev.ExternalID, 255},
+		column{"ObjectType", ev.ObjectType, 100}, column{"EventType", ev.EventType, 20}, column{"IdempotencyKey", ev.IdempotencyKey, 255}); err != nil {
 		return nil, err
 	}
 	if err := validJSON("inbound", ev.Payload, ev.RawPayload); err != nil {
@@ -381,6 +408,10 @@ func (r *OutboundRepo) params(ev store.OutboundEvent) (params, error) {
 		"RecordID", ev.RecordID, "EventType", ev.EventType); err != nil {
 		return nil, err
 	}
+	if err := fits("outbound", column{"ID", ev.ID, 255}, column{"Destination", ev.Destination, 50}, column{"ObjectType", ev.ObjectType, 100},
+		column{"RecordID", ev.RecordID, 255}, column{"EventType", ev.EventType, 20}); err != nil {
+		return nil, err
+	}
 	if err := validJSON("outbound", ev.Payload, ev.OldPayload); err != nil {
 		return nil, err
 	}
@@ -425,6 +456,10 @@ func (r *OutboundRepo) EnqueueTx(ctx context.Context, tx store.DBTX, ev store.Ou
 
 func (r *InternalRepo) params(ev store.InternalEvent) (params, error) {
 	if err := required("internal", "EventType", ev.EventType, "ObjectType", ev.ObjectType, "RecordID", ev.RecordID); err != nil {
+		return nil, err
+	}
+	if err := fits("internal", column{"ID", ev.ID, 255}, column{"EventType", ev.EventType, 50}, column{"ObjectType", ev.ObjectType, 100},
+		column{"RecordID", ev.RecordID, 255}); err != nil {
 		return nil, err
 	}
 	if err := validJSON("internal", ev.Payload, ev.Metadata); err != nil {

@@ -203,8 +203,37 @@ func testEnqueueBatch(t *testing.T, b *bundle) {
 			t.Errorf("Enqueue with %s: error %v, want one that says it is not valid JSON", bad.name, err)
 		}
 	}
-	if c := b.q.countRows(t, ""); c != before {
-		t.Errorf("%d rows after batches refused for their JSON, want %d as before", c, before)
+	// So is one with a value its column cannot hold: MariaDB's INSERT IGNORE
+	// cut it silently (an ExternalID then named another object), PostgreSQL
+	// refused it with its own error, SQLite stored it.
+	for _, bad := range []struct {
+		name, want string
+		edit       func(*store.InboundEvent)
+	}{
+		{"an ExternalID of 256 characters", "ExternalID has 256 characters; at most 255", func(e *store.InboundEvent) { e.ExternalID = strings.Repeat("9", 256) }},
+		{"an ObjectType of 101 characters", "ObjectType has 101 characters; at most 100", func(e *store.InboundEvent) { e.ObjectType = strings.Repeat("o", 101) }},
+		{"a Source with NUL", "Source", func(e *store.InboundEvent) { e.Source = "hub\x00spot" }},
+		{"an IdempotencyKey that is not UTF-8", "IdempotencyKey", func(e *store.InboundEvent) { e.IdempotencyKey = "k\xff" }},
+	} {
+		ev := mk("k8", "8")
+		bad.edit(&ev)
+		if _, err := b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{mk("k7", "7"), ev}); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("EnqueueBatch with %s: error %v, want one naming %q", bad.name, err, bad.want)
+		}
+		if _, err := b.s.Inbound().Enqueue(ctx, ev); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("Enqueue with %s: error %v, want one naming %q", bad.name, err, bad.want)
+		}
+	}
+	// The longest values that fit are stored whole (in characters, not bytes).
+	long := mk("k11", strings.Repeat("é", 255))
+	long.ObjectType = strings.Repeat("ö", 100)
+	if res, err := b.s.Inbound().EnqueueBatch(ctx, []store.InboundEvent{long}); err != nil {
+		t.Errorf("EnqueueBatch of values as long as their columns: %v", err)
+	} else if e, err := b.s.Inbound().Get(ctx, res[0].ID); err != nil || e.ExternalID != long.ExternalID || e.ObjectType != long.ObjectType {
+		t.Errorf("stored ExternalID %d and ObjectType %d characters, %v; want 255 and 100", len([]rune(e.ExternalID)), len([]rune(e.ObjectType)), err)
+	}
+	if c := b.q.countRows(t, ""); c != before+1 {
+		t.Errorf("%d rows after batches refused for their JSON or their values, want %d", c, before+1)
 	}
 }
 
