@@ -22,6 +22,10 @@ var ErrConflict = errors.New("links: external id is linked to another record")
 // ErrInvalid is returned for an empty destination, object type or id.
 var ErrInvalid = errors.New("links: invalid argument")
 
+// ErrLinkMoved is returned by PushedMany for a state whose record is no
+// longer linked to Pushed.LinkedTo.
+var ErrLinkMoved = errors.New("links: the record's link changed during the write")
+
 // Links reads and writes the hubsync_link table of one store.
 type Links struct {
 	st      store.Store

@@ -47,6 +47,12 @@ type Pushed struct {
 	// removes them from the record's owed fields in the same transaction.
 	// Never read back by LookupPushedMany.
 	Carried []string
+	// LinkedTo, when set, is the external id the record was linked to when
+	// the write was planned: PushedMany then stores the state only if the
+	// record is still linked to it, and fails with ErrLinkMoved otherwise
+	// (the inbound side re-pointed or unlinked the record during the write,
+	// after a merge or a deletion in the destination). Never read back.
+	LinkedTo *string
 }
 
 // Current reports whether p describes the object the record is linked to now
@@ -133,6 +139,32 @@ type pushedRow struct {
 	S int64           `json:"s"`
 }
 
+// checkLinkedTo fails with ErrLinkMoved when a state's record is no longer
+// linked to its LinkedTo: writing the state would put back the link the
+// write started from, over the one another writer (the inbound side, after
+// a merge) set meanwhile.
+func (l *Links) checkLinkedTo(ctx context.Context, tx store.DBTX, destination, objectType string, states []Pushed) error {
+	var recs []string
+	for _, p := range states {
+		if p.LinkedTo != nil {
+			recs = append(recs, p.RecordID)
+		}
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	have, err := l.LookupManyTx(ctx, tx, destination, objectType, recs)
+	if err != nil {
+		return err
+	}
+	for _, p := range states {
+		if p.LinkedTo != nil && have[p.RecordID] != *p.LinkedTo {
+			return fmt.Errorf("%w: %s %s %s is linked to %q, not %q as when its write was planned", ErrLinkMoved, destination, objectType, p.RecordID, have[p.RecordID], *p.LinkedTo)
+		}
+	}
+	return nil
+}
+
 // PushedManyTx is PushedMany inside the caller's transaction.
 func (l *Links) PushedManyTx(ctx context.Context, tx store.DBTX, destination, objectType string, states []Pushed) error {
 	pairs := map[string]string{}
@@ -156,6 +188,9 @@ func (l *Links) PushedManyTx(ctx context.Context, tx store.DBTX, destination, ob
 				return err
 			}
 		}
+	}
+	if err := l.checkLinkedTo(ctx, tx, destination, objectType, states); err != nil {
+		return err
 	}
 	if err := l.LinkManyTx(ctx, tx, destination, objectType, pairs); err != nil {
 		return err

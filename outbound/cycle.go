@@ -759,6 +759,13 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 			c.fail(r, c.conflictMessage(r, id))
 			continue
 		}
+		if errors.Is(errs[i], links.ErrLinkMoved) {
+			// Written to an object the record is no longer linked to (merged
+			// into another during the call): plan it again, against its link.
+			c.w.log.Info("outbound: the record's link changed during the call; writing it again", "record", r.Key.String(), "err", errs[i])
+			c.release([]*RecordPlan{r}, 0)
+			continue
+		}
 		if errs[i] != nil {
 			// A failure of this record's link, not of the cycle: retry the
 			// record (an attempt, with backoff); the write its events carry is
@@ -1109,6 +1116,12 @@ func (w *Worker) storePushed(ctx context.Context, recs []*RecordPlan, ids map[*R
 		}
 		if !st.Deleted && st.ExternalID == "" {
 			continue // not in HubSpot as far as we know
+		}
+		if r.Op == OpUpdate {
+			// Only if the record is still linked to the object updated: a
+			// merge applied inbound during the call re-pointed it, and the
+			// update's link must not be put back over the survivor's.
+			st.LinkedTo = &r.HubSpotID
 		}
 		t := r.Key.ObjectType
 		if states[t] == nil {

@@ -1,0 +1,136 @@
+package outbound_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/records"
+	"github.com/hubsync/hubsync/store"
+)
+
+// hookedHubSpot runs after once, after HubSpot answered the first BatchUpdate
+// and before the worker sees the answer.
+type hookedHubSpot struct {
+	outbound.HubSpot
+	once  sync.Once
+	after func()
+}
+
+func (h *hookedHubSpot) BatchUpdate(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpdateInput) (*hubspot.BatchResult, error) {
+	res, err := h.HubSpot.BatchUpdate(ctx, t, in)
+	h.once.Do(h.after)
+	return res, err
+}
+
+// TestMergeDuringUpdate: local record R is linked to HubSpot contact A.
+// R is edited locally; the outbound worker updates A by id. While the call is
+// in flight (HubSpot has applied it), a HubSpot user merges A into B (which has
+// no local record) and the SyncWorker applies the merge webhook: R is
+// re-pointed to B and A is tombstoned as merged. Then the outbound worker
+// records what HubSpot accepted. R must stay linked to B (the update's
+// pushed state used to put the link to A back), its edit must reach B, and a
+// later edit of B in HubSpot must reach R, not make a second local contact.
+func TestMergeDuringUpdate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, options{dialect: d})
+
+		rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.drain(t, b.worker(t, nil))
+		a, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+		if err != nil || !ok {
+			t.Fatalf("link of R: %v %v", ok, err)
+		}
+		// B exists in HubSpot only (no webhook URL yet: no local record).
+		bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
+			Store: b.st.Inbound(), ClientSecret: hubspotsim.ClientSecretDefault,
+			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(rc)
+		t.Cleanup(srv.Close)
+		if err := b.sim.SetWebhookURL(srv.URL + inbound.WebhookPath); err != nil {
+			t.Fatal(err)
+		}
+		in, err := inbound.NewWorker(inbound.WorkerConfig{
+			Store: b.st.Inbound(), Applier: b.recs, HubSpot: b.client, Mapping: b.mapping,
+			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now, Owner: "sync",
+			LeaseDuration: time.Minute, Logger: testLogger(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		b.clock.Advance(time.Second)
+		cur, err := b.recs.Get(ctx, "contacts", rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.recs.Update(ctx, "contacts", rec.ID, cur.Version, map[string]any{"first_name": "Ada2"}); err != nil {
+			t.Fatal(err)
+		}
+		h := &hookedHubSpot{HubSpot: b.client}
+		h.after = func() {
+			b.clock.Advance(time.Second)
+			if err := b.sim.UserMerge("contacts", bID, a); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := b.sim.WaitWebhooksIdle(ctx); err != nil {
+				t.Error(err)
+				return
+			}
+			drainInbound(t, b, in)
+			if ext, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID); ext != bID {
+				t.Errorf("after the merge webhook, R links to %q; want %s (test setup)", ext, bID)
+			}
+		}
+		b.drain(t, b.worker(t, func(c *outbound.Config) { c.HubSpot = h }))
+
+		ext, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+		if err != nil || !ok || ext != bID {
+			t.Errorf("after the outbound cycle R links to %q (ok %v, err %v); want the survivor %s, not merged-away %s", ext, ok, err, bID, a)
+		}
+		if o, ok := b.sim.Object("contacts", bID); !ok || o.Properties["firstname"] != "Ada2" {
+			t.Errorf("survivor %s has firstname %q; want R's edit made before the merge, Ada2", bID, o.Properties["firstname"])
+		}
+		// A later HubSpot edit of the survivor B.
+		b.clock.Advance(time.Second)
+		if err := b.sim.UserUpdate("contacts", bID, map[string]string{"lastname": "King"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.sim.WaitWebhooksIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		drainInbound(t, b, in)
+		all, err := b.recs.List(ctx, "contacts", records.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 1 {
+			for _, r := range all {
+				t.Logf("local contact %s %v", r.ID, r.Fields)
+			}
+			t.Errorf("%d local contacts; want 1 (R, linked to survivor B)", len(all))
+		}
+	})
+}
