@@ -60,7 +60,10 @@ const MaxRedirectsDefault = 8
 // here (a TombstoneLocalDeleted of the survivor: its archive removes the merged
 // object too), or at the source no earlier than the merge. A survivor merged
 // into another object no earlier than the merge is followed to that object.
-// Then it applies ch.Fields to the survivor like an update. Restore behaves
+// Then it applies ch.Fields to the survivor like an update; a merge that
+// leaves no record of the survivor here and carries no Fields makes none
+// (Ignored): an empty record would only ever get the survivor's later
+// partial changes. Restore behaves
 // like create. Other kinds are ignored. A Partial change of a linked record
 // that is deleted here fails with ErrUnlinked, like one of an unlinked id, so
 // that the record comes back whole.
@@ -445,6 +448,14 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		if err := r.tx.RemoveTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, at); err != nil {
 			return Result{}, err
 		}
+	}
+	if !survivorExists && len(ch.Fields) == 0 {
+		// No object of the merge has a record here, and it carries no values
+		// (nothing moved, so the caller read none): a record made of nothing,
+		// linked to the survivor, would only ever get the properties its
+		// later edits change. The survivor's next change, read whole for an
+		// unlinked id, makes its record.
+		return Result{Outcome: Ignored}, nil
 	}
 	res, err := r.upsert(ctx, ch, at)
 	if err != nil {

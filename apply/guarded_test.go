@@ -208,8 +208,8 @@ func TestRedirectHopLimit(t *testing.T) {
 	}
 	enough := &apply.Guarded{Store: m, MaxRedirects: 3}
 	res, err := enough.Apply(context.Background(), change(store.EventUpdate, "1", at(100), map[string]any{"name": "Far"}))
-	if err != nil || res.Outcome != apply.Updated {
-		t.Fatalf("3 redirects with MaxRedirects 3 = %+v, %v; want the survivor's record updated", res, err)
+	if err != nil || res.Outcome != apply.Created {
+		t.Fatalf("3 redirects with MaxRedirects 3 = %+v, %v; want the survivor's record made (the merges of unseen ids made none)", res, err)
 	}
 	if id, f := m.record("hubspot", "contacts", "4"); id != res.RecordID || f["name"] != "Far" {
 		t.Fatalf("record of 4 = %s %v; want %s with name Far", id, f, res.RecordID)
@@ -396,5 +396,31 @@ func TestGuardPartialChangeOfDeletedRecord(t *testing.T) {
 	}
 	if _, f := m.record("hubspot", "contacts", "1"); f["name"] != "One" || f["phone"] != "2" {
 		t.Fatalf("record = %v; want it whole", f)
+	}
+}
+
+// A merge of objects that have no record here, carrying no values (HubSpot
+// moved no property, so the worker read none), makes no empty record: the
+// survivor's next edit, a Partial change, is ErrUnlinked, and the caller's
+// whole read makes the record.
+func TestGuardMergeOfUnseenObjectsMakesNoRecord(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	mr := change(store.EventMerge, "2", at(10), nil)
+	mr.MergedIDs = []string{"1"}
+	if res := mustApply(t, g, mr); res.Outcome != apply.Ignored || len(m.state.records) != 0 {
+		t.Fatalf("merge of unseen objects = %+v, records %v; want ignored, none", res, m.state.records)
+	}
+	ch := change(store.EventUpdate, "2", at(20), map[string]any{"phone": "2"})
+	ch.Partial = true
+	if _, err := g.Apply(context.Background(), ch); !errors.Is(err, apply.ErrUnlinked) {
+		t.Fatalf("partial edit of the survivor = %v; want ErrUnlinked", err)
+	}
+	ch.Partial, ch.Fields = false, map[string]any{"name": "Two", "phone": "2"}
+	if res := mustApply(t, g, ch); res.Outcome != apply.Created {
+		t.Fatalf("whole survivor = %+v; want its record created", res)
+	}
+	if _, f := m.record("hubspot", "contacts", "2"); f["name"] != "Two" {
+		t.Fatalf("survivor's record = %v", f)
 	}
 }
