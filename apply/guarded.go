@@ -159,6 +159,16 @@ func (r run) resolve(ctx context.Context, ch Change) (id string, linked bool, er
 	return id, false, nil
 }
 
+// lockLinked finds the record linked to external id ext of ch's source and
+// type, and locks it; exists is false for a linked record deleted here.
+func (r run) lockLinked(ctx context.Context, ch Change, ext string) (id string, linked, exists bool, err error) {
+	id, linked, err = r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ext)
+	if err == nil && linked {
+		exists, err = r.tx.LockRecord(ctx, ch.ObjectType, id)
+	}
+	return id, linked, exists, err
+}
+
 // redirect judges a create, update or restore against the tombstones of its
 // external id. It returns the change to apply, redirected to the survivor of
 // newer merges, or stale when a deletion or merge not older than the change
@@ -317,15 +327,9 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 		id, _, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
 		return Result{RecordID: id, Outcome: Ignored}, err
 	}
-	id, linked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
+	id, linked, exists, err := r.lockLinked(ctx, ch, ch.ExternalID)
 	if err != nil {
 		return Result{}, err
-	}
-	exists := false
-	if linked {
-		if exists, err = r.tx.LockRecord(ctx, ch.ObjectType, id); err != nil {
-			return Result{}, err
-		}
 	}
 	if exists && !privacy {
 		// A value applied from a change newer than the deletion means the
@@ -372,15 +376,9 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	survivor, survivorLinked, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, target)
+	survivor, survivorLinked, survivorExists, err := r.lockLinked(ctx, ch, target)
 	if err != nil {
 		return Result{}, err
-	}
-	survivorExists := false
-	if survivorLinked {
-		if survivorExists, err = r.tx.LockRecord(ctx, ch.ObjectType, survivor); err != nil {
-			return Result{}, err
-		}
 	}
 	tomb, tombstoned, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
 	if err != nil {

@@ -44,26 +44,7 @@ func TestHubSpotEditBeforeTheLink(t *testing.T) {
 		ctx := context.Background()
 		b := setup(t, options{dialect: d})
 
-		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
-			Store: b.st.Inbound(), ClientSecret: hubspotsim.ClientSecretDefault,
-			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(rc)
-		t.Cleanup(srv.Close)
-		if err := b.sim.SetWebhookURL(srv.URL + inbound.WebhookPath); err != nil {
-			t.Fatal(err)
-		}
-		in, err := inbound.NewWorker(inbound.WorkerConfig{
-			Store: b.st.Inbound(), Applier: b.recs, HubSpot: b.client, Mapping: b.mapping,
-			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now, Owner: "sync",
-			LeaseDuration: time.Minute, Logger: testLogger(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := b.inboundSide(t)
 
 		rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
 		if err != nil {
@@ -120,6 +101,33 @@ func TestHubSpotEditBeforeTheLink(t *testing.T) {
 
 // drainInbound runs the SyncWorker until no inbound event is pending or
 // processing, moving the injected clock over backoffs.
+// inboundSide points the simulator's webhooks at a receiver on b's store and
+// returns a SyncWorker applying them to b's records (drainInbound runs it).
+func (b *bundle) inboundSide(t *testing.T) *inbound.Worker {
+	t.Helper()
+	rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
+		Store: b.st.Inbound(), ClientSecret: hubspotsim.ClientSecretDefault,
+		AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(rc)
+	t.Cleanup(srv.Close)
+	if err := b.sim.SetWebhookURL(srv.URL + inbound.WebhookPath); err != nil {
+		t.Fatal(err)
+	}
+	in, err := inbound.NewWorker(inbound.WorkerConfig{
+		Store: b.st.Inbound(), Applier: b.recs, HubSpot: b.client, Mapping: b.mapping,
+		AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now, Owner: "sync",
+		LeaseDuration: time.Minute, Logger: testLogger(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
 func drainInbound(t *testing.T, b *bundle, w *inbound.Worker) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

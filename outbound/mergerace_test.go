@@ -2,15 +2,11 @@ package outbound_test
 
 import (
 	"context"
-	"net/http/httptest"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hubsync/hubsync/hubspot"
-	"github.com/hubsync/hubsync/hubspot/hubspotsim"
-	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
@@ -59,26 +55,7 @@ func TestMergeDuringUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
-			Store: b.st.Inbound(), ClientSecret: hubspotsim.ClientSecretDefault,
-			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(rc)
-		t.Cleanup(srv.Close)
-		if err := b.sim.SetWebhookURL(srv.URL + inbound.WebhookPath); err != nil {
-			t.Fatal(err)
-		}
-		in, err := inbound.NewWorker(inbound.WorkerConfig{
-			Store: b.st.Inbound(), Applier: b.recs, HubSpot: b.client, Mapping: b.mapping,
-			AppID: strconv.FormatInt(hubspotsim.AppIDDefault, 10), Now: b.clock.Now, Owner: "sync",
-			LeaseDuration: time.Minute, Logger: testLogger(),
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
+		in := b.inboundSide(t)
 
 		b.clock.Advance(time.Second)
 		cur, err := b.recs.Get(ctx, "contacts", rec.ID)
