@@ -29,10 +29,10 @@ const MaxRedirectsDefault = 8
 //     newer than the deletion is stale and changes nothing; a newer one may
 //     bring the record back, under the same local id, with fresh field clocks;
 //   - a Delete not newer than the id's tombstone (a replay, or a late delivery
-//     after a newer restore) is ignored, and so is one older than a value
-//     applied to the record (the object lived after it: a restore, whose
-//     change came first); so is the Delete of a merged-away id, which must not
-//     reach the survivor.
+//     after a newer restore) is ignored, and so is one older than a source
+//     change applied to the record (SeenClock: the object lived after it, a
+//     restore whose change came first); so is the Delete of a merged-away id,
+//     which must not reach the survivor.
 //
 // Local deletes: an application that deletes a linked record writes a
 // TombstoneLocalDeleted for its external id. Every create or update of the id
@@ -274,7 +274,7 @@ func (r run) create(ctx context.Context, objectType, id string, fields map[strin
 	if err := r.tx.CreateRecord(ctx, objectType, id, fields); err != nil {
 		return err
 	}
-	return r.tx.AdvanceClocks(ctx, objectType, id, keys(fields), at)
+	return r.tx.AdvanceClocks(ctx, objectType, id, append(keys(fields), SeenClock), at)
 }
 
 // applyFields applies the fields that are newer than their clocks: the
@@ -300,7 +300,7 @@ func (r run) applyFields(ctx context.Context, objectType, id string, clocks map[
 	if err := r.tx.UpdateRecord(ctx, objectType, id, patch); err != nil {
 		return Result{}, err
 	}
-	if err := r.tx.AdvanceClocks(ctx, objectType, id, res.Applied, at); err != nil {
+	if err := r.tx.AdvanceClocks(ctx, objectType, id, append(slices.Clone(res.Applied), SeenClock), at); err != nil {
 		return Result{}, err
 	}
 	res.Outcome = Updated
@@ -332,17 +332,16 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 		return Result{}, err
 	}
 	if exists && !privacy {
-		// A value applied from a change newer than the deletion means the
-		// object lived after it: it was restored, and this deletion arrived
-		// late (its delivery was retried). HubSpot changes no deleted object.
+		// A source change newer than the deletion was applied (SeenClock):
+		// the object lived after it, so it was restored, and this deletion
+		// arrived late (its delivery was retried). HubSpot changes no deleted
+		// object. Field clocks cannot tell: a local edit moves them too.
 		clocks, err := r.tx.Clocks(ctx, ch.ObjectType, id)
 		if err != nil {
 			return Result{}, err
 		}
-		for name, c := range clocks {
-			if name != DeletedClock && c.After(at) {
-				return Result{RecordID: id, Outcome: Ignored}, nil
-			}
+		if clocks[SeenClock].After(at) {
+			return Result{RecordID: id, Outcome: Ignored}, nil
 		}
 	}
 	// Even an id never linked gets its tombstone: its older create or update

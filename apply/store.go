@@ -12,6 +12,13 @@ import (
 // not start with "$", so it cannot clash with a field.
 const DeletedClock = "$deleted"
 
+// SeenClock is the clock of the newest source change applied to a record
+// (created, updated, restored or merged into): the object lived at the
+// source then. Local edits move the field clocks but never this one, so a
+// source deletion older than it (a delivery retried after the object was
+// restored) is known to be stale.
+const SeenClock = "$seen"
+
 // Kinds of Tombstone.
 const (
 	// TombstoneDeleted marks an external id deleted at its source.

@@ -149,6 +149,18 @@ func TestApplyLateDeliveries(t *testing.T) {
 			t.Errorf("restored record after a late deletion = %+v, %v; want it whole", got, err)
 		}
 
+		// 8: created at 0, edited here at 2 (local edits move field clocks
+		// too), deleted in HubSpot at 1; the deletion arrives after the
+		// edit. It is not stale: no source change after it was applied.
+		e := mustApply(t, b, change(store.EventCreate, "8", at(0), map[string]any{"name": "Eve"}))
+		b.clock.Set(at(2))
+		if _, err := b.svc.Update(ctx, "contacts", e.RecordID, 1, map[string]any{"note": "local"}); err != nil {
+			t.Fatal(err)
+		}
+		if res := mustApply(t, b, change(store.EventDelete, "8", at(1), nil)); res.Outcome != apply.Deleted {
+			t.Errorf("HubSpot deletion at 1 after a local edit at 2 = %+v; want the record deleted", res)
+		}
+
 		// 2 merged into 1 at 2, 1 deleted at 3; the merge comes last.
 		mustApply(t, b, change(store.EventCreate, "1", at(0), map[string]any{"name": "One"}))
 		two := mustApply(t, b, change(store.EventCreate, "2", at(0), map[string]any{"name": "Two"}))
