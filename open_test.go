@@ -75,6 +75,8 @@ func TestParseDatabaseURL(t *testing.T) {
 		{"mysql://u:p@h/db", store.MySQL, "mysql", []string{"u:p@tcp(h:3306)/db?", "parseTime=true", "loc=UTC", "interpolateParams=true"}},
 		{"mariadb://u@h:3307/db", store.MySQL, "mysql", []string{"u@tcp(h:3307)/db?"}},
 		{"mysql://u@h/db?clientFoundRows=false", store.MySQL, "mysql", []string{"clientFoundRows=false"}},
+		{"mysql://u@h/db?clientFoundRows=FALSE", store.MySQL, "mysql", []string{"clientFoundRows=FALSE"}},
+		{"mysql://u@h/db?clientFoundRows=0", store.MySQL, "mysql", []string{"clientFoundRows=0"}},
 	} {
 		u, err := hubsync.ParseDatabaseURL(tc.raw)
 		if err != nil {

@@ -197,7 +197,7 @@ func TestExpiredKeyConcurrentRetries(t *testing.T) {
 func TestMalformedKey(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d)
-		for _, key := range []string{"k\xff\xfe", "a\x00b", "a\tb"} {
+		for _, key := range []string{"k\xff\xfe", "a\x00b"} {
 			if w := b.do("POST", "/api/records/contacts", key, `{}`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "Idempotency-Key") {
 				t.Errorf("Idempotency-Key %q = %d %s; want 400 naming the header", key, w.Code, w.Body)
 			}

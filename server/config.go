@@ -9,7 +9,10 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
 
@@ -17,7 +20,6 @@ import (
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/inbound"
-	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/ops"
 	"github.com/hubsync/hubsync/outbound"
@@ -348,12 +350,12 @@ func (c Config) Validate() error {
 		{"QStashCurrentSigningKey", c.QStashCurrentSigningKey}, {"QStashNextSigningKey", c.QStashNextSigningKey},
 		{"FlowControlKey", c.FlowControlKey},
 	} {
-		if p := textcheck.Problem(v.value); p != "" {
+		if p := headerProblem(v.value); p != "" {
 			add("%s %s (a trailing newline from a file?); remove it", v.name, p)
 		}
 	}
 	for i, t := range c.APITokens {
-		if p := textcheck.Problem(t); p != "" {
+		if p := headerProblem(t); p != "" {
 			add("APITokens: token %d of %d %s (a trailing newline from a file?); remove it", i+1, len(c.APITokens), p)
 		}
 	}
@@ -434,4 +436,15 @@ func syncApplyConcurrency(configured int, d store.Dialect) int {
 // crashed replica's events are claimed again within about 16 s (issue 16).
 func outboundCallTimeout(hubspotTimeout time.Duration) time.Duration {
 	return min(hubspotTimeout, outbound.HTTPTimeoutDefault)
+}
+
+// headerProblem says why v cannot travel in an HTTP header value, or "".
+func headerProblem(v string) string {
+	if !utf8.ValidString(v) {
+		return "is not valid UTF-8"
+	}
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		return "holds a control character"
+	}
+	return ""
 }

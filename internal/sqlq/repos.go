@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -58,8 +59,8 @@ type column struct {
 func fits(what string, cols ...column) error {
 	for _, c := range cols {
 		switch {
-		case !utf8.ValidString(c.value) || strings.ContainsRune(c.value, 0):
-			return fmt.Errorf("enqueue %s: %s %q is not text a database can store (invalid UTF-8 or NUL)", what, c.name, c.value)
+		case textcheck.Problem(c.value) != "":
+			return fmt.Errorf("enqueue %s: %s %q %s, which no database stores as text", what, c.name, c.value, textcheck.Problem(c.value))
 		case utf8.RuneCountInString(c.value) > c.max:
 			return fmt.Errorf("enqueue %s: %s has %d characters; at most %d fit", what, c.name, utf8.RuneCountInString(c.value), c.max)
 		}

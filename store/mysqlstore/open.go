@@ -58,7 +58,7 @@ func ParseURL(raw string) (string, error) {
 		userinfo += "@"
 	}
 	q := u.Query()
-	if v := q.Get("clientFoundRows"); v != "" && v != "false" {
+	if v := q.Get("clientFoundRows"); v != "" && v != "0" && !strings.EqualFold(v, "false") {
 		// hubsync tells a duplicate from a new row by the rows an upsert
 		// changed (INSERT … ON DUPLICATE KEY UPDATE of nothing is 0); with
 		// clientFoundRows it is 1, and a replayed request would run again.
