@@ -137,14 +137,21 @@ type Plan struct {
 	Calls []Call
 }
 
-// EstimateCalls is the number of HubSpot calls the plan makes when nothing
-// fails: one per call, two for a resolve-then-archive call. It is what the
-// worker reserves from the budget (seed 002's estimateHubSpotCalls).
+// EstimateCalls is the most HubSpot calls the plan makes when nothing fails
+// (seed 002's estimateHubSpotCalls): one per call, two for a
+// resolve-then-archive call (the read, the archive), three for a
+// resolve_upsert call (the read, an update of the objects found, an upsert
+// of the others). The worker reserves each call from the budget as it makes
+// it.
 func (p Plan) EstimateCalls() int {
 	n := 0
 	for _, c := range p.Calls {
-		n++
-		if c.Op == OpResolveArchive || c.Op == OpResolveUpsert {
+		switch c.Op {
+		case OpResolveArchive:
+			n += 2 // the read, the archive
+		case OpResolveUpsert:
+			n += 3 // the read, an update of the found, an upsert of the others
+		default:
 			n++
 		}
 	}
@@ -438,11 +445,20 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 	r.Op = OpCreate
 }
 
+// PriorIDValuesMax bounds the earlier IDProperty values a resolve_upsert
+// reads per record (the newest ones), so that a call of
+// resolveUpsertRecordsMax records reads at most hubspot.MaxBatchInputs ids.
+const PriorIDValuesMax = 4
+
+const resolveUpsertRecordsMax = hubspot.MaxBatchInputs / PriorIDValuesMax
+
 // priorIDValues returns the IDProperty values other than latest that the
-// events claimed before (whose writes may have reached HubSpot) carried.
+// events claimed before (whose writes may have reached HubSpot) carried, at
+// most PriorIDValuesMax, the newest first.
 func priorIDValues(obj mapping.Object, k RecordKey, evs []parsedEvent, latest string) []string {
 	var out []string
-	for _, p := range evs {
+	for i := len(evs) - 1; i >= 0 && len(out) < PriorIDValuesMax; i-- {
+		p := evs[i]
 		if p.ev.Attempt <= 1 && p.ev.RetryCount == 0 {
 			continue
 		}
@@ -521,6 +537,14 @@ func neverSent(evs []parsedEvent) bool {
 	return true
 }
 
+// callCapacity is how many records one call of op carries.
+func callCapacity(op Op) int {
+	if op == OpResolveUpsert {
+		return resolveUpsertRecordsMax // each reads up to PriorIDValuesMax ids
+	}
+	return hubspot.MaxBatchInputs
+}
+
 type callKey struct {
 	op         Op
 	t          hubspot.ObjectType
@@ -552,7 +576,7 @@ func groupCalls(records []*RecordPlan) []Call {
 		}
 		placed := false
 		for _, ci := range open[ck] {
-			if len(calls[ci].Records) >= hubspot.MaxBatchInputs || (dk != "" && keys[ci][dk]) {
+			if len(calls[ci].Records) >= callCapacity(r.Op) || (dk != "" && keys[ci][dk]) {
 				continue
 			}
 			calls[ci].Records = append(calls[ci].Records, r)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
 
 	"github.com/hubsync/hubsync/mapping"
@@ -180,6 +181,46 @@ func TestBuildPlanRetriedCreateDeleteResolves(t *testing.T) {
 	}
 	if op := p.Records[0].Op; op != OpResolveArchive {
 		t.Fatalf("op = %v, want resolve_archive", op)
+	}
+}
+
+// TestBuildPlanRetriedCreateEmailChanged: a create claimed before may have
+// created its object under the email it had then; the email changed since,
+// so the plan resolves by the earlier emails (the newest PriorIDValuesMax of
+// them), and a call carries at most as many records as keep its read within
+// HubSpot's batch limit.
+func TestBuildPlanRetriedCreateEmailChanged(t *testing.T) {
+	var evs []store.OutboundEvent
+	for i := range 30 {
+		rec := fmt.Sprint("r", i)
+		var prev f
+		for j := range 6 { // five emails tried, then a sixth not yet
+			e := ev(fmt.Sprint(rec, "-", j), "contacts", rec, store.EventUpdate, prev, f{"email": fmt.Sprintf("%s-%d@x.com", rec, j)}, false)
+			if j == 0 {
+				e.EventType, e.OldPayload = store.EventCreate, nil
+			}
+			if j < 5 {
+				e.Attempt = 2
+			}
+			evs = append(evs, e)
+			prev = f{"email": fmt.Sprintf("%s-%d@x.com", rec, j)}
+		}
+	}
+	p, err := BuildPlan(evs, nil, mapping.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Records {
+		want := []string{r.Key.RecordID + "-4@x.com", r.Key.RecordID + "-3@x.com", r.Key.RecordID + "-2@x.com", r.Key.RecordID + "-1@x.com"}
+		if r.Op != OpResolveUpsert || r.IDValue != r.Key.RecordID+"-5@x.com" || !slices.Equal(r.PriorIDValues, want) {
+			t.Fatalf("%s: op %v, id value %q, prior %v; want resolve_upsert by its latest email, reading %v", r.Key, r.Op, r.IDValue, r.PriorIDValues, want)
+		}
+	}
+	if len(p.Calls) != 2 || len(p.Calls[0].Records) != 25 || len(p.Calls[1].Records) != 5 {
+		t.Fatalf("%d calls; want 2, of 25 and 5 records (100 ids to read at most)", len(p.Calls))
+	}
+	if got := p.EstimateCalls(); got != 6 {
+		t.Errorf("EstimateCalls = %d, want 6 (a read, an update and an upsert per call)", got)
 	}
 }
 
