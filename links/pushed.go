@@ -177,6 +177,11 @@ func (l *Links) PushedManyTx(ctx context.Context, tx store.DBTX, destination, ob
 		switch {
 		case !p.Deleted && p.ExternalID == "":
 			return fmt.Errorf("%w: pushed state of %s/%s/%s has no external id", ErrInvalid, destination, objectType, p.RecordID)
+		case !p.Deleted && p.LinkedTo != nil && *p.LinkedTo == p.ExternalID:
+			// The write went to the object the record was linked to: no
+			// link to write, and none may be, even if another writer moved
+			// it after checkLinkedTo read it (this state is then stale, and
+			// readers ignore it).
 		case !p.Deleted:
 			pairs[p.RecordID] = p.ExternalID
 		case p.ExternalID == "":
