@@ -62,11 +62,7 @@ func TestHubSpotEditBeforeTheLink(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			if err := b.sim.WaitWebhooksIdle(ctx); err != nil {
-				t.Error(err)
-				return
-			}
-			drainInbound(t, b, in)
+			deliverInbound(ctx, t, b, in)
 		}
 		w := b.worker(t, func(c *outbound.Config) { c.Links = gl })
 		b.drain(t, w)
@@ -99,8 +95,6 @@ func TestHubSpotEditBeforeTheLink(t *testing.T) {
 	})
 }
 
-// drainInbound runs the SyncWorker until no inbound event is pending or
-// processing, moving the injected clock over backoffs.
 // inboundSide points the simulator's webhooks at a receiver on b's store and
 // returns a SyncWorker applying them to b's records (drainInbound runs it).
 func (b *bundle) inboundSide(t *testing.T) *inbound.Worker {
@@ -128,6 +122,21 @@ func (b *bundle) inboundSide(t *testing.T) *inbound.Worker {
 	return in
 }
 
+// deliverInbound waits until the simulator has sent its webhooks, then
+// drains the inbound queue (drainInbound); false when the wait failed (the
+// test has failed).
+func deliverInbound(ctx context.Context, t *testing.T, b *bundle, w *inbound.Worker) bool {
+	t.Helper()
+	if err := b.sim.WaitWebhooksIdle(ctx); err != nil {
+		t.Error(err)
+		return false
+	}
+	drainInbound(t, b, w)
+	return true
+}
+
+// drainInbound runs the SyncWorker until no inbound event is pending or
+// processing, moving the injected clock over backoffs.
 func drainInbound(t *testing.T, b *bundle, w *inbound.Worker) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
