@@ -70,7 +70,9 @@ orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
 	if len(e.errs) > 0 {
 		return errors.Join(e.errs...)
 	}
-	e.resolve()
+	if err := e.resolve(); err != nil {
+		return err
+	}
 	if err := finish(); err != nil {
 		return err
 	}

@@ -36,7 +36,9 @@ func runMapping(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fs.Usage()
 		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
-	e.resolve()
+	if err := e.resolve(); err != nil {
+		return err
+	}
 	if token == "" {
 		return fmt.Errorf("HUBSPOT_ACCESS_TOKEN is empty; set it to your private app's access token")
 	}

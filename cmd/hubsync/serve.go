@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/idempotency"
@@ -29,25 +30,34 @@ func init() {
 type envFlags struct {
 	fs      *flag.FlagSet
 	errs    []error
-	secrets []func() // fill secret flags left empty from the environment
+	secrets []func() error // fill secret flags left empty from the environment
 }
 
 // secret binds a flag whose environment default is not shown by -h, so that
 // help output never prints a token. Call resolve after Parse.
 func (e *envFlags) secret(p *string, name, env, usage string) {
 	e.fs.StringVar(p, name, "", usage+" ("+env+"; prefer the environment variable)")
-	e.secrets = append(e.secrets, func() {
+	e.secrets = append(e.secrets, func() error {
 		if *p == "" {
 			*p = os.Getenv(env)
 		}
+		// A secret travels in an HTTP header (or is compared with one): a
+		// trailing newline from a secrets file would fail every call.
+		if strings.ContainsFunc(*p, unicode.IsControl) {
+			return fmt.Errorf("%s/-%s holds a line break or another control character (a trailing newline from a file?); remove it", env, name)
+		}
+		return nil
 	})
 }
 
-// resolve applies the environment to the secret flags left empty.
-func (e *envFlags) resolve() {
+// resolve applies the environment to the secret flags left empty, and
+// refuses a secret that cannot be sent in a header.
+func (e *envFlags) resolve() error {
+	var errs []error
 	for _, f := range e.secrets {
-		f()
+		errs = append(errs, f())
 	}
+	return errors.Join(errs...)
 }
 
 func (e *envFlags) string(p *string, name, env, def, usage string) {
@@ -171,7 +181,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if len(e.errs) > 0 {
 		return errors.Join(e.errs...)
 	}
-	e.resolve()
+	if err := e.resolve(); err != nil {
+		return err
+	}
 	cfg.DatabaseURL = *dbURL
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {

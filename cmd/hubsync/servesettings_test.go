@@ -171,3 +171,18 @@ func TestServeOutboundConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretWithLineBreak: every command that reads a secret refuses one
+// holding a line break (a trailing newline from a secrets file), naming it,
+// before it calls anything; the secret would fail every call as a header.
+func TestSecretWithLineBreak(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	env := baseEnv("HUBSYNC_DATABASE_URL=sqlite:"+filepath.Join(dir, "x.db"), "HUBSPOT_ACCESS_TOKEN=pat-1234\n", "HUBSPOT_API_BASE=http://127.0.0.1:1")
+	for _, args := range [][]string{{"drift", "-dry-run"}, {"mapping", "check"}, {"sim", "-addr", "127.0.0.1:0"}, {"serve"}} {
+		code, _, errOut := runCmd(t, env, args...)
+		if code == 0 || !strings.Contains(errOut, "HUBSPOT_ACCESS_TOKEN") || !strings.Contains(errOut, "line break") {
+			t.Errorf("%v with a newline in HUBSPOT_ACCESS_TOKEN: exit %d, stderr %q; want a refusal naming it", args, code, errOut)
+		}
+	}
+}

@@ -75,7 +75,9 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 		fs.Usage()
 		return st, fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
-	e.resolve()
+	if err := e.resolve(); err != nil {
+		return st, err
+	}
 	st.tokenShown, st.secretShown = token, secret
 	if token == "" {
 		token, st.tokenShown = hubspotsim.AccessTokenDefault, hubspotsim.AccessTokenDefault
