@@ -77,3 +77,56 @@ func TestChangeAtTheDeleteInstantStaysDeleted(t *testing.T) {
 		}
 	})
 }
+
+// TestTouchClocksNeverMovesBack checks touchClocks' three statements (one
+// name, two names, many) on every database: each inserts a missing clock,
+// advances an older one and leaves a newer one where it is.
+func TestTouchClocksNeverMovesBack(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		t0 := b.clock.Now().Truncate(time.Microsecond)
+		t1, t2 := t0.Add(time.Second), t0.Add(2*time.Second)
+		touch := func(names []string, at time.Time) map[string]time.Time {
+			t.Helper()
+			tx, err := b.svc.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback()
+			if err := b.svc.touchClocks(ctx, tx, "contacts", "r1", names, at); err != nil {
+				t.Fatal(err)
+			}
+			got, err := b.svc.clocks(ctx, tx, "contacts", "r1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			return got
+		}
+		for _, tc := range []struct {
+			names []string
+			at    time.Time
+			want  map[string]time.Time
+		}{
+			{[]string{"a"}, t1, map[string]time.Time{"a": t1}},
+			{[]string{"a", apply.SeenClock}, t2, map[string]time.Time{"a": t2, apply.SeenClock: t2}},
+			{[]string{"b", "a"}, t1, map[string]time.Time{"a": t2, "b": t1, apply.SeenClock: t2}},
+			{[]string{apply.SeenClock}, t0, map[string]time.Time{"a": t2, "b": t1, apply.SeenClock: t2}},
+			{[]string{"c", "b", "a"}, t2, map[string]time.Time{"a": t2, "b": t2, "c": t2, apply.SeenClock: t2}},
+			{[]string{"d", "c", "b", "a"}, t1, map[string]time.Time{"a": t2, "b": t2, "c": t2, "d": t1, apply.SeenClock: t2}},
+		} {
+			got := touch(tc.names, tc.at)
+			if len(got) != len(tc.want) {
+				t.Fatalf("after touching %v at %s: clocks %v; want %v", tc.names, tc.at, got, tc.want)
+			}
+			for k, w := range tc.want {
+				if !got[k].Equal(w) {
+					t.Fatalf("after touching %v at %s: clock %s = %s; want %s (all: %v)", tc.names, tc.at, k, got[k], w, got)
+				}
+			}
+		}
+	})
+}

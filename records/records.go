@@ -513,8 +513,9 @@ func changedFields(before, after map[string]any, patch map[string]any) []string 
 }
 
 // touchClocks advances the field clocks of names to at (never backwards):
-// one statement for one name, and one for all of them otherwise (a creation
-// carries every field of the record).
+// one statement for one or two names (a property change and the record's
+// apply.SeenClock), and one for all of them otherwise (a creation carries
+// every field of the record).
 func (s *Service) touchClocks(ctx context.Context, tx *sql.Tx, objectType, id string, names []string, at time.Time) error {
 	enc := dialectsql.Time(s.dialect, at)
 	names = slices.Compact(slices.Sorted(slices.Values(names)))
@@ -524,6 +525,11 @@ func (s *Service) touchClocks(ctx context.Context, tx *sql.Tx, objectType, id st
 	case 1:
 		if _, err := tx.ExecContext(ctx, s.q.Get("clock_upsert"), objectType, id, names[0], enc); err != nil {
 			return fmt.Errorf("records: field clock %s/%s.%s: %w", objectType, id, names[0], err)
+		}
+		return nil
+	case 2:
+		if _, err := tx.ExecContext(ctx, s.q.Get("clock_upsert_pair"), objectType, id, names[0], enc, objectType, id, names[1], enc); err != nil {
+			return fmt.Errorf("records: field clocks %s/%s %s, %s: %w", objectType, id, names[0], names[1], err)
 		}
 		return nil
 	}
