@@ -178,6 +178,23 @@ func TestHubSpotErrorCases(t *testing.T) {
 			t.Fatalf("cycle = %+v, %v, request %+v; want completed, failed with a reason", sum, err, got)
 		}
 	})
+	t.Run("a newer synced request supersedes an older failed one", func(t *testing.T) {
+		dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+			b := setupPush(t, d, hubspotsim.Config{})
+			b.sim.OptOutOfAllEmail("of@example.com")
+			older, _ := b.s.Submit(ctx, req("of@example.com", "subscribed"), "k1", 1)
+			if sum, err := b.new("w").RunOnce(ctx); err != nil || sum.Completed != 1 || b.status(t, older.ID).SyncStatus != "failed" {
+				t.Fatalf("cycle = %+v, %v, request %+v; want completed, failed", sum, err, b.status(t, older.ID))
+			}
+			newer, _ := b.s.Submit(ctx, req("of@example.com", "unsubscribed"), "k2", 2)
+			if sum, err := b.new("w").RunOnce(ctx); err != nil || sum.Completed != 1 || b.status(t, newer.ID).SyncStatus != "synced" {
+				t.Fatalf("cycle = %+v, %v, request %+v; want completed, synced", sum, err, b.status(t, newer.ID))
+			}
+			if got := b.status(t, older.ID); got.SyncStatus != "superseded" {
+				t.Fatalf("older failed request %+v after a newer one synced; want superseded", got)
+			}
+		})
+	})
 	t.Run("invalid subscription id dead-letters", func(t *testing.T) {
 		dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 			b := setupPush(t, d, hubspotsim.Config{})

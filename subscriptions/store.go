@@ -202,8 +202,9 @@ func (s *Store) States(ctx context.Context) ([]State, error) {
 // state (only if it is newer, the seed's conditional update), newest's
 // request becomes status (StatusSynced or StatusFailed, with detail; a
 // failed request whose re-queued event was pushed becomes StatusSynced), and
-// every older request still pending becomes StatusSuperseded. advanced is
-// false when the state was already at or past newest.
+// every older request still pending becomes StatusSuperseded (and, when
+// status is StatusSynced, every older failed one too). advanced is false
+// when the state was already at or past newest.
 func (s *Store) Settle(ctx context.Context, newest Stored, status, detail string) (advanced bool, err error) {
 	now := dialectsql.Time(s.d, s.st.Now())
 	err = dialectsql.InTxRetry(ctx, s.db, s.st.Retryable, "subscriptions: settle", func(tx *sql.Tx) error {
@@ -223,7 +224,7 @@ func (s *Store) Settle(ctx context.Context, newest Stored, status, detail string
 		if _, err := tx.ExecContext(ctx, s.q.Get("request_set_status"), status, truncate(detail), now, newest.ID, status); err != nil {
 			return fmt.Errorf("subscriptions: settle: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, s.q.Get("request_supersede_older"), now, newest.BrandID, newest.ProductID, newest.ContactKey, newest.AppliedSequence); err != nil {
+		if _, err := tx.ExecContext(ctx, s.q.Get("request_supersede_older"), now, newest.BrandID, newest.ProductID, newest.ContactKey, newest.AppliedSequence, status); err != nil {
 			return fmt.Errorf("subscriptions: settle: %w", err)
 		}
 		return nil
