@@ -69,6 +69,10 @@ func TestSimObjectsRoundTrip(t *testing.T) {
 	if read.ResultByID(id) == nil || read.NumErrors != 1 || !read.Multi {
 		t.Errorf("batch read: %+v", read)
 	}
+	none, err := c.BatchRead(ctx, hubspot.Contacts, []string{"missing@example.com"}, []string{"email"}, "email")
+	if err != nil || len(none.Results) != 0 || len(none.Errors) != 1 || none.Errors[0].Kind() != hubspot.KindNotFound {
+		t.Errorf("batch read finding nothing: %+v, %v; want no objects and a not-found error", none, err)
+	}
 
 	up, err := c.BatchUpsert(ctx, hubspot.Contacts, []hubspot.UpsertInput{
 		{ID: "a@example.com", IDProperty: "email", Properties: map[string]string{"lastname": "Z"}},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,6 +184,32 @@ func TestRequestShapes(t *testing.T) {
 			},
 			wantMethod: "POST", wantPath: "/crm/v3/objects/companies/batch/read",
 			wantBody: `{"inputs":[{"id":"a@b.com"},{"id":"c@d.com"}],"properties":["email","name"],"idProperty":"email"}`,
+		},
+		{
+			name: "BatchRead nothing found", status: 404,
+			respBody: `{"status":"error","message":"Could not get some CONTACT objects, they may be deleted or not exist. Check that ids are valid.","category":"OBJECT_NOT_FOUND","context":{"ids":["1","2"]}}`,
+			call: func(t *testing.T, c *Client) {
+				r, err := c.BatchRead(ctx, Contacts, []string{"1", "2"}, nil, "")
+				if err != nil {
+					t.Fatalf("a read that found nothing: %v; want a result without objects", err)
+				}
+				if len(r.Results) != 0 || !r.Multi || len(r.Errors) != 1 || r.Errors[0].Kind() != KindNotFound || !slices.Equal(r.Errors[0].Context["ids"], []string{"1", "2"}) {
+					t.Fatalf("result %+v; want no objects and one not-found error naming both ids", r)
+				}
+			},
+			wantMethod: "POST", wantPath: "/crm/v3/objects/contacts/batch/read",
+			wantBody: `{"inputs":[{"id":"1"},{"id":"2"}],"properties":[]}`,
+		},
+		{
+			name: "BatchRead 404 of another kind", status: 404,
+			respBody: `{"status":"error","message":"Unable to infer object type from: 2-999","category":"OBJECT_NOT_FOUND_TYPE"}`,
+			call: func(t *testing.T, c *Client) {
+				if _, err := c.BatchRead(ctx, "2-999", []string{"1"}, nil, ""); KindOf(err) != KindNotFound {
+					t.Fatalf("err = %v; want the 404 as a failed call", err)
+				}
+			},
+			wantMethod: "POST", wantPath: "/crm/v3/objects/2-999/batch/read",
+			wantBody: `{"inputs":[{"id":"1"}],"properties":[]}`,
 		},
 		{
 			name: "BatchRead no properties", status: 200, respBody: `{"status":"COMPLETE","results":[]}`,

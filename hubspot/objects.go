@@ -313,9 +313,29 @@ func (c *Client) BatchCreate(ctx context.Context, t ObjectType, inputs []CreateI
 	return c.batch(ctx, t, "create", len(inputs), map[string]any{"inputs": in})
 }
 
+// read is POST …/batch/read. HubSpot answers a read that found none of its
+// inputs with a plain 404 OBJECT_NOT_FOUND instead of 207: that is an answer
+// (nothing there), not a failed call, so it comes back as a result without
+// Results whose one Error is the 404's (Multi=true), like a read that found
+// some.
+func (c *Client) read(ctx context.Context, t ObjectType, n int, body any) (*BatchResult, error) {
+	res, err := c.batch(ctx, t, "read", n, body)
+	var he *Error
+	if errors.As(err, &he) && he.StatusCode == http.StatusNotFound && strings.EqualFold(he.Category, "OBJECT_NOT_FOUND") {
+		return &BatchResult{
+			Status:    "COMPLETE",
+			Errors:    []BatchError{{Status: "error", Category: he.Category, Message: he.Message, SubCategory: he.SubCategory, Context: he.Context}},
+			NumErrors: 1,
+			RateLimit: he.RateLimit,
+			Multi:     true,
+		}, nil
+	}
+	return res, err
+}
+
 // BatchRead reads up to MaxBatchInputs records by id, or by idProperty
 // values when idProperty is set (POST …/batch/read). Missing ids come back
-// as Errors (Multi=true), not as a failed call.
+// as Errors (Multi=true), not as a failed call, also when none was found.
 func (c *Client) BatchRead(ctx context.Context, t ObjectType, ids []string, properties []string, idProperty string) (*BatchResult, error) {
 	type id struct {
 		ID string `json:"id"`
@@ -329,7 +349,7 @@ func (c *Client) BatchRead(ctx context.Context, t ObjectType, ids []string, prop
 		Properties []string `json:"properties"`
 		IDProperty string   `json:"idProperty,omitempty"`
 	}{in, nonNilStrings(properties), idProperty}
-	return c.batch(ctx, t, "read", len(ids), body)
+	return c.read(ctx, t, len(ids), body)
 }
 
 // BatchUpdate updates up to MaxBatchInputs records (POST …/batch/update).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -518,6 +519,9 @@ func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs 
 // recordError settles one record that HubSpot refused.
 func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existingID string) {
 	cfg := c.w.cfg
+	if (kind == hubspot.KindValidation || kind == hubspot.KindConflict) && c.withoutOwed(op, r, msg) {
+		return
+	}
 	switch kind {
 	case hubspot.KindConflict:
 		if existingID != "" && (op == OpCreate || op == OpUpsert) {
@@ -567,6 +571,33 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 	default:
 		c.fail(r, "HubSpot error: "+msg)
 	}
+}
+
+// withoutOwed makes an update that HubSpot refused again without the
+// properties only its owed fields put in it (RecordPlan.OwedOnly), when it
+// has others: the refusal may be of an owed value (one that was refused
+// before and got its events dead-lettered), which would otherwise take every
+// later change of the record down with it. The owed fields stay owed, for a
+// later write once the value is fixed; if the record's own changes are
+// refused too, they fail on their own. It reports whether it did.
+func (c *cycle) withoutOwed(op Op, r *RecordPlan, msg string) bool {
+	if op != OpUpdate || len(r.OwedOnly) == 0 || len(r.Properties) <= len(r.OwedOnly) {
+		return false
+	}
+	c.w.log.Warn("outbound: HubSpot refused a write carrying owed fields; writing the record's own changes without them",
+		"record", r.Key.String(), "owed_properties", strings.Join(r.OwedOnly, ","), "reason", msg)
+	props := maps.Clone(r.Properties)
+	for _, p := range r.OwedOnly {
+		delete(props, p)
+	}
+	r.Properties, r.Owed, r.OwedOnly = props, nil, nil
+	if r.Next != nil {
+		next := *r.Next
+		next.Carried = nil
+		r.Next = &next
+	}
+	c.exec(op, r.HubSpotType, r.IDProperty, []*RecordPlan{r})
+	return true
 }
 
 // results settles the records of a create, update or upsert answer.

@@ -88,6 +88,11 @@ type RecordPlan struct {
 	Properties map[string]string
 	// Owed are the owed local fields (BuildPlanOwed) the write carries.
 	Owed []string
+	// OwedOnly are the HubSpot properties of an OpUpdate that only the owed
+	// fields put in Properties (the record's events did not change them).
+	// When HubSpot refuses the write, it is made again without them, so that
+	// a value HubSpot keeps refusing never blocks the record's own changes.
+	OwedOnly []string
 	// Reason says why OpNone or OpFail.
 	Reason string
 	// Superseded marks an OpNone whose events are not newer than the state
@@ -397,6 +402,9 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 				continue
 			}
 			if _, byHubSpot := hubspotHas[f.HubSpot]; !byHubSpot {
+				if _, own := toSend[f.HubSpot]; !own {
+					r.OwedOnly = append(r.OwedOnly, f.HubSpot)
+				}
 				toSend[f.HubSpot] = latest[f.HubSpot]
 			}
 		}
@@ -411,6 +419,7 @@ func planRecord(r *RecordPlan, linkedID string, pushed *links.Pushed, owed []str
 		r.Op, r.HubSpotID, r.Properties = OpUpdate, linkedID, toSend
 		return
 	}
+	r.OwedOnly = nil // a full write: the owed fields are part of the record
 	// Unknown to us: HubSpot may not have the object at all, so send all of it.
 	full := latest
 	for k, v := range full {

@@ -490,6 +490,9 @@ func (s *Server) batchReadLocked(ts *typeStore, inputs []batchInput, idProperty 
 			Message: fmt.Sprintf("Could not get some %s objects, they may be deleted or not exist. Check that ids are valid.", strings.ToUpper(singular(ts.name))),
 			Context: map[string][]string{"ids": missing},
 		})
+		if len(res.Results) == 0 {
+			return res, 0, allFailed(res.Errors)
+		}
 	}
 	return res, http.StatusOK, nil
 }

@@ -205,6 +205,9 @@ func TestBatchEndpoints(t *testing.T) {
 	if got := testcheck.As[map[string]any](t, "results", testcheck.Index(t, "results", testcheck.As[[]any](t, "results", a.json(t)["results"]), 0))["id"]; got != ids[1] {
 		t.Fatalf("read by email id = %v, want %s", got, ids[1])
 	}
+	// A read that finds nothing is a plain 404, as HubSpot answers it.
+	wantError(t, b.do("POST", "/crm/v3/objects/contacts/batch/read", map[string]any{"idProperty": "email", "inputs": []any{map[string]any{"id": "nobody@x.com"}}}), 404, "OBJECT_NOT_FOUND")
+	wantError(t, b.do("POST", "/crm/v3/objects/contacts/batch/read", map[string]any{"inputs": []any{map[string]any{"id": "424242"}}}), 404, "OBJECT_NOT_FOUND")
 	wantError(t, b.do("POST", "/crm/v3/objects/contacts/batch/read", map[string]any{"idProperty": "hs_object_id", "inputs": []any{map[string]any{"id": ids[0]}}}), 400, "VALIDATION_ERROR")
 
 	// Upsert by email: one update, one create.
