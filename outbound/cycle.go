@@ -566,10 +566,11 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 		c.fail(r, "HubSpot object "+r.HubSpotID+" not found: "+msg)
 	case hubspot.KindValidation:
 		c.fail(r, "HubSpot rejected the record: "+msg)
-	case hubspot.KindRateLimited, hubspot.KindRetryable:
-		c.retry([]*RecordPlan{r}, msg, 0)
 	default:
-		c.fail(r, "HubSpot error: "+msg)
+		// 429, 423, 5xx, and per-input errors of a category this client
+		// does not know: retry, ending as a dead letter after the store's
+		// MaxAttempts if it never clears.
+		c.retry([]*RecordPlan{r}, msg, 0)
 	}
 }
 

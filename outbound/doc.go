@@ -89,7 +89,8 @@
 // unlinks the record and retries, so the retry writes it afresh. 401/403 are
 // a configuration problem: the events are released for AuthRetryDelay (no
 // attempt used), the cycle returns ErrAuth and the worker logs at Error.
-// Unexplained failures (decode errors, unknown statuses) retry and end as
+// Unexplained failures (decode errors, unknown statuses, a per-input error
+// of an unknown category) retry and end as
 // dead letters after the store's MaxAttempts. Every answer's rate-limit
 // headers go to Budget.Observe through the HubSpot client's OnResponse hook
 // (budget.ObserveHubSpot), wired once by the composition for every call.

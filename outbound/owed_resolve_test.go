@@ -110,3 +110,43 @@ func TestRefusedOwedFieldDoesNotBlockLaterWrites(t *testing.T) {
 		t.Errorf("HubSpot email %q; want a@example.com (b@ is another contact's)", got)
 	}
 }
+
+// unknownCategoryOnce answers its first batch update with a 207 whose one
+// error, for every input, has a category this client does not know.
+type unknownCategoryOnce struct {
+	outbound.HubSpot
+	done atomic.Bool
+}
+
+func (h *unknownCategoryOnce) BatchUpdate(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpdateInput) (*hubspot.BatchResult, error) {
+	if h.done.CompareAndSwap(false, true) {
+		res := &hubspot.BatchResult{Status: "COMPLETE", Multi: true, NumErrors: len(in)}
+		for _, x := range in {
+			res.Errors = append(res.Errors, hubspot.BatchError{Status: "error", Category: "SOMETHING_NEW", Message: "a category HubSpot added later",
+				Context: map[string][]string{"objectWriteTraceId": {x.ObjectWriteTraceID}}, ObjectWriteTraceID: x.ObjectWriteTraceID})
+		}
+		return res, nil
+	}
+	return h.HubSpot.BatchUpdate(ctx, t, in)
+}
+
+// TestUnknownErrorCategoryRetries: a per-input error of a category the
+// client does not know is unexplained, so the record is retried (and
+// dead-lettered only after MaxAttempts), not dead-lettered at once.
+func TestUnknownErrorCategoryRetries(t *testing.T) {
+	b := setup(t, options{})
+	wl := newWorkload(b, 4)
+	h := &unknownCategoryOnce{HubSpot: b.client}
+	w := b.worker(t, func(c *outbound.Config) { c.HubSpot = h })
+	id := wl.insert(t, "contacts", map[string]any{"email": "u@example.com", "first_name": "U"})
+	b.drain(t, w)
+	wl.update(t, "contacts", id, map[string]any{"first_name": "V"})
+	if s, _ := w.RunOnce(context.Background()); s.Retried != 1 || s.Failed != 0 {
+		t.Fatalf("cycle answered with an unknown error category = %+v; want the record retried, not failed", s)
+	}
+	b.drain(t, w)
+	if n := b.counts(t)[store.StatusFailed]; n != 0 {
+		t.Errorf("%d dead letters; want 0", n)
+	}
+	b.verify(t, "contacts")
+}
