@@ -97,11 +97,15 @@ func (h *Handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		httpjson.Error(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	if _, ok := h.cfg.Mapping.Subscription(req.BrandID, req.ProductID); !ok {
+	var res SubmitResult
+	if _, ok := h.cfg.Mapping.Subscription(req.BrandID, req.ProductID); ok {
+		res, err = h.cfg.Store.Submit(r.Context(), req, key, h.cfg.Mapping.SubscriptionsVersion())
+	} else if res, ok, err = h.cfg.Store.Replay(r.Context(), req, key); err == nil && !ok {
+		// Not mapped, and not a retry of a request accepted before the
+		// mapping changed.
 		httpjson.Error(w, http.StatusUnprocessableEntity, fmt.Sprintf("brand_id %q with product_id %q is not mapped to a HubSpot subscription; add it to the subscriptions: list of the mapping file", req.BrandID, req.ProductID))
 		return
 	}
-	res, err := h.cfg.Store.Submit(r.Context(), req, key, h.cfg.Mapping.SubscriptionsVersion())
 	switch {
 	case errors.Is(err, ErrConflict):
 		httpjson.Error(w, http.StatusConflict, err.Error())

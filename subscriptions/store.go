@@ -122,15 +122,31 @@ func (s *Store) Submit(ctx context.Context, r Request, key string, mappingVersio
 	}
 	// The key exists: read it after the transaction, so that the row another
 	// transaction committed is visible whatever the isolation level.
-	prev, err := s.scanOne(ctx, s.db, "request_get_by_key", r.BrandID, r.ProductID, key)
-	if err != nil {
-		return SubmitResult{}, err
+	res, found, err := s.Replay(ctx, r, key)
+	if err == nil && !found {
+		err = fmt.Errorf("subscriptions: submit: key %q was taken, but no request holds it now", key)
 	}
-	if prev.RequestHash != hash {
-		return SubmitResult{Stored: prev}, fmt.Errorf("%w: key %q of brand %s, product %s belongs to request %s (%s %s); send a new key for a new request",
+	return res, err
+}
+
+// Replay answers a retry of r under key without writing: the request
+// stored under the key (Replayed), ErrConflict when the key belongs to
+// another request, or found false when the key is new. The handler asks it
+// before refusing a request its mapping no longer knows, so that a retry of
+// a request accepted before the mapping changed is still answered.
+func (s *Store) Replay(ctx context.Context, r Request, key string) (res SubmitResult, found bool, err error) {
+	prev, err := s.scanOne(ctx, s.db, "request_get_by_key", r.BrandID, r.ProductID, key)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return SubmitResult{}, false, nil
+	case err != nil:
+		return SubmitResult{}, false, err
+	}
+	if hash := r.Hash(); prev.RequestHash != hash {
+		return SubmitResult{Stored: prev}, true, fmt.Errorf("%w: key %q of brand %s, product %s belongs to request %s (%s %s); send a new key for a new request",
 			ErrConflict, key, r.BrandID, r.ProductID, prev.ID, prev.ContactKey, prev.DesiredState)
 	}
-	return SubmitResult{Stored: prev, Replayed: true}, nil
+	return SubmitResult{Stored: prev, Replayed: true}, true, nil
 }
 
 var errDuplicate = errors.New("duplicate idempotency key")
