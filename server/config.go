@@ -222,8 +222,10 @@ type Config struct {
 	WorkerURL string
 	// FlowControlKey, FlowControlRate, FlowControlPeriod and
 	// FlowControlParallelism are QStash's flow control of the deliveries;
-	// defaults: the budget key with ':' as '-', FlowControlRateDefault per
-	// FlowControlPeriodDefault, FlowControlParallelismDefault at once.
+	// defaults: the budget key with ':' as '-', FlowControlRateSharePercent
+	// of RateLimit per FlowControlPeriodDefault (80 per 10 s for the default
+	// 100), FlowControlParallelismDefault at once. A rate above RateLimit
+	// over the period is logged at start: the budget then refuses deliveries.
 	FlowControlKey         string
 	FlowControlRate        int
 	FlowControlPeriod      time.Duration

@@ -26,10 +26,21 @@ const (
 
 // Defaults of the QStash flow control (seed 002).
 const (
-	FlowControlRateDefault        = qstash.FlowRateDefault
+	// FlowControlRateSharePercent is the default FlowControlRate, as a share
+	// of the HubSpot budget (RateLimit per 10 s) over FlowControlPeriod:
+	// QStash is paced below the budget, leaving room for the SyncWorker's
+	// reads, since each delivery the budget refuses is a 503 that costs a
+	// QStash attempt.
+	FlowControlRateSharePercent   = 80
 	FlowControlPeriodDefault      = qstash.FlowPeriodDefault
 	FlowControlParallelismDefault = qstash.FlowParallelismDefault
 )
+
+// flowControlRateDefault is FlowControlRateSharePercent of rateLimit calls
+// per 10 s, over period; at least 1.
+func flowControlRateDefault(rateLimit int, period time.Duration) int {
+	return max(1, int(int64(rateLimit)*FlowControlRateSharePercent/100*int64(period)/int64(10*time.Second)))
+}
 
 // CronReconcilePath is the reconciliation cron's route (GET, Bearer CronSecret).
 const CronReconcilePath = "/api/cron/reconcile"
@@ -37,8 +48,10 @@ const CronReconcilePath = "/api/cron/reconcile"
 func (c Config) dispatchDefaults() Config {
 	c.Dispatch = cmp.Or(c.Dispatch, DispatchPoll)
 	c.FlowControlKey = cmp.Or(c.FlowControlKey, strings.ReplaceAll(c.BudgetKey, ":", "-"))
-	c.FlowControlRate = cmp.Or(c.FlowControlRate, FlowControlRateDefault)
 	c.FlowControlPeriod = cmp.Or(c.FlowControlPeriod, FlowControlPeriodDefault)
+	if c.FlowControlRate == 0 && c.FlowControlPeriod > 0 {
+		c.FlowControlRate = flowControlRateDefault(c.RateLimit, c.FlowControlPeriod)
+	}
 	c.FlowControlParallelism = cmp.Or(c.FlowControlParallelism, FlowControlParallelismDefault)
 	return c
 }
@@ -58,7 +71,7 @@ func (c Config) validateDispatch() []error {
 		add("CronSecret is %d characters long; use a random secret of at least %d characters (e.g. openssl rand -hex 32)", len(c.CronSecret), TokenMinLength)
 	}
 	if c.FlowControlRate < 0 {
-		add("FlowControlRate is %d; use a positive number of deliveries per FlowControlPeriod (0 means %d)", c.FlowControlRate, FlowControlRateDefault)
+		add("FlowControlRate is %d; use a positive number of deliveries per FlowControlPeriod (0 means %d%% of RateLimit)", c.FlowControlRate, FlowControlRateSharePercent)
 	}
 	if c.FlowControlParallelism < 0 {
 		add("FlowControlParallelism is %d; use a positive number of deliveries at once (0 means %d)", c.FlowControlParallelism, FlowControlParallelismDefault)

@@ -66,8 +66,15 @@ func TestDispatchConfigErrors(t *testing.T) {
 		})
 	}
 	c := Config{BudgetKey: "hubspot:private-app:primary"}.WithDefaults()
-	if c.FlowControlKey != "hubspot-private-app-primary" || c.FlowControlRate != 150 || c.FlowControlPeriod != 10*time.Second || c.FlowControlParallelism != 12 || c.Dispatch != DispatchPoll {
+	if c.FlowControlKey != "hubspot-private-app-primary" || c.FlowControlRate != 80 || c.FlowControlPeriod != 10*time.Second || c.FlowControlParallelism != 12 || c.Dispatch != DispatchPoll {
 		t.Fatalf("defaults: %+v", c)
+	}
+	// The rate follows the budget: 80 % of RateLimit per 10 s, over the period.
+	if c := (Config{RateLimit: 190, FlowControlPeriod: 20 * time.Second}).WithDefaults(); c.FlowControlRate != 304 {
+		t.Fatalf("FlowControlRate for a budget of 190 per 10 s over 20 s = %d; want 304", c.FlowControlRate)
+	}
+	if c := (Config{RateLimit: 190, FlowControlRate: 150}).WithDefaults(); c.FlowControlRate != 150 {
+		t.Fatalf("a set FlowControlRate became %d", c.FlowControlRate)
 	}
 }
 

@@ -345,6 +345,10 @@ func (s *Server) build(ctx context.Context) error {
 			if pub, err = s.qstashParts(mux, st, w); err != nil {
 				return err
 			}
+			if budgetRate := int64(cfg.RateLimit) * int64(cfg.FlowControlPeriod) / int64(10*time.Second); int64(cfg.FlowControlRate) > budgetRate {
+				s.log.Warn("server: QStash may deliver faster than the HubSpot budget allows; every delivery the budget refuses is a 503 that costs a QStash attempt. Set HUBSYNC_FLOW_CONTROL_RATE at or below the budget, or leave it unset",
+					"flow_control_rate", cfg.FlowControlRate, "flow_control_period", cfg.FlowControlPeriod, "budget_calls_per_period", budgetRate)
+			}
 			wake = append(wake, pub)
 		} else {
 			s.parts = append(s.parts, part{"outbound-worker", w.Start, w.Stop})

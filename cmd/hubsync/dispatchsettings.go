@@ -17,7 +17,7 @@ func dispatchFlags(e *envFlags, cfg *server.Config) {
 	e.secret(&cfg.QStashNextSigningKey, "qstash-next-signing-key", "QSTASH_NEXT_SIGNING_KEY", "QStash's next signing key, also accepted (qstash mode)")
 	e.string(&cfg.WorkerURL, "worker-url", "HUBSYNC_WORKER_URL", "", "public URL QStash delivers to, exactly as signed, e.g. https://crm.example.com/qstash/hubspot (qstash mode)")
 	e.string(&cfg.FlowControlKey, "flow-control-key", "HUBSYNC_FLOW_CONTROL_KEY", "", "QStash flow-control key shared by all deliveries (default: the budget key with ':' as '-')")
-	e.int(&cfg.FlowControlRate, "flow-control-rate", "HUBSYNC_FLOW_CONTROL_RATE", server.FlowControlRateDefault, "QStash deliveries per flow-control period")
+	e.int(&cfg.FlowControlRate, "flow-control-rate", "HUBSYNC_FLOW_CONTROL_RATE", 0, "QStash deliveries per flow-control period (default: 80% of the HubSpot rate limit over the period)")
 	e.duration(&cfg.FlowControlPeriod, "flow-control-period", "HUBSYNC_FLOW_CONTROL_PERIOD", server.FlowControlPeriodDefault, "QStash flow-control period (whole seconds)")
 	e.int(&cfg.FlowControlParallelism, "flow-control-parallelism", "HUBSYNC_FLOW_CONTROL_PARALLELISM", server.FlowControlParallelismDefault, "QStash deliveries at once")
 	e.int(&cfg.QStashRetries, "qstash-retries", "HUBSYNC_QSTASH_RETRIES", qstash.RetriesDefault, "Upstash-Retries of each message: QStash delivers at most 1 + this many times (0: once)")
