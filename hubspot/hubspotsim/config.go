@@ -1,12 +1,14 @@
 package hubspotsim
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -248,10 +250,16 @@ func (f Faults) MarshalJSON() ([]byte, error) {
 	})
 }
 
-// UnmarshalJSON reads the form written by MarshalJSON; missing fields are zero.
+// UnmarshalJSON reads the form written by MarshalJSON; missing fields are
+// zero, and an unknown one (a misspelt fault) is an error naming it.
 func (f *Faults) UnmarshalJSON(b []byte) error {
 	var j faultsJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fmt.Errorf("unknown fault %s; the faults are the fields of GET /_sim/faults (e.g. error500, error429, latency)", name)
+		}
 		return err
 	}
 	parse := func(name, s string) (time.Duration, error) {

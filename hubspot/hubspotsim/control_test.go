@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"github.com/hubsync/hubsync/internal/testcheck"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -51,6 +52,9 @@ func TestControlAPI(t *testing.T) {
 		t.Fatalf("faults = %+v", f)
 	}
 	ctl("PUT", "/faults", map[string]any{"error503": 3}, http.StatusBadRequest)
+	if a := ctl("PUT", "/faults", map[string]any{"error_500": 0.5}, http.StatusBadRequest); !strings.Contains(string(a.body), "unknown fault") || !strings.Contains(string(a.body), "error_500") {
+		t.Errorf("a misspelt fault: %s; want an error naming it", a.body)
+	}
 	ctl("PUT", "/limits", map[string]any{"tenSecond": 1}, http.StatusOK)
 	b.srv.SetFaults(Faults{})
 	wantStatus(t, b.do("GET", "/crm/v3/objects/contacts", nil), http.StatusOK)
