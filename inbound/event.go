@@ -246,7 +246,12 @@ func ParseDelivery(body []byte) (events []ParsedEvent, bad []BadEvent, err error
 			bad = append(bad, BadEvent{Raw: raw, Err: err})
 			continue
 		}
-		out = append(out, ParsedEvent{Event: ev, Raw: raw, IdempotencyKey: IdempotencyKey(ev)})
+		fixed, ok := storable(raw)
+		if !ok {
+			bad = append(bad, BadEvent{Raw: raw, Err: &ParseError{Index: i, Reason: fmt.Sprintf("nested deeper than %d levels", MaxEventDepth)}})
+			continue
+		}
+		out = append(out, ParsedEvent{Event: ev, Raw: fixed, IdempotencyKey: IdempotencyKey(ev)})
 	}
 	return out, bad, nil
 }

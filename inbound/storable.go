@@ -1,0 +1,90 @@
+package inbound
+
+import (
+	"bytes"
+	"strconv"
+)
+
+// MaxEventDepth is the deepest nesting of arrays and objects an event may
+// have: MariaDB's JSON column refuses a document whose arrays and objects
+// nest 32 deep, and a HubSpot event is 1 or 2 deep. A deeper event is
+// refused on its own (EventRejectMalformed); it never fails its delivery.
+const MaxEventDepth = 31
+
+// storable returns raw as every store's JSON column accepts it, and false
+// when no store can hold it (nested deeper than MaxEventDepth).
+// encoding/json accepts an escaped UTF-16 surrogate without its pair
+// ("\ud83d"), and so do SQLite and PostgreSQL's json, but MariaDB's JSON
+// check refuses the document; such an escape becomes "\ufffd", the
+// character encoding/json decodes it to, so the raw payload says what the
+// parsed event holds. raw itself is never changed: a repaired event is a
+// copy. Nearly every event has neither, and costs two byte counts.
+func storable(raw []byte) ([]byte, bool) {
+	deep := bytes.Count(raw, []byte{'['})+bytes.Count(raw, []byte{'{'}) > MaxEventDepth
+	if !deep && !bytes.Contains(raw, []byte(`\u`)) {
+		return raw, true
+	}
+	var out []byte // the repaired copy, once one is needed
+	depth, maxDepth := 0, 0
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if !inString {
+			switch c {
+			case '"':
+				inString = true
+			case '[', '{':
+				depth++
+				maxDepth = max(maxDepth, depth)
+			case ']', '}':
+				depth--
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = false
+		case '\\':
+			if i+1 < len(raw) && raw[i+1] == 'u' {
+				r, ok := hex4(raw, i+2)
+				switch {
+				case !ok || r < 0xD800 || r > 0xDFFF:
+				case r <= 0xDBFF && i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' && isLow(raw, i+8):
+					i += 11 // a whole pair
+					continue
+				default: // a lone surrogate
+					if out == nil {
+						out = bytes.Clone(raw)
+					}
+					copy(out[i:i+6], `\ufffd`)
+				}
+				i += 5
+				continue
+			}
+			i++ // the escaped character
+		}
+	}
+	if maxDepth > MaxEventDepth {
+		return nil, false
+	}
+	if out == nil {
+		return raw, true
+	}
+	return out, true
+}
+
+// hex4 reads the 4 hexadecimal digits at raw[i:].
+func hex4(raw []byte, i int) (rune, bool) {
+	if i+4 > len(raw) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
+	return rune(n), err == nil
+}
+
+// isLow reports whether the 4 hexadecimal digits at raw[i:] are a low
+// surrogate.
+func isLow(raw []byte, i int) bool {
+	r, ok := hex4(raw, i)
+	return ok && r >= 0xDC00 && r <= 0xDFFF
+}
