@@ -258,7 +258,7 @@ func (s *Service) writeErr(w http.ResponseWriter, r *http.Request, err error) {
 		httpjson.Error(w, http.StatusNotFound, err.Error())
 	case errors.As(err, &conflict):
 		httpjson.Write(w, http.StatusConflict, map[string]any{"error": err.Error(), "current_version": conflict.Current})
-	case errors.Is(err, ErrConflict):
+	case errors.Is(err, ErrConflict), errors.Is(err, ErrEmailTaken):
 		httpjson.Error(w, http.StatusConflict, err.Error())
 	default:
 		if r.Context().Err() == nil {

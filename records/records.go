@@ -59,6 +59,11 @@ var (
 	// ErrConflict is returned when the expected version is not the record's
 	// current version: someone else changed it first. Read it again and retry.
 	ErrConflict = errors.New("records: version conflict")
+	// ErrEmailTaken is returned by Insert and Update for an email another
+	// record of the object type holds, when the mapping upserts that type by
+	// email (HubSpot keeps one contact per email); the records API answers
+	// it with 409.
+	ErrEmailTaken = errors.New("records: email taken")
 	// ErrInvalid is returned for an invalid object type, field name, field value
 	// or version.
 	ErrInvalid = errors.New("records: invalid")
@@ -102,7 +107,9 @@ type Config struct {
 	// Mapping, when set, is the mapping the outbound worker sends records
 	// through: every record the API answers with lists the fields it will not
 	// send to HubSpot ("unsynced_fields"), so a misspelt field shows at once.
-	// It restricts no object type; ObjectTypes does.
+	// It restricts no object type; ObjectTypes does. Insert and Update then
+	// also refuse an email another record holds for object types it upserts
+	// by email (ErrEmailTaken).
 	Mapping *mapping.Set
 	// Now stamps records and local field clocks. Default: the store's clock.
 	Now func() time.Time
@@ -251,6 +258,9 @@ func (s *Service) Insert(ctx context.Context, objectType string, fields map[stri
 	err := s.inTx(ctx, func(tx *writeTx) error {
 		var err error
 		now := s.now()
+		if err := s.checkEmailFree(ctx, tx.Tx, objectType, "", fields); err != nil {
+			return err
+		}
 		if rec, err = s.createTx(ctx, tx, objectType, newID(), fields); err != nil {
 			return err
 		}
@@ -287,6 +297,11 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 			return conflict(objectType, id, expectedVersion, before.Version)
 		}
 		now := s.now()
+		if v, ok := patch["email"].(string); ok && before.Fields["email"] != v {
+			if err := s.checkEmailFree(ctx, tx.Tx, objectType, id, patch); err != nil {
+				return err
+			}
+		}
 		rec, err = s.updateTx(ctx, tx, before, patch)
 		if err != nil {
 			return err
@@ -391,6 +406,44 @@ func (s *Service) createTx(ctx context.Context, tx *writeTx, objectType, id stri
 		return Record{}, err
 	}
 	return rec, nil
+}
+
+// checkEmailFree refuses, with ErrEmailTaken, a write by the application
+// that would give a record the email another record of its object type holds
+// (exactly, or in lower case), when the mapping upserts that object type by
+// email (contacts, by default): HubSpot keeps one contact per email, so the
+// second record's upsert would overwrite the first one's contact before the
+// outbound worker found the two records sharing it. id is the writing
+// record's ("" for a new one). Inbound applies are not checked: HubSpot's
+// own emails are unique, and an email moving between two contacts may
+// arrive in any order. Two concurrent writes of one new email can both pass;
+// the outbound worker then dead-letters the second (a link conflict).
+func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id string, fields map[string]any) error {
+	email, ok := fields["email"].(string)
+	if !ok || email == "" || s.cfg.Mapping == nil {
+		return nil
+	}
+	if obj, ok := s.cfg.Mapping.Lookup(objectType); !ok || obj.IDField != "email" {
+		return nil
+	}
+	lower := strings.ToLower(email)
+	var other string
+	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, email, lower, id)...).Scan(&other)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("records: look up the email of %s: %w", objectType, err)
+	}
+	return fmt.Errorf("%w: %s record %s already has email %q; HubSpot keeps one contact per email, so update that record (or delete one of the two) instead of writing it here", ErrEmailTaken, objectType, other, email)
+}
+
+// emailHolderArgs are record_find_email_holder's parameters on s's dialect.
+func (s *Service) emailHolderArgs(objectType, email, lower, id string) []any {
+	if s.dialect == store.SQLite {
+		return []any{objectType, email, lower, id}
+	}
+	return []any{objectType, email, lower, email, lower, id}
 }
 
 // updateTx writes before's fields merged with patch at the next version, unless

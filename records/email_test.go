@@ -1,0 +1,104 @@
+package records
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestEmailTaken: with a mapping that upserts contacts by email, the
+// application cannot give a contact the email another contact holds (as
+// is or in lower case): the second contact's upsert would overwrite the
+// first one's HubSpot contact. A record keeps, or re-cases, its own email;
+// an email freed by a delete or a change is free again; object types
+// upserted by another property are not checked.
+func TestEmailTaken(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{Mapping: mapping.Default()})
+		ctx := context.Background()
+		ann, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ann@example.com", "first_name": "Ann"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, email := range []string{"ann@example.com", "Ann@Example.com"} {
+			if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email, "first_name": "Mallory"}); !errors.Is(err, ErrEmailTaken) || !strings.Contains(err.Error(), ann.ID) {
+				t.Fatalf("insert of a second contact with %s: %v; want ErrEmailTaken naming %s", email, err, ann.ID)
+			}
+		}
+		bob, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "bob@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Update(ctx, "contacts", bob.ID, bob.Version, map[string]any{"email": "ann@example.com"}); !errors.Is(err, ErrEmailTaken) {
+			t.Fatalf("update to another contact's email: %v; want ErrEmailTaken", err)
+		}
+		if ann, err = b.svc.Update(ctx, "contacts", ann.ID, ann.Version, map[string]any{"email": "ann@example.com", "first_name": "Anne"}); err != nil {
+			t.Fatalf("update keeping its own email: %v", err)
+		}
+		if ann, err = b.svc.Update(ctx, "contacts", ann.ID, ann.Version, map[string]any{"email": "ANN@example.com"}); err != nil {
+			t.Fatalf("update re-casing its own email: %v", err)
+		}
+		if _, err := b.svc.Insert(ctx, "companies", map[string]any{"email": "ann@example.com"}); err != nil {
+			t.Fatalf("a company (upserted by another property) with a contact's email: %v", err)
+		}
+		if _, err := b.svc.Update(ctx, "contacts", bob.ID, bob.Version, map[string]any{"email": "bob2@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.Delete(ctx, "contacts", ann.ID, ann.Version); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ANN@example.com"}); err != nil {
+			t.Fatalf("insert of a deleted contact's email: %v", err)
+		}
+		// The records API answers 409 with the reason.
+		srv := httptest.NewServer(b.svc.Handler())
+		defer srv.Close()
+		resp, err := http.Post(srv.URL+"/api/records/contacts", "application/json", strings.NewReader(`{"fields":{"email":"bob2@example.com"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusConflict {
+			t.Fatalf("POST of a taken email = %d; want 409", resp.StatusCode)
+		}
+	})
+}
+
+// TestEmailHolderReadsTheIndex: the check that an email is free reads the
+// email's index (migration 026), not every contact, before and after the
+// table's statistics exist: it runs on every insert of a contact.
+func TestEmailHolderReadsTheIndex(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b, mine, q := matchFixture(t, d)
+		args := b.svc.emailHolderArgs("contacts", "Mine@example.com", "mine@example.com", "")
+		check := func(when string) {
+			t.Helper()
+			plan := dbtest.Explain(t, b.st.DB(), d, q.Get("record_find_email_holder"), args...)
+			if !strings.Contains(plan, "idx_hubsync_record_email") {
+				t.Fatalf("%s, the email check does not read idx_hubsync_record_email:\n%s", when, plan)
+			}
+			var id string
+			if err := b.st.DB().QueryRowContext(context.Background(), q.Get("record_find_email_holder"), args...).Scan(&id); err != nil || id != mine.ID {
+				t.Fatalf("%s, the email check found %q, %v; want %s", when, id, err, mine.ID)
+			}
+		}
+		check("without statistics")
+		for _, stmt := range map[store.Dialect][]string{
+			store.SQLite:   {"ANALYZE"},
+			store.Postgres: {"ANALYZE hubsync_record"},
+			store.MySQL:    {"ANALYZE TABLE hubsync_record"},
+		}[d] {
+			if _, err := b.st.DB().Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		check("with statistics")
+	})
+}
