@@ -65,10 +65,9 @@ func (s *Scanner) scanHubSpot(ctx context.Context, obj mapping.Object, pol Polic
 				d.Repair = "" // archiving in HubSpot is left to people
 			}
 			if d.Repair == ToLocal && !dry {
-				if err := s.enqueueCreation(ctx, obj, o); err != nil {
+				if err := s.enqueueCreation(ctx, obj, o, d); err != nil {
 					return err
 				}
-				d.Repaired = true
 			}
 			rep.add(*d)
 		}

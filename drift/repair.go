@@ -46,10 +46,9 @@ func (s *Scanner) repairFields(ctx context.Context, obj mapping.Object, pol Poli
 			if d.Verdict == HubSpotNewer && d.HubSpotAt != nil {
 				at = *d.HubSpotAt
 			}
-			if err := s.enqueueChange(ctx, obj, o.ID, d.Property, d.HubSpot, at); err != nil {
+			if err := s.enqueueChange(ctx, obj, o.ID, d.Property, d.HubSpot, at, d); err != nil {
 				return err
 			}
-			d.Repaired = true
 		}
 	}
 	if len(out) == 0 || dry {
@@ -87,8 +86,9 @@ func (s *Scanner) resendWhole(ctx context.Context, obj mapping.Object, pol Polic
 // had sent it: the worker applies it under the monotonic guard, in the
 // record's order, fenced by its lease. Its idempotency key is derived from
 // the object, property, value and time, so a second scan finding the same
-// drift before the first repair is applied enqueues nothing.
-func (s *Scanner) enqueueChange(ctx context.Context, obj mapping.Object, objectID, prop, value string, at time.Time) error {
+// drift before the first repair is applied enqueues nothing. It sets
+// d.Repaired (see enqueueInbound).
+func (s *Scanner) enqueueChange(ctx context.Context, obj mapping.Object, objectID, prop, value string, at time.Time, d *Difference) error {
 	ms := at.UnixMilli()
 	ev := inbound.Event{
 		Version: inbound.EventVersion, Source: s.cfg.Destination,
@@ -98,12 +98,13 @@ func (s *Scanner) enqueueChange(ctx context.Context, obj mapping.Object, objectI
 		PropertyName: prop, PropertyValue: &value, ChangeSource: RepairSource,
 	}
 	key := repairKey("update", obj.ObjectType, objectID, prop, value, ms)
-	return s.enqueueInbound(ctx, obj, objectID, store.EventUpdate, ev, key)
+	return s.enqueueInbound(ctx, obj, objectID, store.EventUpdate, ev, key, d)
 }
 
 // enqueueCreation enqueues a creation of a HubSpot object for the SyncWorker,
-// which reads the object and creates (or, by the id property, links) its record.
-func (s *Scanner) enqueueCreation(ctx context.Context, obj mapping.Object, o hubspot.Object) error {
+// which reads the object and creates (or, by the id property, links) its
+// record. It sets d.Repaired (see enqueueInbound).
+func (s *Scanner) enqueueCreation(ctx context.Context, obj mapping.Object, o hubspot.Object, d *Difference) error {
 	ms := max(o.UpdatedAt.UnixMilli(), o.CreatedAt.UnixMilli())
 	ev := inbound.Event{
 		Version: inbound.EventVersion, Source: s.cfg.Destination,
@@ -111,19 +112,39 @@ func (s *Scanner) enqueueCreation(ctx context.Context, obj mapping.Object, o hub
 		HubSpotObject:    cmp.Or(obj.WebhookName, obj.ObjectType), ObjectType: obj.ObjectType,
 		EventType: store.EventCreate, ObjectID: o.ID, OccurredAt: ms, ChangeSource: RepairSource,
 	}
-	return s.enqueueInbound(ctx, obj, o.ID, store.EventCreate, ev, repairKey("create", obj.ObjectType, o.ID, "", "", ms))
+	return s.enqueueInbound(ctx, obj, o.ID, store.EventCreate, ev, repairKey("create", obj.ObjectType, o.ID, "", "", ms), d)
 }
 
-func (s *Scanner) enqueueInbound(ctx context.Context, obj mapping.Object, objectID, kind string, ev inbound.Event, key string) error {
+// enqueueInbound enqueues a repair and marks d repaired when it is queued:
+// enqueued now, or by an earlier scan and still waiting for the SyncWorker.
+// An earlier scan's repair with the same key that already ran (processed, or
+// a dead letter) and left the drift as it was is not a repair: d stays
+// remaining, and its Reason says which event it was.
+func (s *Scanner) enqueueInbound(ctx context.Context, obj mapping.Object, objectID, kind string, ev inbound.Event, key string, d *Difference) error {
 	payload, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("drift: encode repair of %s %s: %w", obj.ObjectType, objectID, err)
 	}
-	if _, err := s.cfg.Store.Inbound().Enqueue(ctx, store.InboundEvent{
+	res, err := s.cfg.Store.Inbound().Enqueue(ctx, store.InboundEvent{
 		ID: newID(), Source: s.cfg.Destination, ExternalID: objectID, ObjectType: obj.ObjectType,
 		EventType: kind, Payload: payload, IdempotencyKey: key,
-	}); err != nil {
+	})
+	if err != nil {
 		return fmt.Errorf("drift: enqueue repair of %s %s: %w", obj.ObjectType, objectID, err)
+	}
+	if res.Inserted {
+		d.Repaired = true
+		return nil
+	}
+	earlier, err := s.cfg.Store.Inbound().Get(ctx, res.ID)
+	if err != nil {
+		return fmt.Errorf("drift: read the earlier repair of %s %s: %w", obj.ObjectType, objectID, err)
+	}
+	switch earlier.Status {
+	case store.StatusPending, store.StatusProcessing:
+		d.Repaired = true // queued by an earlier scan, not applied yet
+	default:
+		d.Reason += fmt.Sprintf("; an earlier scan queued this very repair (inbound event %s, now %s) and it did not fix it: see that event (hubsync dlq list -direction inbound), fix the cause and re-queue it", earlier.ID, earlier.Status)
 	}
 	return nil
 }
