@@ -10,6 +10,7 @@ import (
 
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/store"
 )
 
 var plainField = regexp.MustCompile(`^[A-Za-z0-9_]{1,100}$`)
@@ -158,12 +159,16 @@ func (s *Scanner) recordFor(ctx context.Context, obj mapping.Object, idv string)
 		return false, fmt.Errorf("drift: id field %q of %s is not a plain name", obj.IDField, obj.ObjectType)
 	}
 	var id string
-	err := s.db.QueryRowContext(ctx, s.q.Get("record_by_field"), obj.ObjectType, obj.IDField, idv).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) && obj.IDProperty == "email" {
-		lower := strings.ToLower(idv)
-		if lower != idv {
-			err = s.db.QueryRowContext(ctx, s.q.Get("record_by_field"), obj.ObjectType, obj.IDField, lower).Scan(&id)
+	var err error
+	if obj.IDField == "email" {
+		// HubSpot keeps emails in lower case, a local record perhaps not.
+		args := []any{obj.ObjectType, idv}
+		if s.dialect == store.MySQL {
+			args = append(args, idv)
 		}
+		err = s.db.QueryRowContext(ctx, s.q.Get("record_by_email"), args...).Scan(&id)
+	} else {
+		err = s.db.QueryRowContext(ctx, s.q.Get("record_by_field"), obj.ObjectType, obj.IDField, idv).Scan(&id)
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

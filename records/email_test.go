@@ -14,8 +14,8 @@ import (
 )
 
 // TestEmailTaken: with a mapping that upserts contacts by email, the
-// application cannot give a contact the email another contact holds (as
-// is or in lower case): the second contact's upsert would overwrite the
+// application cannot give a contact the email another contact holds,
+// whatever the case of either: the second contact's upsert would overwrite the
 // first one's HubSpot contact. A record keeps, or re-cases, its own email;
 // an email freed by a delete or a change is free again; object types
 // upserted by another property are not checked.
@@ -31,6 +31,13 @@ func TestEmailTaken(t *testing.T) {
 			if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email, "first_name": "Mallory"}); !errors.Is(err, ErrEmailTaken) || !strings.Contains(err.Error(), ann.ID) {
 				t.Fatalf("insert of a second contact with %s: %v; want ErrEmailTaken naming %s", email, err, ann.ID)
 			}
+		}
+		cy, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "Cy@Example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "cy@example.com"}); !errors.Is(err, ErrEmailTaken) || !strings.Contains(err.Error(), cy.ID) {
+			t.Fatalf("insert of cy@example.com beside Cy@Example.com: %v; want ErrEmailTaken naming %s", err, cy.ID)
 		}
 		bob, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "bob@example.com"})
 		if err != nil {
@@ -77,7 +84,7 @@ func TestEmailTaken(t *testing.T) {
 func TestEmailHolderReadsTheIndex(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b, mine, q := matchFixture(t, d)
-		args := b.svc.emailHolderArgs("contacts", "Mine@example.com", "mine@example.com", "")
+		args := b.svc.emailHolderArgs("contacts", "Mine@example.com", "")
 		check := func(when string) {
 			t.Helper()
 			plan := dbtest.Explain(t, b.st.DB(), d, q.Get("record_find_email_holder"), args...)
@@ -100,5 +107,28 @@ func TestEmailHolderReadsTheIndex(t *testing.T) {
 			}
 		}
 		check("with statistics")
+	})
+}
+
+// TestMatchByEmailIgnoresCase: HubSpot keeps emails in lower case, so its
+// contact "ada@example.com" is the unlinked local contact "Ada@Example.com":
+// the creation links that record instead of making a second one.
+func TestMatchByEmailIgnoresCase(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		ada, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "Ada@Example.com", "first_name": "Ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ch := change(store.EventCreate, "501", b.clock.Now(), map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+		ch.MatchField, ch.MatchValue = "email", "ada@example.com"
+		res := mustApply(t, b, ch)
+		if res.RecordID != ada.ID {
+			t.Fatalf("HubSpot's ada@example.com went to record %s (%+v); want the local Ada@Example.com, %s", res.RecordID, res, ada.ID)
+		}
+		if n := b.count(t, "hubsync_record"); n != 1 {
+			t.Fatalf("%d records; want 1", n)
+		}
 	})
 }

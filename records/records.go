@@ -410,7 +410,7 @@ func (s *Service) createTx(ctx context.Context, tx *writeTx, objectType, id stri
 
 // checkEmailFree refuses, with ErrEmailTaken, a write by the application
 // that would give a record the email another record of its object type holds
-// (exactly, or in lower case), when the mapping upserts that object type by
+// (whatever its case), when the mapping upserts that object type by
 // email (contacts, by default): HubSpot keeps one contact per email, so the
 // second record's upsert would overwrite the first one's contact before the
 // outbound worker found the two records sharing it. id is the writing
@@ -426,9 +426,8 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 	if obj, ok := s.cfg.Mapping.Lookup(objectType); !ok || obj.IDField != "email" {
 		return nil
 	}
-	lower := strings.ToLower(email)
 	var other string
-	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, email, lower, id)...).Scan(&other)
+	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, email, id)...).Scan(&other)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil
@@ -439,11 +438,11 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 }
 
 // emailHolderArgs are record_find_email_holder's parameters on s's dialect.
-func (s *Service) emailHolderArgs(objectType, email, lower, id string) []any {
-	if s.dialect == store.SQLite {
-		return []any{objectType, email, lower, id}
+func (s *Service) emailHolderArgs(objectType, email, id string) []any {
+	if s.dialect == store.MySQL {
+		return []any{objectType, email, email, id}
 	}
-	return []any{objectType, email, lower, email, lower, id}
+	return []any{objectType, email, id}
 }
 
 // updateTx writes before's fields merged with patch at the next version, unless
