@@ -96,6 +96,7 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, ahead t
 	}
 	c.sum.Records += len(plan.Records)
 	c.sum.Coalesced = plan.Coalesced()
+	plan.Calls = c.goneAtSource(plan.Calls, links, pushed)
 	w.cfg.Metrics.add(&w.cfg.Metrics.coalesced, int64(c.sum.Coalesced))
 
 	var none []*RecordPlan
@@ -516,6 +517,68 @@ func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs 
 	}
 }
 
+// goneAtSource completes, without a call, the records of calls that would
+// write afresh (an upsert or a create: no link) an object HubSpot deleted or
+// merged away: the record was linked to it (its pushed state names it) and
+// the inbound side, applying the deletion or merge, deleted or unlinked the
+// record while its local change waited. HubSpot's change is the newer one,
+// and a fresh upsert would bring the object back or write over the merge's
+// survivor. It returns the calls left.
+func (c *cycle) goneAtSource(calls []Call, linked map[RecordKey]string, pushed map[RecordKey]links.Pushed) []Call {
+	tl, ok := c.w.cfg.Links.(TombstoneLinks)
+	if !ok || len(pushed) == 0 {
+		return calls
+	}
+	out := calls[:0]
+	for _, call := range calls {
+		if call.Op != OpUpsert && call.Op != OpCreate && call.Op != OpResolveUpsert {
+			out = append(out, call)
+			continue
+		}
+		keep := call.Records[:0:0]
+		for _, r := range call.Records {
+			p, had := pushed[r.Key]
+			if linked[r.Key] != "" || !had || p.Deleted || p.ExternalID == "" {
+				keep = append(keep, r)
+				continue
+			}
+			if gone, why := c.tombstoned(tl, r, p.ExternalID); gone {
+				c.w.log.Info("outbound: the record's HubSpot object is gone at the source; its local change is not written afresh",
+					"record", r.Key.String(), "hubspot_id", p.ExternalID, "reason", why)
+				c.sum.Superseded += c.complete([]*RecordPlan{r})
+				continue
+			}
+			keep = append(keep, r)
+		}
+		if len(keep) > 0 {
+			call.Records = keep
+			out = append(out, call)
+		}
+	}
+	return out
+}
+
+// tombstoned reports whether HubSpot deleted or merged away the object
+// hubspotID, per its tombstone, and says which. A failed lookup counts as
+// not gone (the write goes ahead, as before tombstones were asked).
+func (c *cycle) tombstoned(tl TombstoneLinks, r *RecordPlan, hubspotID string) (bool, string) {
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	t, ok, err := tl.Tombstone(ctx, c.w.cfg.Destination, r.Key.ObjectType, hubspotID)
+	switch {
+	case err != nil:
+		c.errs = append(c.errs, fmt.Errorf("outbound: tombstone of %s %s: %w", r.Key, hubspotID, err))
+		return false, ""
+	case !ok:
+		return false, ""
+	case t.Kind == links.TombstoneMerged:
+		return true, "merged into " + t.SurvivorID
+	case t.Kind == links.TombstoneDeleted:
+		return true, "deleted"
+	}
+	return false, ""
+}
+
 // recordError settles one record that HubSpot refused.
 func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existingID string) {
 	cfg := c.w.cfg
@@ -550,6 +613,27 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 		if op == OpArchive {
 			c.succeed([]*RecordPlan{r}, nil) // already gone
 			return
+		}
+		if tl, ok := cfg.Links.(TombstoneLinks); ok && op == OpUpdate {
+			if gone, why := c.tombstoned(tl, r, r.HubSpotID); gone {
+				// HubSpot deleted or merged the object away, and the inbound
+				// side has applied it: the record was deleted, or re-pointed
+				// to the survivor (then it is written there, planned again).
+				ctx, cancel := c.storeCtx()
+				now, linked, err := cfg.Links.Lookup(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
+				cancel()
+				switch {
+				case err != nil:
+					c.retry([]*RecordPlan{r}, "HubSpot object "+r.HubSpotID+" not found; look up the record's link: "+err.Error(), 0)
+				case linked && now != r.HubSpotID:
+					c.release([]*RecordPlan{r}, 0)
+				default:
+					c.w.log.Info("outbound: the record's HubSpot object is gone at the source; its local change is not written afresh",
+						"record", r.Key.String(), "hubspot_id", r.HubSpotID, "reason", why)
+					c.sum.Superseded += c.complete([]*RecordPlan{r})
+				}
+				return
+			}
 		}
 		if ul, ok := cfg.Links.(Unlinker); ok && op == OpUpdate {
 			// The linked object was deleted or merged away in HubSpot: forget the

@@ -147,6 +147,16 @@ type Links interface {
 	Link(ctx context.Context, destination, objectType, recordID, externalID string) error
 }
 
+// TombstoneLinks is implemented by Links that keep the tombstones the
+// inbound side writes when HubSpot deletes or merges away an object
+// (*links.Links does). The worker then never writes afresh a record whose
+// object HubSpot deleted or merged away while a local change of it waited:
+// the inbound side deleted or re-pointed the record, so a fresh upsert would
+// bring the object back, or write over the merge's survivor.
+type TombstoneLinks interface {
+	Tombstone(ctx context.Context, destination, objectType, externalID string) (links.Tombstone, bool, error)
+}
+
 // BatchLinks is implemented by Links that look up and link many records of
 // one object type at once (*links.Links does). The worker then spends one
 // query on a claim's lookups and one transaction on a call's links instead

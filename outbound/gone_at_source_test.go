@@ -1,0 +1,111 @@
+package outbound_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/records"
+	"github.com/hubsync/hubsync/store"
+)
+
+// liveContacts returns HubSpot's live contacts.
+func liveContacts(b *bundle) []string {
+	var out []string
+	for _, o := range b.sim.Objects("contacts") {
+		if !o.Archived {
+			out = append(out, o.ID+" "+o.Properties["email"])
+		}
+	}
+	return out
+}
+
+// TestHubSpotDeleteWhileLocalEditQueued: R is linked to HubSpot
+// contact A and edited locally; before the outbound worker sends the edit, a
+// HubSpot user deletes A and the SyncWorker deletes R. The queued update of R
+// must not meet the 404 by unlinking R and upserting it afresh, which gave
+// HubSpot a new live contact for a record deleted on both sides.
+func TestHubSpotDeleteWhileLocalEditQueued(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t, b.worker(t, nil))
+	aID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	in := b.inboundSide(t)
+
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserDelete("contacts", aID); err != nil {
+		t.Fatal(err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	if _, err := b.recs.Get(ctx, "contacts", rec.ID); err == nil {
+		t.Fatal("R not deleted by A's deletion (test setup)")
+	}
+	b.drain(t, b.worker(t, nil))
+	drainInbound(t, b, in)
+
+	all, _ := b.recs.List(ctx, "contacts", records.ListOptions{})
+	if live := liveContacts(b); len(live) != len(all) {
+		t.Errorf("HubSpot has live contacts %v, the app %d records: the deleted record came back in HubSpot", live, len(all))
+	}
+}
+
+// TestMergeWhileLocalEditQueued: R_A is linked to A, R_B to B. R_A is
+// edited locally; before the outbound worker sends the edit, A is merged
+// into B and the SyncWorker deletes R_A (B has its own record). The queued
+// update of R_A, now unlinked, must not be upserted by email, which finds B:
+// R_A's values overwrote B in HubSpot, while the app's R_B kept B's values.
+func TestMergeWhileLocalEditQueued(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	ra, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "lovelace@example.com", "first_name": "Augusta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t, b.worker(t, nil))
+	aID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID)
+	bID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rb.ID)
+	in := b.inboundSide(t)
+
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", ra.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
+		t.Fatal(err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	b.drain(t, b.worker(t, nil))
+	drainInbound(t, b, in)
+
+	all, _ := b.recs.List(ctx, "contacts", records.ListOptions{})
+	for _, r := range all {
+		l, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", r.ID)
+		t.Logf("local %s linked %q %v", r.ID, l, r.Fields)
+	}
+	o, _ := b.sim.Object("contacts", bID)
+	t.Logf("HubSpot %s: %v; outbound %v", bID, o.Properties, b.counts(t))
+	got, err := b.recs.Get(ctx, "contacts", rb.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Fields["first_name"] != o.Properties["firstname"] || got.Fields["email"] != o.Properties["email"] {
+		t.Errorf("R_B (linked to %s) has %v; HubSpot's %s has email %q firstname %q", bID, got.Fields, bID, o.Properties["email"], o.Properties["firstname"])
+	}
+}
