@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -252,6 +253,9 @@ func (qu *Queue[E]) claim(ctx context.Context, p store.ClaimParams, ids []string
 // It locks the heads (skipping rows another claimer holds), then the heads'
 // followers, and leases them all with one UPDATE.
 func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, byID bool, limit, perRecord int) ([]E, error) {
+	// A deadlock runs the transaction again with the caller's args: the ids
+	// asked for, not the heads this run put in "ids".
+	args = maps.Clone(args)
 	var cands []candidate
 	var err error
 	if byID {
@@ -264,6 +268,9 @@ func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, by
 		}
 	}
 	if err != nil || len(cands) == 0 {
+		return nil, err
+	}
+	if cands, err = qu.recheck(ctx, tx, args, cands); err != nil || len(cands) == 0 {
 		return nil, err
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
@@ -284,11 +291,23 @@ func (qu *Queue[E]) claimLocked(ctx context.Context, tx *sql.Tx, args params, by
 		}
 		ids = append(ids, fol...)
 	}
-	args["ids"] = idsJSON(ids)
+	slices.Sort(ids)
+	args["ids"] = idsJSON(slices.Compact(ids))
 	if _, err := qu.exec(ctx, tx, "ClaimUpdate", args); err != nil {
 		return nil, err
 	}
 	return qu.events(ctx, tx, "SelectIDs", args)
+}
+
+// recheck keeps the locked candidates that are still their records' heads
+// by a read in a statement of its own (ClaimRecheck.sql says why).
+func (qu *Queue[E]) recheck(ctx context.Context, tx *sql.Tx, args params, cands []candidate) ([]candidate, error) {
+	ids := make([]string, len(cands))
+	for i, c := range cands {
+		ids[i] = c.id
+	}
+	args["ids"] = idsJSON(ids)
+	return qu.candidates(ctx, tx, "ClaimRecheck", args)
 }
 
 // followers locks and reads the followers of the heads in args["ids"] and
