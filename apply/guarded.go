@@ -448,7 +448,7 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	if !survivorExists && len(ch.Fields) == 0 {
 		// No object of the merge has a record here, and it carries no values
-		// (nothing moved, so the caller read none): a record made of nothing,
+		// (the caller read none; the SyncWorker always reads): a record made of nothing,
 		// linked to the survivor, would only ever get the properties its
 		// later edits change. The survivor's next change, read whole for an
 		// unlinked id, makes its record.

@@ -92,9 +92,11 @@
 //   - merge: Kind merge, ExternalID the surviving id (newObjectId, else
 //     primaryObjectId), MergedIDs the others; the Applier re-points the record.
 //     HubSpot sends no propertyChange for the values a merge copies into the
-//     survivor, so when numberOfPropertiesMoved > 0 the worker reads the
-//     survivor (batched and budgeted like creations) and the merge carries its
-//     mapped properties, stamped with the merge's occurredAt.
+//     survivor, so the worker reads the survivor (batched and budgeted like
+//     creations) and the merge carries its mapped properties, stamped with
+//     the merge's occurredAt. It does so whatever numberOfPropertiesMoved
+//     says: a merged record re-pointed to a survivor that had no record here
+//     takes the survivor's values.
 //   - delete, privacy_delete: passed on as such; the Applier's documented policy
 //     decides between deleting and anonymising.
 //   - association and unknown types, unmapped object types: completed without

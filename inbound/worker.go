@@ -470,12 +470,12 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 		slices.Sort(merged)
 		t.change.ExternalID = survivor
 		t.change.MergedIDs = merged
-		if t.canon.NumberOfPropertiesMoved > 0 {
-			// HubSpot sends no propertyChange for the values the merge copied
-			// into the survivor: read them, and apply them with the merge.
-			return needsFetch
-		}
-		return readyToApply
+		// HubSpot sends no propertyChange for the values the merge copied
+		// into the survivor: read the survivor, and apply it with the merge.
+		// Also when the merge moved none: a merged record re-pointed to a
+		// survivor that had no record here must take the survivor's values,
+		// not keep the merged object's.
+		return needsFetch
 	case store.EventDelete, store.EventPrivacyDelete:
 		return readyToApply
 	default: // association, other: audit only
@@ -492,7 +492,7 @@ func deref(s *string) string {
 }
 
 // fetch reads the objects of creation and restore events, and the survivors
-// of merges that moved properties, from HubSpot, at most
+// of merges, from HubSpot, at most
 // hubspot.MaxBatchInputs ids per call and one budget token per call, and
 // returns the tasks ready to apply.
 func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {

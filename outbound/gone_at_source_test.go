@@ -109,3 +109,48 @@ func TestMergeWhileLocalEditQueued(t *testing.T) {
 		t.Errorf("R_B (linked to %s) has %v; HubSpot's %s has email %q firstname %q", bID, got.Fields, bID, o.Properties["email"], o.Properties["firstname"])
 	}
 }
+
+// TestMergeIntoUnseenSurvivorTakesItsValues: R is linked to HubSpot
+// contact A. B exists only in HubSpot (no local record) and already has
+// every property A has, so merging A into B moves none
+// (numberOfPropertiesMoved 0). The SyncWorker re-points R to B and must
+// read B, so R takes B's email and name: before, it kept A's, and the two
+// sides differed on every mapped field with no later event to fix it.
+func TestMergeIntoUnseenSurvivorTakesItsValues(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t, b.worker(t, nil))
+	aID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := b.inboundSide(t)
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
+		t.Fatal(err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	b.drain(t, b.worker(t, nil))
+
+	ext, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	got, err := b.recs.Get(ctx, "contacts", rec.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := b.sim.Object("contacts", bID)
+	t.Logf("R linked to %s (survivor %s): local %v; HubSpot email %q firstname %q", ext, bID, got.Fields, o.Properties["email"], o.Properties["firstname"])
+	if ext != bID {
+		t.Fatalf("R links to %q; want the survivor %s", ext, bID)
+	}
+	if got.Fields["email"] != o.Properties["email"] || got.Fields["first_name"] != o.Properties["firstname"] {
+		t.Errorf("after the merge, R (linked to %s) has email %v first_name %v; HubSpot's %s has email %q firstname %q",
+			bID, got.Fields["email"], got.Fields["first_name"], bID, o.Properties["email"], o.Properties["firstname"])
+	}
+}
