@@ -177,8 +177,10 @@ func (m *Migrator) Up(ctx context.Context) ([]int, error) {
 // migrator applied the version first: SQLite has no lock outside a transaction,
 // so the pending list read before this transaction began may be stale.
 func (m *Migrator) apply(ctx context.Context, conn *sql.Conn, mg Migration) (bool, error) {
-	// MySQL commits DDL implicitly, so a transaction there only groups the version
-	// row; PostgreSQL and SQLite apply the whole migration atomically.
+	if m.dialect == store.MySQL {
+		return m.applyMySQL(ctx, conn, mg)
+	}
+	// PostgreSQL and SQLite apply the whole migration atomically.
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return false, fmt.Errorf("migrate: begin %03d_%s: %w", mg.Version, mg.Name, err)
@@ -211,6 +213,79 @@ func (m *Migrator) apply(ctx context.Context, conn *sql.Conn, mg Migration) (boo
 		return false, fmt.Errorf("migrate: commit %03d_%s: %w", mg.Version, mg.Name, err)
 	}
 	return true, nil
+}
+
+// applyMySQL runs one migration on MySQL/MariaDB, which commit each DDL
+// statement at once: a migrator stopped part-way (killed, its connection
+// lost) leaves the statements it ran. So it records, in
+// hubsync_migration_progress, how many statements of the migration are done
+// after each one, and a later run resumes after them. The statement a stop
+// may have cut off between its commit and its progress row runs again: an
+// error saying that what it makes is there already (or what it drops is
+// gone) counts as done, for that one statement only; DML statements of a
+// migration are written to give the same result when run twice.
+func (m *Migrator) applyMySQL(ctx context.Context, conn *sql.Conn, mg Migration) (bool, error) {
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM hubsync_migration WHERE version = ?", mg.Version).Scan(&n); err != nil {
+		return false, fmt.Errorf("migrate: read hubsync_migration: %w", err)
+	}
+	if n > 0 {
+		return false, nil
+	}
+	if _, err := conn.ExecContext(ctx, createProgressTable); err != nil {
+		return false, fmt.Errorf("migrate: create hubsync_migration_progress: %w", err)
+	}
+	var done int
+	err := conn.QueryRowContext(ctx, "SELECT statements FROM hubsync_migration_progress WHERE version = ?", mg.Version).Scan(&done)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return false, fmt.Errorf("migrate: read hubsync_migration_progress: %w", err)
+	}
+	for i, stmt := range SplitStatements(mg.SQL) {
+		if i < done {
+			continue
+		}
+		if _, err := conn.ExecContext(ctx, stmt); err != nil && !(i == done && alreadyDone(err)) {
+			return false, fmt.Errorf("migrate: apply %s %03d_%s (statement %d; the ones before it are applied, and the next run resumes here): %w\nstatement: %s", m.dialect, mg.Version, mg.Name, i+1, err, stmt)
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO hubsync_migration_progress (version, statements) VALUES (?, ?) ON DUPLICATE KEY UPDATE statements = VALUES(statements)", mg.Version, i+1); err != nil {
+			return false, fmt.Errorf("migrate: record progress of %03d_%s: %w", mg.Version, mg.Name, err)
+		}
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("migrate: begin %03d_%s: %w", mg.Version, mg.Name, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
+	if _, err := tx.ExecContext(ctx, "INSERT INTO hubsync_migration (version, name, applied_at) VALUES (?, ?, ?)", mg.Version, mg.Name, time.Now().UTC().Format(time.RFC3339)); err != nil {
+		return false, fmt.Errorf("migrate: record %03d_%s: %w", mg.Version, mg.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, "DELETE FROM hubsync_migration_progress WHERE version = ?", mg.Version); err != nil {
+		return false, fmt.Errorf("migrate: record %03d_%s: %w", mg.Version, mg.Name, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("migrate: commit %03d_%s: %w", mg.Version, mg.Name, err)
+	}
+	return true, nil
+}
+
+const createProgressTable = "CREATE TABLE IF NOT EXISTS hubsync_migration_progress (version INT PRIMARY KEY, statements INT NOT NULL)"
+
+// alreadyDoneCodes are the MySQL/MariaDB errors of a DDL or DML statement
+// that ran before: the table, column, key or row it makes exists, or what it
+// drops does not.
+var alreadyDoneCodes = []string{
+	"Error 1050", // ER_TABLE_EXISTS_ERROR
+	"Error 1060", // ER_DUP_FIELDNAME
+	"Error 1061", // ER_DUP_KEYNAME
+	"Error 1062", // ER_DUP_ENTRY
+	"Error 1068", // ER_MULTIPLE_PRI_KEY
+	"Error 1091", // ER_CANT_DROP_FIELD_OR_KEY
+	"Error 1826", // ER_FK_DUP_NAME
+}
+
+func alreadyDone(err error) bool {
+	s := err.Error()
+	return slices.ContainsFunc(alreadyDoneCodes, func(code string) bool { return strings.HasPrefix(s, code+" ") || strings.HasPrefix(s, code+":") })
 }
 
 type querier interface {
