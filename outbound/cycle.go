@@ -893,7 +893,38 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 		}
 		done = append(done, r)
 	}
+	c.mergedAway(done, ids)
 	return c.complete(done)
+}
+
+// mergedAway asks, through Config.OnLinkedMergedAway, for the merge to be
+// applied again for each record of recs just linked to an object it
+// created (ids) that HubSpot had merged away before the link was stored.
+// The check runs after the link committed, and the records service checks
+// the merged ids' links after a merge commits: whichever of the two comes
+// second sees the other.
+func (c *cycle) mergedAway(recs []*RecordPlan, ids map[*RecordPlan]string) {
+	tl, ok := c.w.cfg.Links.(TombstoneLinks)
+	if !ok || c.w.cfg.OnLinkedMergedAway == nil {
+		return
+	}
+	for _, r := range recs {
+		id := ids[r]
+		if id == "" {
+			continue
+		}
+		ctx, cancel := c.storeCtx()
+		t, found, err := tl.Tombstone(ctx, c.w.cfg.Destination, r.Key.ObjectType, id)
+		if err == nil && found && t.Kind == links.TombstoneMerged {
+			c.w.log.Info("outbound: HubSpot merged the object away before its link was stored; applying the merge again",
+				"record", r.Key.String(), "hubspot_id", id, "survivor", t.SurvivorID)
+			err = c.w.cfg.OnLinkedMergedAway(ctx, r.Key.ObjectType, r.Key.RecordID, id, t)
+		}
+		cancel()
+		if err != nil {
+			c.errs = append(c.errs, fmt.Errorf("outbound: merge of %s's new object %s: %w", r.Key, id, err))
+		}
+	}
 }
 
 // complete marks every event of recs processed; it returns how many were.

@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
 )
@@ -152,5 +155,80 @@ func TestMergeIntoUnseenSurvivorTakesItsValues(t *testing.T) {
 	if got.Fields["email"] != o.Properties["email"] || got.Fields["first_name"] != o.Properties["firstname"] {
 		t.Errorf("after the merge, R (linked to %s) has email %v first_name %v; HubSpot's %s has email %q firstname %q",
 			bID, got.Fields["email"], got.Fields["first_name"], bID, o.Properties["email"], o.Properties["firstname"])
+	}
+}
+
+// TestMergeDuringCreate: local record R is created; the outbound worker
+// creates HubSpot contact X for it. Before the worker records the link R→X, a
+// HubSpot user merges X into B (which has its own local record R2, created by
+// B's creation webhook), and the SyncWorker applies the merge webhook: X is
+// not linked yet, so it only tombstones X. Then the worker links R to X, a
+// merged-away id: it must find the tombstone and have the merge applied
+// again, which deletes R (B has its own record). Before, R and R2 both
+// lived for HubSpot's one contact B.
+func TestMergeDuringCreate(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	in := b.inboundSide(t)
+
+	// B, made in HubSpot, reaches the app as R2.
+	bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	b.clock.Advance(time.Second)
+
+	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var xID string
+	gl := &gatedLinks{Links: b.links}
+	gl.before = func() {
+		for _, o := range b.sim.Objects("contacts") {
+			if o.ID != bID {
+				xID = o.ID
+			}
+		}
+		if xID == "" {
+			t.Error("no contact created for R")
+			return
+		}
+		b.clock.Advance(time.Second)
+		if err := b.sim.UserMerge("contacts", bID, xID); err != nil {
+			t.Error(err)
+			return
+		}
+		deliverInbound(ctx, t, b, in)
+	}
+	b.drain(t, b.worker(t, func(c *outbound.Config) {
+		c.Links = gl
+		c.OnLinkedMergedAway = func(ctx context.Context, objectType, _, hubspotID string, ts links.Tombstone) error {
+			obj, _ := b.mapping.Lookup(objectType)
+			return inbound.EnqueueMerge(ctx, b.st.Inbound(), ts.Destination, obj, ts.SurvivorID, hubspotID, ts.OccurredAt)
+		}
+	}))
+	drainInbound(t, b, in)
+
+	live := 0
+	for _, o := range b.sim.Objects("contacts") {
+		if !o.Archived {
+			live++
+		}
+	}
+	all, err := b.recs.List(ctx, "contacts", records.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	if len(all) != live {
+		for _, r := range all {
+			l, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", r.ID)
+			t.Logf("local contact %s linked to %q: %v", r.ID, l, r.Fields)
+		}
+		t.Errorf("%d local contacts for %d live HubSpot contacts; R is linked to %q, which was merged into %s", len(all), live, ext, bID)
 	}
 }

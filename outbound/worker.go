@@ -335,6 +335,13 @@ type Config struct {
 	// Handlers push the events of object types that are not records of
 	// Mapping, by ObjectType (e.g. subscriptions.ObjectType); optional.
 	Handlers map[string]Handler
+	// OnLinkedMergedAway, with TombstoneLinks, is called after the worker
+	// linked a record to an object it created that HubSpot had merged away
+	// (into t.SurvivorID) before the link was stored: that merge's apply
+	// found no record for the object and moved nothing. It should have the
+	// merge applied again (inbound.EnqueueMerge), now that the record is
+	// linked. Its error is logged. Optional; hubsync serve sets it.
+	OnLinkedMergedAway func(ctx context.Context, objectType, recordID, hubspotID string, t links.Tombstone) error
 	// Metrics receives counters; several workers may share one. Default: a
 	// private one, see Worker.Metrics.
 	Metrics *Metrics

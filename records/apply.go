@@ -44,6 +44,35 @@ func (s *Service) ApplyFenced(ctx context.Context, ch apply.Change, fence apply.
 	if err != nil {
 		return apply.Result{}, fmt.Errorf("records: %w", err)
 	}
+	if ch.Kind == store.EventMerge {
+		return s.remerge(ctx, g, ch, res)
+	}
+	return res, nil
+}
+
+// remerge applies a merge again when, after it committed, one of its
+// merged ids is linked: the outbound worker linked a record it had just
+// created to the object while the merge was applied (the merge found no
+// record for it, and unlinks every merged id it finds). Applied again, the
+// merge re-points or deletes that record too. The outbound worker checks
+// the merge's tombstone after its link commits (outbound.Config.
+// OnLinkedMergedAway): whichever of the two checks comes second sees the
+// other's write.
+func (s *Service) remerge(ctx context.Context, g apply.Guarded, ch apply.Change, res apply.Result) (apply.Result, error) {
+	for _, ext := range ch.MergedIDs {
+		if ext == "" || ext == ch.ExternalID {
+			continue
+		}
+		if _, linked, err := s.links.LookupRecord(ctx, ch.Source, ch.ObjectType, ext); err != nil {
+			return apply.Result{}, fmt.Errorf("records: check the links of merged %s %s: %w", ch.ObjectType, ext, err)
+		} else if linked {
+			again, err := g.Apply(ctx, ch)
+			if err != nil {
+				return apply.Result{}, fmt.Errorf("records: apply the merge into %s %s again: %w", ch.ObjectType, ch.ExternalID, err)
+			}
+			return again, nil
+		}
+	}
 	return res, nil
 }
 
@@ -92,7 +121,11 @@ func (t *recordTx) DBTX() store.DBTX { return t.tx.Tx }
 func lockKey(objectType, id string) string { return objectType + "/" + id }
 
 func (t *recordTx) LookupRecord(ctx context.Context, source, objectType, externalID string) (string, bool, error) {
-	return t.s.links.LookupRecordTx(ctx, t.tx.Tx, source, objectType, externalID)
+	id, ok, err := t.s.links.LookupRecordTx(ctx, t.tx.Tx, source, objectType, externalID)
+	if err == nil && !ok && t.s.testLookedUp != nil {
+		t.s.testLookedUp(objectType, externalID)
+	}
+	return id, ok, err
 }
 
 // emailField is the one field whose match reads an index

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,4 +73,40 @@ func TestApplyMergeIntoLocallyDeletedSurvivor(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestMergeAppliedAgainWhenItsIDWasLinkedMeanwhile: the outbound worker links
+// a record it has just created to its new object while HubSpot's merge of
+// that object is being applied, after the merge found no record for it. The
+// merge, once committed, sees the merged id linked and applies itself
+// again: the record goes (the survivor has its own), instead of staying
+// linked to a merged-away object beside the survivor's record. PostgreSQL
+// only: there the link's insert does not wait for the merge's transaction
+// (MariaDB's locking read blocks it; SQLite has one writer).
+func TestMergeAppliedAgainWhenItsIDWasLinkedMeanwhile(t *testing.T) {
+	b := setup(t, store.Postgres, Config{})
+	ctx := context.Background()
+	survivor := mustApply(t, b, change(store.EventCreate, "900", b.clock.Now(), map[string]any{"email": "lovelace@example.com"}))
+	mine, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	b.svc.testLookedUp = func(_, ext string) {
+		if ext == "901" {
+			once.Do(func() {
+				if err := b.links.Link(ctx, "hubspot", "contacts", mine.ID, "901"); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	}
+	b.clock.Advance(time.Second)
+	ch := change(store.EventMerge, "900", b.clock.Now(), map[string]any{"email": "lovelace@example.com"})
+	ch.MergedIDs = []string{"901"}
+	mustApply(t, b, ch)
+	if _, err := b.svc.Get(ctx, "contacts", mine.ID); !errors.Is(err, ErrNotFound) {
+		ext, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", mine.ID)
+		t.Fatalf("the record linked to the merged-away 901 during the merge: %v, linked to %q; want it deleted (the survivor 900 has record %s)", err, ext, survivor.RecordID)
+	}
 }

@@ -174,6 +174,9 @@ type Service struct {
 	// testLocked, set by tests only, runs in the transaction right after a
 	// record's row is read for update.
 	testLocked func(tx *sql.Tx, objectType, id string)
+	// testLookedUp, set by tests only, runs in an apply's transaction right
+	// after it found no record linked to an external id.
+	testLookedUp func(objectType, externalID string)
 }
 
 // New returns a records service on st's database, which must have hubsync's
