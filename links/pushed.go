@@ -236,3 +236,17 @@ func (l *Links) PushedManyTx(ctx context.Context, tx store.DBTX, destination, ob
 	}
 	return nil
 }
+
+// ForgetPushedTx removes the pushed state of a record on destination inside
+// the caller's transaction, values and all: a privacy deletion keeps none of
+// a record's values, and HubSpot's own privacy deletion sends no write that
+// would replace the state. A record with none is not an error.
+func (l *Links) ForgetPushedTx(ctx context.Context, tx store.DBTX, destination, objectType, recordID string) error {
+	if err := check(destination, objectType, recordID); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, l.q.Get("pushed_forget"), destination, objectType, recordID); err != nil {
+		return fmt.Errorf("links: forget pushed state %s/%s/%s: %w", destination, objectType, recordID, err)
+	}
+	return nil
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
@@ -291,6 +292,11 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 
 		// Privacy delete: no field values in the events, no field clocks left.
 		p := mustApply(t, b, change(store.EventCreate, "9", t0, map[string]any{"email": "secret@example.com"}))
+		// What the outbound worker stored when it last wrote the record.
+		if err := b.links.PushedMany(ctx, "hubspot", "contacts", []links.Pushed{{RecordID: p.RecordID, ExternalID: "9", Version: 1, Seq: 1,
+			Fields: map[string]any{"email": "secret@example.com"}}}); err != nil {
+			t.Fatal(err)
+		}
 		if res := mustApply(t, b, change(store.EventPrivacyDelete, "9", t0.Add(time.Minute), nil)); res.Outcome != apply.Deleted {
 			t.Fatalf("privacy delete = %+v", res)
 		}
@@ -305,6 +311,9 @@ func TestApplyDeleteMergePrivacy(t *testing.T) {
 		var clocks int
 		if err := b.st.DB().QueryRow(dialectsql.Rebind(b.d, "SELECT COUNT(*) FROM hubsync_field_clock WHERE RecordID = ? AND Field <> '$deleted'"), p.RecordID).Scan(&clocks); err != nil {
 			t.Fatal(err)
+		}
+		if pushed, err := b.links.LookupPushedMany(ctx, "hubspot", "contacts", []string{p.RecordID}); err != nil || len(pushed) != 0 {
+			t.Fatalf("pushed states after a privacy delete: %+v, %v; want none (they hold the record's values)", pushed, err)
 		}
 		if clocks != 0 {
 			t.Fatalf("%d field clocks left after a privacy delete", clocks)

@@ -506,6 +506,16 @@ func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, priv
 	if privacy {
 		before.Fields = map[string]any{}
 		after.Fields = map[string]any{}
+		// The states pushed to each destination hold the record's values.
+		dests := slices.Clone(s.cfg.Destinations)
+		if src := outbox.SyncSource(ctx); src != "" && !slices.Contains(dests, src) {
+			dests = append(dests, src)
+		}
+		for _, d := range dests {
+			if err := s.links.ForgetPushedTx(ctx, tx.Tx, d, before.ObjectType, before.ID); err != nil {
+				return fmt.Errorf("records: %w", err)
+			}
+		}
 	}
 	return s.emitTx(ctx, tx, store.EventRecordDeleted, store.EventDelete, &before, after)
 }
