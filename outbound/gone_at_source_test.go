@@ -31,12 +31,7 @@ func liveContacts(b *bundle) []string {
 func TestHubSpotDeleteWhileLocalEditQueued(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, options{dialect: store.SQLite})
-	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.drain(t, b.worker(t, nil))
-	aID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
 	in := b.inboundSide(t)
 
 	b.clock.Advance(time.Second)
@@ -70,17 +65,8 @@ func TestHubSpotDeleteWhileLocalEditQueued(t *testing.T) {
 func TestMergeWhileLocalEditQueued(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, options{dialect: store.SQLite})
-	ra, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "lovelace@example.com", "first_name": "Augusta"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.drain(t, b.worker(t, nil))
-	aID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID)
-	bID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rb.ID)
+	ra, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	rb, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
 	in := b.inboundSide(t)
 
 	b.clock.Advance(time.Second)
@@ -122,12 +108,7 @@ func TestMergeWhileLocalEditQueued(t *testing.T) {
 func TestMergeIntoUnseenSurvivorTakesItsValues(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, options{dialect: store.SQLite})
-	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b.drain(t, b.worker(t, nil))
-	aID, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
 	bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
 	if err != nil {
 		t.Fatal(err)
@@ -231,4 +212,21 @@ func TestMergeDuringCreate(t *testing.T) {
 		}
 		t.Errorf("%d local contacts for %d live HubSpot contacts; R is linked to %q, which was merged into %s", len(all), live, ext, bID)
 	}
+}
+
+// syncedContact inserts a local contact and drains the outbound worker, so
+// that HubSpot has it; it returns the record and its HubSpot id.
+func syncedContact(t *testing.T, b *bundle, email, firstName string) (records.Record, string) {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": email, "first_name": firstName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t, b.worker(t, nil))
+	id, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	if err != nil || !ok {
+		t.Fatalf("contact %s not linked after the drain: %v", email, err)
+	}
+	return rec, id
 }
