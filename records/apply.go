@@ -245,7 +245,11 @@ func (t *recordTx) ClearFieldClocks(ctx context.Context, objectType, id string) 
 }
 
 func (t *recordTx) CreateRecord(ctx context.Context, objectType, id string, fields map[string]any) error {
-	_, err := t.s.createTx(ctx, t.tx, objectType, id, fields)
+	gone, err := t.s.goneVersion(ctx, t.tx.Tx, objectType, id)
+	if err != nil {
+		return err
+	}
+	_, err = t.s.createTx(ctx, t.tx, objectType, id, gone+1, fields)
 	return err
 }
 

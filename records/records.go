@@ -84,7 +84,10 @@ var matchFieldRE = regexp.MustCompile(`^[A-Za-z0-9_]{1,100}$`)
 type Record struct {
 	ID         string
 	ObjectType string
-	// Version starts at 1 and grows by one with every change.
+	// Version starts at 1 and grows by one with every change. A record
+	// brought back under its id (HubSpot restored the object) continues from
+	// its deletion's version (hubsync_record_gone), so a version read before
+	// the deletion is a conflict.
 	Version int64
 	// Fields are the record's fields. Numbers read back from the database are
 	// json.Number, so large integers (ids) keep every digit; encoding/json
@@ -264,7 +267,7 @@ func (s *Service) Insert(ctx context.Context, objectType string, fields map[stri
 		if err := s.checkEmailFree(ctx, tx.Tx, objectType, "", fields); err != nil {
 			return err
 		}
-		if rec, err = s.createTx(ctx, tx, objectType, newID(), fields); err != nil {
+		if rec, err = s.createTx(ctx, tx, objectType, newID(), 1, fields); err != nil {
 			return err
 		}
 		return s.touchClocks(ctx, tx.Tx, objectType, rec.ID, keys(fields), now)
@@ -388,7 +391,9 @@ func (s *Service) tombstoneLinksTx(ctx context.Context, tx *sql.Tx, objectType, 
 
 // createTx inserts a record at version 1 and enqueues its events. The caller
 // sets its field clocks.
-func (s *Service) createTx(ctx context.Context, tx *writeTx, objectType, id string, fields map[string]any) (Record, error) {
+// createTx inserts a record at version (1 for a new id; a record brought
+// back under its id continues from its deletion's, goneVersion).
+func (s *Service) createTx(ctx context.Context, tx *writeTx, objectType, id string, version int64, fields map[string]any) (Record, error) {
 	clean := make(map[string]any, len(fields))
 	for k, v := range fields {
 		if v != nil {
@@ -400,7 +405,7 @@ func (s *Service) createTx(ctx context.Context, tx *writeTx, objectType, id stri
 		return Record{}, err
 	}
 	now := s.now()
-	rec := Record{ID: id, ObjectType: objectType, Version: 1, Fields: norm, CreatedAt: now, UpdatedAt: now}
+	rec := Record{ID: id, ObjectType: objectType, Version: version, Fields: norm, CreatedAt: now, UpdatedAt: now}
 	if _, err := tx.ExecContext(ctx, s.q.Get("record_insert"), objectType, id, dialectsql.JSON(enc), rec.Version,
 		dialectsql.Time(s.dialect, now), dialectsql.Time(s.dialect, now)); err != nil {
 		return Record{}, fmt.Errorf("records: insert %s/%s: %w", objectType, id, err)
@@ -503,6 +508,9 @@ func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, priv
 	after := before
 	after.Version++
 	after.UpdatedAt = s.now()
+	if _, err := tx.ExecContext(ctx, s.q.Get("record_gone_put"), before.ObjectType, before.ID, after.Version); err != nil {
+		return fmt.Errorf("records: remember the version of deleted %s/%s: %w", before.ObjectType, before.ID, err)
+	}
 	if privacy {
 		before.Fields = map[string]any{}
 		after.Fields = map[string]any{}
@@ -518,6 +526,20 @@ func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, priv
 		}
 	}
 	return s.emitTx(ctx, tx, store.EventRecordDeleted, store.EventDelete, &before, after)
+}
+
+// goneVersion returns the version a record of this id was deleted at, 0
+// when none was.
+func (s *Service) goneVersion(ctx context.Context, tx *sql.Tx, objectType, id string) (int64, error) {
+	var v int64
+	err := tx.QueryRowContext(ctx, s.q.Get("record_gone_get"), objectType, id).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("records: read the version of deleted %s/%s: %w", objectType, id, err)
+	}
+	return v, nil
 }
 
 // emitTx enqueues the internal event and one outbound event per destination

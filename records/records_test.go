@@ -270,7 +270,7 @@ func TestRollbackInsideTx(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("boom")
 	err := b.svc.inTx(ctx, func(tx *writeTx) error {
-		rec, err := b.svc.createTx(ctx, tx, "contacts", newID(), map[string]any{"a": 1})
+		rec, err := b.svc.createTx(ctx, tx, "contacts", newID(), 1, map[string]any{"a": 1})
 		if err != nil {
 			return err
 		}
