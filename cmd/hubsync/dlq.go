@@ -84,7 +84,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("-id/-reason: %w", err)
 		}
 		fmt.Fprintf(stdout, "discarded %d %s dead letters\n", res.Discarded, dir)
-		return nil
+		return noneMatched(len(ids), res.Discarded, dir)
 	}
 	if action == "retry" {
 		res, err := ops.RetryDeadLetters(ctx, db.Store, ops.RetryRequest{Direction: dir, IDs: ids, Key: *key, All: *all})
@@ -92,7 +92,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		fmt.Fprintf(stdout, "re-queued %d %s dead letters\n", res.Requeued, dir)
-		return nil
+		return noneMatched(len(ids), res.Requeued, dir)
 	}
 	dls, err := ops.ListDeadLetters(ctx, db.Store, ops.DeadLetterQuery{Direction: dir, Key: *key, Limit: *limit, After: *after})
 	if err != nil {
@@ -105,6 +105,17 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	printDeadLetters(stdout, dir, dls)
 	return nil
+}
+
+// noneMatched fails a retry or discard by id that found none of its ids
+// among dir's dead letters: most often ids of another direction's queue
+// (-direction defaults to outbound), which would otherwise exit 0 having
+// done nothing.
+func noneMatched(asked int, done int64, dir store.Direction) error {
+	if asked == 0 || done > 0 {
+		return nil
+	}
+	return fmt.Errorf("none of the %d ids is a %s dead letter; list them with hubsync dlq list -direction %s, or give the -direction (inbound, outbound, internal) they belong to", asked, dir, dir)
 }
 
 func printDeadLetters(w io.Writer, dir store.Direction, dls []ops.DeadLetter) {

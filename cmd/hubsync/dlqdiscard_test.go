@@ -40,6 +40,15 @@ func TestDLQDiscardCommand(t *testing.T) {
 	if code, out, errOut := runCmd(t, env, "dlq", "discard", "-direction", "outbound", "-id", evs[0].ID); code == 0 || !strings.Contains(errOut, "reason") {
 		t.Fatalf("dlq discard without -reason = %d\n%s%s; want a refusal naming the reason", code, out, errOut)
 	}
+	// Ids of another direction's queue (inbound here) match nothing: not a
+	// silent success.
+	for _, action := range [][]string{{"retry"}, {"discard", "-reason", "x"}} {
+		args := append([]string{"dlq"}, action...)
+		args = append(args, "-direction", "inbound", "-id", evs[0].ID)
+		if code, out, errOut := runCmd(t, env, args...); code == 0 || !strings.Contains(errOut, "-direction") {
+			t.Fatalf("dlq %s of an outbound id as inbound = %d\n%s%s; want a failure naming -direction", action[0], code, out, errOut)
+		}
+	}
 	if code, out, errOut := runCmd(t, env, "dlq", "discard", "-direction", "outbound", "-id", evs[0].ID, "-reason", "test contact"); code != 0 || !strings.Contains(out, "discarded 1") {
 		t.Fatalf("dlq discard = %d\n%s%s", code, out, errOut)
 	}
