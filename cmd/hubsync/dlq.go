@@ -115,7 +115,7 @@ func noneMatched(asked int, done int64, dir store.Direction) error {
 	if asked == 0 || done > 0 {
 		return nil
 	}
-	return fmt.Errorf("none of the %d ids is a %s dead letter; list them with hubsync dlq list -direction %s, or give the -direction (inbound, outbound, internal) they belong to", asked, dir, dir)
+	return fmt.Errorf("none of the %d ids is a dead letter of the %s queue; list those with hubsync dlq list -direction %s, or give the -direction (inbound, outbound, internal) the ids belong to", asked, dir, dir)
 }
 
 func printDeadLetters(w io.Writer, dir store.Direction, dls []ops.DeadLetter) {
