@@ -3,6 +3,7 @@ package links
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -99,4 +100,30 @@ func (l *Links) RemoveTombstoneTx(ctx context.Context, tx store.DBTX, destinatio
 		return fmt.Errorf("links: remove tombstone %s/%s/%s: %w", destination, objectType, externalID, err)
 	}
 	return nil
+}
+
+// MergedMany returns the merged-away tombstones among externalIDs (one query
+// per LookupManyMax ids), by external id; the ids without one are absent.
+func (l *Links) MergedMany(ctx context.Context, destination, objectType string, externalIDs []string) (map[string]Tombstone, error) {
+	out := map[string]Tombstone{}
+	err := eachChunk(destination, objectType, externalIDs, func(chunk []string) error {
+		list, err := json.Marshal(chunk)
+		if err != nil {
+			return fmt.Errorf("links: merged tombstones: %w", err)
+		}
+		rows, err := l.db.QueryContext(ctx, l.q.Get("merged_many"), destination, objectType, string(list))
+		if err != nil {
+			return fmt.Errorf("links: merged tombstones %s/%s (%d ids): %w", destination, objectType, len(chunk), err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t := Tombstone{Destination: destination, ObjectType: objectType, Kind: TombstoneMerged}
+			if err := rows.Scan(&t.ExternalID, &t.SurvivorID, dialectsql.TimeDest(&t.OccurredAt)); err != nil {
+				return fmt.Errorf("links: merged tombstones %s/%s: %w", destination, objectType, err)
+			}
+			out[t.ExternalID] = t
+		}
+		return rows.Err()
+	})
+	return out, err
 }

@@ -52,6 +52,12 @@ func TestTombstones(t *testing.T) {
 		if !ok || tb != want {
 			t.Fatalf("tombstone = %+v %v, want %+v", tb, ok, want)
 		}
+		// MergedMany finds the merged ones only.
+		put(links.Tombstone{Destination: "hubspot", ObjectType: "contacts", ExternalID: "7", Kind: links.TombstoneDeleted, OccurredAt: t0})
+		put(links.Tombstone{Destination: "hubspot", ObjectType: "companies", ExternalID: "8", Kind: links.TombstoneMerged, SurvivorID: "9", OccurredAt: t0})
+		if got, err := l.MergedMany(ctx, "hubspot", "contacts", []string{"1", "7", "8", "none"}); err != nil || len(got) != 1 || got["1"] != want {
+			t.Fatalf("MergedMany = %+v, %v; want only %+v", got, err, want)
+		}
 		// An older or equal one leaves it; a newer one replaces it.
 		put(links.Tombstone{Destination: "hubspot", ObjectType: "contacts", ExternalID: "1", Kind: links.TombstoneDeleted, OccurredAt: t0.Add(-time.Second)})
 		put(links.Tombstone{Destination: "hubspot", ObjectType: "contacts", ExternalID: "1", Kind: links.TombstoneDeleted, OccurredAt: t0})

@@ -902,27 +902,46 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 // created (ids) that HubSpot had merged away before the link was stored.
 // The check runs after the link committed, and the records service checks
 // the merged ids' links after a merge commits: whichever of the two comes
-// second sees the other.
+// second sees the other. One query per object type (MergedMany).
 func (c *cycle) mergedAway(recs []*RecordPlan, ids map[*RecordPlan]string) {
 	tl, ok := c.w.cfg.Links.(TombstoneLinks)
 	if !ok || c.w.cfg.OnLinkedMergedAway == nil {
 		return
 	}
+	byType := map[string][]*RecordPlan{}
+	var types []string
 	for _, r := range recs {
-		id := ids[r]
-		if id == "" {
+		if ids[r] == "" {
 			continue
 		}
-		ctx, cancel := c.storeCtx()
-		t, found, err := tl.Tombstone(ctx, c.w.cfg.Destination, r.Key.ObjectType, id)
-		if err == nil && found && t.Kind == links.TombstoneMerged {
-			c.w.log.Info("outbound: HubSpot merged the object away before its link was stored; applying the merge again",
-				"record", r.Key.String(), "hubspot_id", id, "survivor", t.SurvivorID)
-			err = c.w.cfg.OnLinkedMergedAway(ctx, r.Key.ObjectType, r.Key.RecordID, id, t)
+		t := r.Key.ObjectType
+		if byType[t] == nil {
+			types = append(types, t)
 		}
-		cancel()
+		byType[t] = append(byType[t], r)
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	for _, t := range types {
+		ext := make([]string, len(byType[t]))
+		for i, r := range byType[t] {
+			ext[i] = ids[r]
+		}
+		merged, err := tl.MergedMany(ctx, c.w.cfg.Destination, t, ext)
 		if err != nil {
-			c.errs = append(c.errs, fmt.Errorf("outbound: merge of %s's new object %s: %w", r.Key, id, err))
+			c.errs = append(c.errs, fmt.Errorf("outbound: merged tombstones of %d new %s objects: %w", len(ext), t, err))
+			continue
+		}
+		for _, r := range byType[t] {
+			ts, ok := merged[ids[r]]
+			if !ok {
+				continue
+			}
+			c.w.log.Info("outbound: HubSpot merged the object away before its link was stored; applying the merge again",
+				"record", r.Key.String(), "hubspot_id", ids[r], "survivor", ts.SurvivorID)
+			if err := c.w.cfg.OnLinkedMergedAway(ctx, t, r.Key.RecordID, ids[r], ts); err != nil {
+				c.errs = append(c.errs, fmt.Errorf("outbound: merge of %s's new object %s: %w", r.Key, ids[r], err))
+			}
 		}
 	}
 }

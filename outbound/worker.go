@@ -155,6 +155,8 @@ type Links interface {
 // bring the object back, or write over the merge's survivor.
 type TombstoneLinks interface {
 	Tombstone(ctx context.Context, destination, objectType, externalID string) (links.Tombstone, bool, error)
+	// MergedMany returns the merged-away tombstones among externalIDs.
+	MergedMany(ctx context.Context, destination, objectType string, externalIDs []string) (map[string]links.Tombstone, error)
 }
 
 // BatchLinks is implemented by Links that look up and link many records of
