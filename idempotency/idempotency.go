@@ -37,6 +37,10 @@ const (
 	// MaxBodyBytes bounds the body the middleware hashes; a larger one is
 	// passed on unhashed for the handler to refuse.
 	MaxBodyBytes = 1 << 20
+	// InProgressTimeoutDefault is how long a key's first request may run
+	// before a retry takes the key over, taking the request's server for
+	// gone (crashed or killed mid-request).
+	InProgressTimeoutDefault = 5 * time.Minute
 )
 
 // Store holds the keys in the hubsync_idempotency table of a store's database.
@@ -104,6 +108,13 @@ func (s *Store) forget(ctx context.Context, scope, key string) error {
 	return err
 }
 
+// forgetAbandoned forgets the key only if its first request is still in
+// progress and was claimed before cutoff.
+func (s *Store) forgetAbandoned(ctx context.Context, scope, key string, cutoff time.Time) error {
+	_, err := s.st.DB().ExecContext(ctx, s.q.Get("forget_abandoned"), scope, key, dialectsql.Time(s.d, cutoff))
+	return err
+}
+
 // forgetExpired forgets the key only if it was created before cutoff.
 func (s *Store) forgetExpired(ctx context.Context, scope, key string, cutoff time.Time) error {
 	_, err := s.st.DB().ExecContext(ctx, s.q.Get("forget_expired"), scope, key, dialectsql.Time(s.d, cutoff))
@@ -119,6 +130,11 @@ type Config struct {
 	// Retention is how long a key is honoured; default RetentionDefault. An
 	// expired key not yet cleaned up is treated as new.
 	Retention time.Duration
+	// InProgressTimeout is how long a key's first request may run before a
+	// retry with the same request takes the key over, its server being
+	// taken for gone; default InProgressTimeoutDefault. Keep it above the
+	// longest a handler runs: a request still running past it may run twice.
+	InProgressTimeout time.Duration
 	// Logger receives storage errors; default slog.Default().
 	Logger *slog.Logger
 }
@@ -128,6 +144,7 @@ type Config struct {
 // through.
 func Middleware(cfg Config, next http.Handler) http.Handler {
 	cfg.Retention = cmp.Or(cfg.Retention, RetentionDefault)
+	cfg.InProgressTimeout = cmp.Or(cfg.InProgressTimeout, InProgressTimeoutDefault)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(HeaderName)
@@ -179,17 +196,26 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 				httpjson.Error(w, http.StatusInternalServerError, "internal error")
 				return
 			}
-			cutoff := cfg.Store.st.Now().Add(-cfg.Retention)
+			now := cfg.Store.st.Now()
+			cutoff := now.Add(-cfg.Retention)
 			expired := ok && e.created.Before(cutoff)
-			if (!ok || expired) && attempt == 0 {
-				if expired {
-					// Only the expired row: a concurrent retry may have
-					// forgotten it already and claimed the key afresh.
-					if err := cfg.Store.forgetExpired(ctx, cfg.Scope, key, cutoff); err != nil {
-						cfg.Logger.Error("idempotency", "err", err)
-					}
+			abandonedBefore := now.Add(-cfg.InProgressTimeout)
+			abandoned := ok && !expired && e.status == 0 && e.hash == hash && e.created.Before(abandonedBefore)
+			if (!ok || expired || abandoned) && attempt == 0 {
+				// Only the expired or abandoned row: a concurrent retry may
+				// have forgotten it already and claimed the key afresh.
+				var err error
+				switch {
+				case expired:
+					err = cfg.Store.forgetExpired(ctx, cfg.Scope, key, cutoff)
+				case abandoned:
+					cfg.Logger.Warn("idempotency: taking over a key whose first request never finished", "key", key, "claimed", e.created)
+					err = cfg.Store.forgetAbandoned(ctx, cfg.Scope, key, abandonedBefore)
 				}
-				continue // gone or expired in between: claim again
+				if err != nil {
+					cfg.Logger.Error("idempotency", "err", err)
+				}
+				continue // gone, expired or abandoned in between: claim again
 			}
 			switch {
 			case !ok || expired:
@@ -197,6 +223,7 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 			case e.hash != hash:
 				httpjson.Error(w, http.StatusConflict, fmt.Sprintf("Idempotency-Key %q was already used for a different request (another method, path or body); use a new key for a new request", key))
 			case e.status == 0:
+				w.Header().Set("Retry-After", "1")
 				httpjson.Error(w, http.StatusConflict, fmt.Sprintf("a request with Idempotency-Key %q is still in progress; retry later", key))
 			default:
 				if e.contentType != "" {
@@ -215,10 +242,23 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 }
 
 // run serves the first request of a key and stores its response; a 5xx
-// response is not stored, so that a retry runs again.
+// response is not stored, so that a retry runs again, and neither is a
+// handler's panic, which run passes on after forgetting the key.
 func run(cfg Config, w http.ResponseWriter, r *http.Request, next http.Handler, key string) {
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	panicked := true
+	defer func() {
+		if !panicked {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
+		defer cancel()
+		if err := cfg.Store.forget(ctx, cfg.Scope, key); err != nil {
+			cfg.Logger.Error("idempotency: forget the key of a panicked request", "key", key, "err", err)
+		}
+	}()
 	next.ServeHTTP(rec, r)
+	panicked = false
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 15*time.Second)
 	defer cancel()
 	var err error

@@ -207,3 +207,75 @@ func TestMalformedKey(t *testing.T) {
 		}
 	})
 }
+
+// A handler that panics leaves no key in progress: the retry runs.
+func TestPanickedRequestCanBeRetried(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d)
+		var runs atomic.Int64
+		h := idempotency.Middleware(idempotency.Config{Store: b.store, Scope: "records"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) == 1 {
+				panic("handler bug")
+			}
+			w.WriteHeader(http.StatusCreated)
+		}))
+		do := func() (code int, panicked any) {
+			defer func() { panicked = recover() }()
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest("POST", "/api/records/contacts", strings.NewReader(`{}`))
+			r.Header.Set("Idempotency-Key", "k-panic")
+			h.ServeHTTP(w, r)
+			return w.Code, nil
+		}
+		if _, p := do(); p != "handler bug" {
+			t.Fatalf("first request's panic = %v; want the handler's, passed on", p)
+		}
+		if code, p := do(); code != http.StatusCreated || p != nil || runs.Load() != 2 {
+			t.Fatalf("retry = %d (panic %v), runs %d; want 201 from a second run, not 409 in progress", code, p, runs.Load())
+		}
+	})
+}
+
+// A key whose first request never finished (its server was killed) is
+// taken over by a retry once InProgressTimeout has passed, not before, and
+// only by the same request.
+func TestAbandonedKeyIsTakenOver(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d)
+		release := make(chan struct{})
+		started := make(chan struct{})
+		var runs atomic.Int64
+		h := idempotency.Middleware(idempotency.Config{Store: b.store, Scope: "records", InProgressTimeout: time.Minute}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if runs.Add(1) == 1 {
+				close(started)
+				<-release // the "killed" first request: never answers in time
+			}
+			w.WriteHeader(http.StatusCreated)
+		}))
+		do := func(key, body string) *httptest.ResponseRecorder {
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest("POST", "/api/records/contacts", strings.NewReader(body))
+			r.Header.Set("Idempotency-Key", key)
+			h.ServeHTTP(w, r)
+			return w
+		}
+		done := make(chan struct{})
+		go func() { defer close(done); do("k-crash", `{"a":1}`) }()
+		<-started
+		if w := do("k-crash", `{"a":1}`); w.Code != http.StatusConflict || w.Header().Get("Retry-After") == "" {
+			t.Fatalf("retry while the first runs = %d (Retry-After %q); want 409 with Retry-After", w.Code, w.Header().Get("Retry-After"))
+		}
+		b.now.Add(int64(2 * time.Minute / time.Second))
+		if w := do("k-crash", `{"a":2}`); w.Code != http.StatusConflict || runs.Load() != 1 {
+			t.Fatalf("other request under the abandoned key = %d, runs %d; want 409, no run", w.Code, runs.Load())
+		}
+		if w := do("k-crash", `{"a":1}`); w.Code != http.StatusCreated || runs.Load() != 2 {
+			t.Fatalf("retry after the in-progress timeout = %d, runs %d; want 201 from a second run", w.Code, runs.Load())
+		}
+		if w := do("k-crash", `{"a":1}`); w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "true" || runs.Load() != 2 {
+			t.Fatalf("third try = %d replayed %q, runs %d; want the takeover's stored answer", w.Code, w.Header().Get("Idempotent-Replayed"), runs.Load())
+		}
+		close(release)
+		<-done
+	})
+}
