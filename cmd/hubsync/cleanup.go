@@ -46,6 +46,6 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer db.Close()
 	res, err := ops.Cleanup(ctx, db.Store, c)
-	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d; expired Idempotency-Keys %d\n", res.Inbound, res.Outbound, res.Internal, res.IdempotencyKeys)
+	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d; refused webhook events %d; expired Idempotency-Keys %d\n", res.Inbound, res.Outbound, res.Internal, res.Rejected, res.IdempotencyKeys)
 	return namingSettings(err)
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
@@ -495,7 +496,14 @@ func TestDLQAndCleanupCommands(t *testing.T) {
 	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.Pending != 3 || rep.DeadLetters != 0 {
 		t.Fatalf("status -json = %d\n%s%s", code, out, errOut)
 	}
-	if code, out, errOut = runCmd(t, env, "cleanup", "-outbound-retention", "1h", "-batch-size", "10"); code != 0 || !strings.Contains(out, "outbound 0") {
+	rejected, err := inbound.NewRejectedLog(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rejected.RecordRejected(ctx, []inbound.RejectedEvent{{Reason: inbound.EventRejectMalformed, Message: "event 0: objectId: required", RawPayload: `{}`, ReceivedAt: time.Now().Add(-60 * 24 * time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut = runCmd(t, env, "cleanup", "-outbound-retention", "1h", "-batch-size", "10"); code != 0 || !strings.Contains(out, "outbound 0") || !strings.Contains(out, "refused webhook events 1") {
 		t.Fatalf("cleanup = %d\n%s%s", code, out, errOut)
 	}
 	// Operator commands never migrate: on an empty database they say what to run.
