@@ -174,7 +174,8 @@ type Options struct {
 // HubSpot, each page one batch read with history through the budget), then,
 // unless SkipOrphans, HubSpot's objects for orphans. After each page the
 // cursor is stored, so a Run stopped by ctx (or a crash) is resumed by the
-// next Run; the report then covers what that Run saw. A ctx error returns the
+// next Run; the report then covers what that Run saw and names where it
+// resumed (Report.ResumedAfter). A ctx error returns the
 // report so far with the error.
 func (s *Scanner) Run(ctx context.Context, opts Options) (*Report, error) {
 	types := opts.ObjectTypes
@@ -223,6 +224,9 @@ func (s *Scanner) scanRecords(ctx context.Context, obj mapping.Object, pol Polic
 		var err error
 		if after, err = s.cursor(ctx, phaseRecords, obj.ObjectType); err != nil {
 			return err
+		}
+		if after != "" {
+			rep.resumed(obj.ObjectType, phaseRecords, after)
 		}
 	}
 	for {

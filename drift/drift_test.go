@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -351,10 +352,14 @@ func testResumeAfterKill(t *testing.T, d store.Dialect) {
 	if !rep.Complete || rep.Scanned["contacts"] != 5 {
 		t.Fatalf("resumed run scanned %d records (complete=%v); want the 5 after the cursor", rep.Scanned["contacts"], rep.Complete)
 	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil || rep.ResumedAfter["contacts records"] != ids[1] || !strings.Contains(text.String(), "resumed an interrupted scan: contacts records after") {
+		t.Fatalf("resumed run's report: resumed_after %v\n%s; want it to say it resumed after %s", rep.ResumedAfter, text.String(), ids[1])
+	}
 	if cur, _ := b.scanner.Cursor(context.Background(), "contacts"); cur != "" {
 		t.Fatalf("a finished scan left its cursor at %q", cur)
 	}
-	if rep = b.run(t, drift.Options{ObjectTypes: []string{"contacts"}}); rep.Scanned["contacts"] != 7 {
+	if rep = b.run(t, drift.Options{ObjectTypes: []string{"contacts"}}); rep.Scanned["contacts"] != 7 || len(rep.ResumedAfter) != 0 {
 		t.Fatalf("the next scan scanned %d; want all 7 from the start", rep.Scanned["contacts"])
 	}
 }

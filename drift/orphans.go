@@ -23,6 +23,9 @@ func (s *Scanner) scanHubSpot(ctx context.Context, obj mapping.Object, pol Polic
 		if after, err = s.cursor(ctx, phaseHubSpot, obj.ObjectType); err != nil {
 			return err
 		}
+		if after != "" {
+			rep.resumed(obj.ObjectType, phaseHubSpot, after)
+		}
 	}
 	var props []string
 	if obj.IDProperty != "" {

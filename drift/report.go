@@ -111,6 +111,11 @@ type Report struct {
 	// Complete is true when every phase of every object type reached its
 	// end; false when the scan stopped early (it resumes from its cursor).
 	Complete bool `json:"complete"`
+	// ResumedAfter names, per "<object type> <phase>" (phase "records" or
+	// "hubspot"), the cursor this run resumed an interrupted scan after:
+	// what lies before it was compared by the interrupted run and is not in
+	// this report. Empty when the run started from the beginning.
+	ResumedAfter map[string]string `json:"resumed_after,omitempty"`
 	// Scanned counts local records compared, HubSpotScanned HubSpot objects
 	// checked for orphans, by object type.
 	Scanned        map[string]int `json:"scanned"`
@@ -139,6 +144,14 @@ func newReport(dry bool) *Report {
 		DryRun: dry, Scanned: map[string]int{}, HubSpotScanned: map[string]int{}, Skipped: map[string]int{},
 		Differences: []Difference{}, ByObject: map[string]map[string]int{}, Repaired: map[string]int{},
 	}
+}
+
+// resumed notes that a phase of objectType resumed after cursor.
+func (r *Report) resumed(objectType, phase, cursor string) {
+	if r.ResumedAfter == nil {
+		r.ResumedAfter = map[string]string{}
+	}
+	r.ResumedAfter[objectType+" "+phase] = cursor
 }
 
 func (r *Report) add(d Difference) {
@@ -186,6 +199,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		r.Repaired[ToHubSpot], r.Repaired[ToLocal], r.Ambiguous, r.Orphans, r.MissingLinks, r.Remaining)
 	if !r.Complete {
 		b.WriteString("  the scan stopped early; the next run resumes where it stopped\n")
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.ResumedAfter)) {
+		fmt.Fprintf(&b, "  resumed an interrupted scan: %s after %q; what came before was compared by the interrupted run and is not in this report\n", k, r.ResumedAfter[k])
 	}
 	for _, d := range r.Differences {
 		fmt.Fprintf(&b, "  - %s\n", d)
