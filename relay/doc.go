@@ -22,6 +22,12 @@
 // delivering a batch one event at a time and, when an event fails, holding back
 // the later events of its record in the same batch.
 //
+// A dead letter (an event that failed its last attempt) does not hold back
+// its record's later events. Re-queued, it is claimed after them; when one of
+// them was delivered already, the relay marks it processed without
+// delivering it, so subscribers never see a record go back to an older
+// state. Only a re-queued event (its Lane past its Seq) pays that lookup.
+//
 // A Relay is a service like every hubsync background loop: Start returns at
 // once (ErrStarted when running, ErrStopped after Stop), Stop finishes the
 // delivery in flight and releases the rest of the batch, a Stop whose context

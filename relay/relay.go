@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/internal/leasekeep"
 	"github.com/hubsync/hubsync/internal/service"
 	"github.com/hubsync/hubsync/internal/startstop"
@@ -94,6 +95,7 @@ type Relay struct {
 	bus *Bus
 	cfg Config
 	log *slog.Logger
+	q   *dialectsql.Queries
 
 	notify chan struct{}
 	svc    startstop.Service
@@ -111,7 +113,11 @@ func New(st store.Store, bus *Bus, cfg Config) (*Relay, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Relay{st: st, bus: bus, cfg: cfg, log: cfg.Logger, notify: make(chan struct{}, 1)}, nil
+	q, err := loadQueries(st.Dialect())
+	if err != nil {
+		return nil, err
+	}
+	return &Relay{st: st, bus: bus, cfg: cfg, log: cfg.Logger, q: q, notify: make(chan struct{}, 1)}, nil
 }
 
 // Start starts the relay loop and returns at once; ErrStarted when it runs
@@ -251,6 +257,24 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 		if held[key] {
 			// Keep the record's order: its earlier event has to succeed first.
 			r.release([]store.InternalEvent{ev})
+			continue
+		}
+		newer, err := r.supersededBy(workCtx, ev)
+		if err != nil {
+			held[key] = true
+			r.release([]store.InternalEvent{ev})
+			errs = append(errs, err)
+			continue
+		}
+		if newer > 0 {
+			// A re-queued dead letter after a later event of its record
+			// reached the bus: delivering it now would undo that one.
+			r.log.Warn("relay: re-queued event not delivered: a later event of its record was delivered already",
+				slog.String("event", ev.ID), slog.String("record", ev.ObjectType+"/"+ev.RecordID),
+				slog.Int64("seq", ev.Seq), slog.Int64("delivered_seq", newer))
+			if err := done.add(workCtx, ev.Lease()); err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		if err := r.deliver(workCtx, ev); err != nil {
