@@ -73,11 +73,16 @@ type Config struct {
 	// Window is the length of the rolling window of Limit. Default WindowDefault
 	// (10 s, HubSpot's TEN_SECONDLY_ROLLING). At least 10 ms.
 	Window time.Duration
-	// DailyLimit is the number of calls per UTC day for a normal key. 0 means
+	// DailyLimit is the number of calls per day for a normal key. 0 means
 	// DailyLimitDefault (250,000); a negative value means no daily limit (OAuth
-	// apps). The day resets at midnight UTC, while HubSpot resets at midnight in
-	// the account's time zone: Observe with the Daily headers corrects for that.
+	// apps). The day is TimeZone's, as HubSpot's; Observe with the Daily
+	// headers corrects the count for calls made by other tools.
 	DailyLimit int
+	// TimeZone is the HubSpot account's time zone: HubSpot resets the daily
+	// limit at its midnight, and so does the budget (a DAILY 429 pauses the
+	// key until then). Default UTC. Every replica sharing one database must
+	// use the same one.
+	TimeZone *time.Location
 	// SearchLimit is the number of calls per SearchWindow (1 s) for keys that end
 	// in SearchKeySuffix. Default SearchLimitDefault (5).
 	SearchLimit int
@@ -161,6 +166,7 @@ func (c Config) limitsFor(key string, tokens int) (limits, error) {
 		l = newPacedLimits(c.SearchLimit, SearchWindow, -1, scale(c.CallLead), scale(c.RetrySpread), c.Pace)
 	} else {
 		l = newPacedLimits(c.Limit, c.Window, c.DailyLimit, c.CallLead, c.RetrySpread, c.Pace)
+		l.zone = c.TimeZone
 	}
 	if tokens < 1 {
 		return l, fmt.Errorf("%w (got %d for key %q)", ErrInvalidTokens, tokens, key)

@@ -555,6 +555,40 @@ func exercise(t *testing.T, newPaced replicasFunc, hammerPhases int) {
 		wantGranted(t, b, "k", 100)
 	})
 
+	t.Run("DayOfTheAccountsTimeZone", func(t *testing.T) {
+		t.Parallel()
+		// The clock starts at 12:00 UTC: 04:00 in Los Angeles (UTC-8), 21:00
+		// in Tokyo (UTC+9). HubSpot resets the daily limit at the account's
+		// midnight: 20 h and 3 h away.
+		for _, c := range []struct {
+			zone string
+			wait time.Duration
+		}{{"America/Los_Angeles", 20 * time.Hour}, {"Asia/Tokyo", 3 * time.Hour}} {
+			zone, err := time.LoadLocation(c.zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := newClock()
+			a, b := newReplicas(t, Config{Limit: 10, Window: time.Second, DailyLimit: 15, TimeZone: zone, Now: clock.Now})
+			wantGranted(t, a, "k", 10)
+			clock.Advance(2 * time.Second)
+			if wait := wantRefused(t, b, "k", 10); wait != c.wait-2*time.Second {
+				t.Fatalf("%s: RetryAfter with the day's count full = %s; want %s (until the account's midnight)", c.zone, wait, c.wait-2*time.Second)
+			}
+			if err := a.Observe(ctx, "k", Observation{RateLimited: true, Policy: PolicyDaily}); err != nil {
+				t.Fatal(err)
+			}
+			if wait := wantRefused(t, b, "k", 1); wait != c.wait-2*time.Second {
+				t.Fatalf("%s: RetryAfter after a DAILY 429 = %s; want %s (until the account's midnight)", c.zone, wait, c.wait-2*time.Second)
+			}
+			clock.Advance(c.wait - 2*time.Second)
+			wantGranted(t, b, "k", 10) // a new day: the count starts again
+			clock.Advance(2 * time.Second)
+			wantGranted(t, a, "k", 5)
+			wantRefused(t, a, "k", 1)
+		}
+	})
+
 	t.Run("RemainingShrinksTheWindow", func(t *testing.T) {
 		t.Parallel()
 		clock := newClock()

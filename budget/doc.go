@@ -16,7 +16,7 @@
 // for a call answered at once and later for one that was slow.
 //
 // Two implementations share one algorithm (a sliding window of 100 buckets per
-// Window, a UTC-day counter and a pause):
+// Window, a day counter (days of Config.TimeZone) and a pause):
 //
 //   - NewMemory keeps it in process: one replica only.
 //   - NewSQL keeps it in a row per key of the hubsync database (PostgreSQL,

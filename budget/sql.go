@@ -69,7 +69,7 @@ func NewSQL(db *sql.DB, dialect store.Dialect, cfg Config) (*SQL, error) {
 
 // Reserve takes tokens from key's budget, or refuses with the time until enough
 // frees up: the oldest counted calls leaving the window, the end of a pause, or
-// the next midnight UTC for the daily limit, whichever is latest. RetryAfter may
+// the next midnight (Config.TimeZone) for the daily limit, whichever is latest. RetryAfter may
 // exceed the exact time by up to 1% of the window (the bucket width) plus
 // CallLead and a random part of up to RetrySpread, never fall short of it. A
 // grant's calls must start by its UseBy. It fails with ErrTooManyTokens when tokens exceed key's limit.
@@ -122,7 +122,7 @@ func (b *SQL) Schedule(ctx context.Context, key string, tokens int, within time.
 //   - Likewise, when DailyMax > 0 and DailyRemaining is lower than DailyLimit -
 //     calls counted today, today's count becomes DailyLimit - DailyRemaining.
 //   - On a 429 (RateLimited) with Policy DAILY: today's count becomes DailyLimit
-//     and the key is paused until max(now + RetryAfter, next midnight UTC).
+//     and the key is paused until max(now + RetryAfter, next midnight in Config.TimeZone).
 //   - On any other 429 (TEN_SECONDLY_ROLLING, SECONDLY, unknown): the window is
 //     taken as full (the calls HubSpot counted that the budget did not see are
 //     counted as made now) and the key is paused until max(now + RetryAfter, the

@@ -9,7 +9,7 @@ import (
 // Usage is what the shared budget has recorded for one key, for operators.
 type Usage struct {
 	Key string `json:"key"`
-	// CallsToday counts the calls granted since midnight UTC.
+	// CallsToday counts the calls granted since midnight (Config.TimeZone).
 	CallsToday int64 `json:"calls_today"`
 	// PausedUntil is set while the key is paused after a 429.
 	PausedUntil *time.Time `json:"paused_until,omitempty"`
@@ -24,7 +24,7 @@ func (b *SQL) Usage(ctx context.Context) ([]Usage, error) {
 	}
 	defer rows.Close()
 	now := b.cfg.Now().UnixMicro()
-	today := floorDiv(now, dayMicros)
+	today := limits{zone: b.cfg.TimeZone}.dayOf(now)
 	out := []Usage{}
 	for rows.Next() {
 		var u Usage

@@ -26,15 +26,35 @@ const dayMicros = int64(24 * time.Hour / time.Microsecond)
 
 // limits are the numbers one key is held to, in microseconds.
 type limits struct {
-	limit  int64 // tokens per window
-	window int64 // window length
-	lead   int64 // how long after a grant its calls may start
-	spread int64 // a refusal's RetryAfter gets a random extra of [0, spread)
-	burst  int64 // most tokens booked in one slice of bucketsPerSlice buckets (unless it is empty); 0 for no cap
-	width  int64 // bucket width
-	n      int64 // buckets a grant is counted for, n*width >= window+lead
-	nw     int64 // buckets an answered call is counted for after its answer's, nw*width >= window
-	daily  int64 // tokens per UTC day; <= 0 means none
+	limit  int64          // tokens per window
+	window int64          // window length
+	lead   int64          // how long after a grant its calls may start
+	spread int64          // a refusal's RetryAfter gets a random extra of [0, spread)
+	burst  int64          // most tokens booked in one slice of bucketsPerSlice buckets (unless it is empty); 0 for no cap
+	width  int64          // bucket width
+	n      int64          // buckets a grant is counted for, n*width >= window+lead
+	nw     int64          // buckets an answered call is counted for after its answer's, nw*width >= window
+	daily  int64          // tokens per day of zone; <= 0 means none
+	zone   *time.Location // the account's time zone, whose midnight starts a day; nil is UTC
+}
+
+// dayOf is the number of the day (days since 1970-01-01 in zone) that holds
+// the instant us (µs).
+func (l limits) dayOf(us int64) int64 {
+	if l.zone == nil || l.zone == time.UTC {
+		return floorDiv(us, dayMicros)
+	}
+	y, m, d := time.UnixMicro(us).In(l.zone).Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+}
+
+// dayEnd is the instant (µs) at which day ends: the next midnight in zone.
+func (l limits) dayEnd(day int64) int64 {
+	if l.zone == nil || l.zone == time.UTC {
+		return (day + 1) * dayMicros
+	}
+	y, m, d := time.Unix(day*86400, 0).UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, l.zone).UnixMicro()
 }
 
 func newLimits(limit int, window time.Duration, daily int) limits {
@@ -78,7 +98,7 @@ type state struct {
 	head        int64   // bucket index of counts[len(counts)-1]: the current bucket, or a later one holding grants booked ahead
 	counts      []int64 // counts[i] is the tokens granted in bucket head-len(counts)+1+i
 	clock       int64   // latest clock reading recorded (µs); time never runs backwards
-	day         int64   // UTC day number that dayCount counts
+	day         int64   // number of the day (limits.dayOf) that dayCount counts
 	dayCount    int64
 	pausedUntil int64 // µs; no grants before this
 	shortAt     int64 // µs; when the budget last refused, booked a grant ahead for want of room, or a caller noted it short (0: never)
@@ -127,7 +147,7 @@ func (s *state) advance(l limits, now int64) int64 {
 		}
 		s.counts, s.head = c, hi
 	}
-	if day := floorDiv(eff, dayMicros); day > s.day {
+	if day := l.dayOf(eff); day > s.day {
 		s.day, s.dayCount = day, 0
 	}
 	return eff
@@ -225,7 +245,7 @@ func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 	x := s.earliest(l, floorDiv(start, l.width), tokens, within > 0)
 	at := max(start, x*l.width)
 	if l.daily > 0 && s.dayCount+tokens > l.daily {
-		at = max(at, (s.day+1)*dayMicros) // never booked: today's count is full
+		at = max(at, l.dayEnd(s.day)) // never booked: today's count is full
 		within = 0
 	}
 	if at > eff+within {
@@ -286,7 +306,7 @@ func (s *state) observe(l limits, now int64, o Observation) {
 		if l.daily > 0 {
 			s.dayCount = max(s.dayCount, l.daily)
 		}
-		s.pausedUntil = max(s.pausedUntil, retry, (s.day+1)*dayMicros)
+		s.pausedUntil = max(s.pausedUntil, retry, l.dayEnd(s.day))
 		return
 	}
 	// The window is full as far as HubSpot is concerned: count the calls we did

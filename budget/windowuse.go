@@ -22,7 +22,7 @@ type WindowUse struct {
 	// Scheduler.Schedule) that are not in Used yet: they join the window
 	// at their instant, within a window from now.
 	Booked int64 `json:"booked"`
-	// CallsToday counts the calls granted since midnight UTC; DailyLimit is
+	// CallsToday counts the calls granted since midnight (Config.TimeZone); DailyLimit is
 	// negative when there is none.
 	CallsToday int64 `json:"calls_today"`
 	DailyLimit int64 `json:"daily_limit"`

@@ -45,6 +45,10 @@ type Config struct {
 	Timeout time.Duration
 	// UserAgent is sent as User-Agent; UserAgentDefault when empty.
 	UserAgent string
+	// TimeZone is the account's time zone (Client.AccountLocation): a DAILY
+	// 429 without Retry-After waits until its midnight, when HubSpot resets
+	// the daily limit. Default UTC.
+	TimeZone *time.Location
 	// OnResponse, when set, is called after every HTTP response (success or
 	// error, reads and writes alike) with the request's context and what the
 	// response said about the rate limits, so that one hook calibrates a
@@ -90,6 +94,7 @@ type Client struct {
 	userAgent  string
 	onResponse func(context.Context, Response)
 	now        func() time.Time
+	zone       *time.Location
 }
 
 // NewClient returns a Client for cfg.
@@ -114,6 +119,7 @@ func NewClient(cfg Config) (*Client, error) {
 		userAgent:  cfg.UserAgent,
 		onResponse: cfg.OnResponse,
 		now:        time.Now,
+		zone:       cmp.Or(cfg.TimeZone, time.UTC),
 	}, nil
 }
 
@@ -164,7 +170,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		// A partial error body is still worth classifying by status.
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		e := parseError(method, path, resp.StatusCode, resp.Header, data, c.now())
+		e := parseError(method, path, resp.StatusCode, resp.Header, data, c.now().In(c.zone))
 		if c.onResponse != nil {
 			c.onResponse(ctx, Response{StatusCode: resp.StatusCode, RateLimit: rl, Err: e})
 		}

@@ -233,7 +233,8 @@ type wireError struct {
 	Errors        []map[string]json.RawMessage `json:"errors"`
 }
 
-// parseError turns an HTTP error answer into an *Error. It never fails:
+// parseError turns an HTTP error answer into an *Error, now being in the
+// account's time zone (a DAILY 429 waits for its midnight). It never fails:
 // whatever the body holds, the status code alone classifies the error.
 func parseError(method, path string, status int, header http.Header, body []byte, now time.Time) *Error {
 	e := &Error{Method: method, Path: path, StatusCode: status, RateLimit: ParseRateLimit(header)}
@@ -292,9 +293,9 @@ func classify(e *Error, header http.Header, now time.Time) {
 		case hasHeaderWait:
 			e.RetryAfter = headerWait
 		case strings.EqualFold(e.PolicyName, "DAILY"):
-			utc := now.UTC()
-			midnight := time.Date(utc.Year(), utc.Month(), utc.Day()+1, 0, 0, 0, 0, time.UTC)
-			e.RetryAfter = midnight.Sub(utc)
+			// Until midnight in now's location: the account's time zone.
+			midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, now.Location())
+			e.RetryAfter = midnight.Sub(now)
 		case strings.EqualFold(e.PolicyName, "SECONDLY"):
 			e.RetryAfter = time.Second
 		default: // TEN_SECONDLY_ROLLING or unknown policy

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hubsync/hubsync/budget"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
@@ -73,7 +74,10 @@ func TestSyncWorkerSpendsTheSharedBudget(t *testing.T) {
 			}
 			return false
 		})
-		reads := sim.Counters().Requests
+		// The question for the account's time zone at start is made once,
+		// before the budget exists, and is not the SyncWorker's.
+		c := sim.Counters()
+		reads := c.Requests - c.RequestsByPath["GET /account-info/v3/details"]
 		if reads == 0 {
 			t.Fatal("the SyncWorker made no HubSpot call; the test needs it to read the created contact")
 		}
@@ -116,4 +120,73 @@ func TestSyncWorkerSpendsTheSharedBudget(t *testing.T) {
 			return false
 		})
 	})
+}
+
+// TestDailyPauseEndsAtTheAccountsMidnight: the server asks HubSpot for the
+// account's time zone at start, and a DAILY 429 pauses the shared budget
+// until midnight there (HubSpot's reset), not until midnight UTC.
+func TestDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
+	db := dbtest.Migrated(t, store.SQLite)
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One call a day: the server's question for the zone takes it, so the
+	// SyncWorker's read is refused with a DAILY 429.
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{TimeZone: "Asia/Tokyo", DailyLimit: 1})
+	midnight := func() time.Time {
+		y, m, d := time.Now().In(tokyo).Date()
+		return time.Date(y, m, d+1, 0, 0, 0, 0, tokyo)
+	}
+	before := midnight()
+	srv, err := New(Config{
+		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
+		HubSpotAccessToken: hubspotsim.AccessTokenDefault, HubSpotClientSecret: hubspotsim.ClientSecretDefault,
+		DisableOutboundWorker: true, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	if n := sim.Counters().RequestsByPath["GET /account-info/v3/details"]; n != 1 {
+		t.Fatalf("the server asked for the account's details %d times at start; want once", n)
+	}
+	if err := sim.SetWebhookURL("http://" + srv.Addr() + "/webhooks/hubspot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.UserCreate("contacts", map[string]string{"email": "late@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	bud, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paused time.Time
+	testwait.For(t, "the budget paused by the DAILY 429 to the SyncWorker's read", func() bool {
+		use, err := bud.Usage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range use {
+			if u.PausedUntil != nil {
+				paused = *u.PausedUntil
+				return true
+			}
+		}
+		return false
+	})
+	// The client's Retry-After for a DAILY 429 runs to midnight from its
+	// answer; the budget observes it a moment later: a pause past midnight by
+	// that moment is fine, one ending at midnight UTC is the bug.
+	after := midnight()
+	if paused.Before(before) || paused.After(after.Add(time.Second)) {
+		t.Fatalf("paused until %s (%s in Tokyo); want the account's next midnight, %s", paused, paused.In(tokyo), before)
+	}
 }

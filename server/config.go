@@ -109,6 +109,11 @@ type Config struct {
 	// DailyLimit is the HubSpot calls per day; 0 means budget.DailyLimitDefault,
 	// negative none.
 	DailyLimit int
+	// HubSpotTimeZone is the HubSpot account's time zone (an IANA name such
+	// as America/New_York): HubSpot resets the daily limit at its midnight,
+	// and so does the shared budget. Empty means ask HubSpot at start (GET
+	// /account-info/v3/details), and UTC when it cannot say.
+	HubSpotTimeZone string
 	// BudgetCallLead is how long after the budget grants a call it may start
 	// (budget.Config.CallLead): each grant is counted for 10 s plus this, so a
 	// call started late still counts in the window HubSpot counts it in. 0 means
@@ -374,6 +379,11 @@ func (c Config) Validate() error {
 	}
 	if c.DailyLimit > 0 && c.DailyLimit < c.RateLimit {
 		add("DailyLimit %d is below RateLimit %d; raise it, or set it negative for no daily limit", c.DailyLimit, c.RateLimit)
+	}
+	if c.HubSpotTimeZone != "" {
+		if _, err := time.LoadLocation(c.HubSpotTimeZone); err != nil {
+			add("HubSpotTimeZone %q is not a time zone (%v); use the IANA name of the HubSpot account's zone, e.g. America/New_York, or leave it empty to ask HubSpot", c.HubSpotTimeZone, err)
+		}
 	}
 	if c.BudgetCallLead > budget.WindowDefault {
 		add("BudgetCallLead is %s; use at most %s (each grant is counted for %s plus it), or 0 for %s", c.BudgetCallLead, budget.WindowDefault, budget.WindowDefault, budget.CallLeadDefault)

@@ -28,7 +28,7 @@ func (s *Server) mountUI(mux *http.ServeMux, db *hubsync.DB, st store.Store, rec
 	}
 	// A budget of its own, only to read the shared window: reading never
 	// reserves, so a webhook-only replica can show it too.
-	reader, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit})
+	reader, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit, TimeZone: s.zone})
 	if err != nil {
 		return fmt.Errorf("RateLimit/DailyLimit: %w", err)
 	}

@@ -56,6 +56,7 @@ type Server struct {
 	st       store.Store
 	in       *instruments
 	failures *authFailures
+	zone     *time.Location // the HubSpot account's, whose midnight resets the daily limit
 	bus      *relay.Bus
 	ln       net.Listener
 	http     *http.Server
@@ -291,8 +292,9 @@ func (s *Server) build(ctx context.Context) error {
 
 	var client *hubspot.Client
 	var bud budget.Budget
+	s.zone = s.accountZone(ctx)
 	if cfg.callsHubSpot() {
-		b, err := newBudget(db, cfg)
+		b, err := newBudget(db, cfg, s.zone)
 		if err != nil {
 			return err
 		}

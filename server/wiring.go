@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"time"
@@ -24,14 +25,59 @@ import (
 
 // newBudget returns the call budget shared by every replica through the
 // database, so that all of them together stay under HubSpot's limit.
-func newBudget(db *hubsync.DB, cfg Config) (budget.Budget, error) {
+func newBudget(db *hubsync.DB, cfg Config, zone *time.Location) (budget.Budget, error) {
 	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{
 		Limit: cfg.RateLimit, DailyLimit: cfg.DailyLimit, CallLead: cfg.BudgetCallLead, RetrySpread: cfg.BudgetRetrySpread, Pace: cfg.BudgetPace,
+		TimeZone: zone,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("RateLimit/DailyLimit/BudgetCallLead/BudgetRetrySpread/BudgetPace: %w", err)
 	}
 	return b, nil
+}
+
+// accountZoneTimeout bounds the question for the account's time zone at start.
+const accountZoneTimeout = 10 * time.Second
+
+// accountZone returns the HubSpot account's time zone, whose midnight resets
+// the daily limit (see AccountZone); UTC for a replica that never calls
+// HubSpot and was not told the zone.
+func (s *Server) accountZone(ctx context.Context) *time.Location {
+	if s.cfg.HubSpotTimeZone == "" && !s.cfg.callsHubSpot() {
+		return time.UTC
+	}
+	loc, err := AccountZone(ctx, s.cfg.HubSpotTimeZone, s.cfg.HubSpotAPIBase, s.cfg.HubSpotAccessToken, s.log)
+	if err != nil { // validated by Config.Validate
+		return time.UTC
+	}
+	return loc
+}
+
+// AccountZone returns the HubSpot account's time zone, at whose midnight
+// HubSpot resets the daily limit: name when set (an IANA name; an error when
+// it is not one); else the zone HubSpot reports for the access token's
+// account (GET /account-info/v3/details, one call outside any budget); else
+// UTC, with a warning to log naming HUBSYNC_HUBSPOT_TIME_ZONE.
+func AccountZone(ctx context.Context, name, apiBase, token string, log *slog.Logger) (*time.Location, error) {
+	if name != "" {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a time zone (%v); use the IANA name of the HubSpot account's zone, e.g. America/New_York, or leave it empty to ask HubSpot", name, err)
+		}
+		return loc, nil
+	}
+	c, err := hubspot.NewClient(hubspot.Config{BaseURL: apiBase, AccessToken: token, Timeout: accountZoneTimeout})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, accountZoneTimeout)
+		defer cancel()
+		var loc *time.Location
+		if loc, err = c.AccountLocation(ctx); err == nil {
+			log.Info("HubSpot account time zone: the daily limit resets at its midnight", "zone", loc.String())
+			return loc, nil
+		}
+	}
+	log.Warn("HubSpot did not say the account's time zone: the daily limit is counted in UTC days; set HUBSYNC_HUBSPOT_TIME_ZONE to the account's zone", "err", err)
+	return time.UTC, nil
 }
 
 // newHubSpotClient returns the one HubSpot client every part calls through.
@@ -43,7 +89,7 @@ func (s *Server) newHubSpotClient(bud budget.Budget) (*hubspot.Client, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 16
 	return hubspot.NewClient(hubspot.Config{
-		BaseURL: s.cfg.HubSpotAPIBase, AccessToken: s.cfg.HubSpotAccessToken, Timeout: s.cfg.HubSpotTimeout,
+		BaseURL: s.cfg.HubSpotAPIBase, AccessToken: s.cfg.HubSpotAccessToken, Timeout: s.cfg.HubSpotTimeout, TimeZone: s.zone,
 		HTTPClient: &http.Client{Timeout: s.cfg.HubSpotTimeout, Transport: &hubspotTransport{
 			base: tr, tracer: eventtrace.Tracer(s.cfg.TracerProvider), duration: s.in.hubspotDuration,
 		}},

@@ -21,6 +21,7 @@ var configNames = map[string]string{
 	"APITokens":             "HUBSYNC_API_TOKEN",
 	"RateLimit":             "HUBSYNC_HUBSPOT_RATE_LIMIT",
 	"DailyLimit":            "HUBSYNC_HUBSPOT_DAILY_LIMIT",
+	"HubSpotTimeZone":       "HUBSYNC_HUBSPOT_TIME_ZONE",
 	"BudgetCallLead":        "HUBSYNC_BUDGET_CALL_LEAD",
 	"BudgetRetrySpread":     "HUBSYNC_BUDGET_RETRY_SPREAD",
 	"OutboundFillWait":      "HUBSYNC_OUTBOUND_FILL_WAIT",

@@ -37,6 +37,8 @@ func runDrift(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.string(&mappingPath, "mapping", "HUBSYNC_MAPPING", "", "YAML mapping file; empty: the default mapping")
 	e.int(&rateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas")
 	e.int(&dailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
+	var timeZone string
+	e.string(&timeZone, "time-zone", "HUBSYNC_HUBSPOT_TIME_ZONE", "", "the HubSpot account's time zone, at whose midnight the daily limit resets, e.g. America/New_York (empty: ask HubSpot)")
 	var dc server.DriftConfig
 	finish := driftSettings(e, &dc, false)
 	dryRun := fs.Bool("dry-run", false, "report what would be repaired; enqueue nothing")
@@ -105,7 +107,12 @@ orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
 		return err
 	}
 	defer db.Close()
-	bcfg := budget.Config{Limit: rateLimit, DailyLimit: dailyLimit, Now: db.Store.Now}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	zone, err := server.AccountZone(ctx, timeZone, apiBase, token, log)
+	if err != nil {
+		return fmt.Errorf("HUBSYNC_HUBSPOT_TIME_ZONE/-time-zone: %w", err)
+	}
+	bcfg := budget.Config{Limit: rateLimit, DailyLimit: dailyLimit, TimeZone: zone, Now: db.Store.Now}
 	shared, err := budget.NewSQL(db.SQL, db.Dialect, bcfg)
 	if err != nil {
 		return fmt.Errorf("HUBSYNC_HUBSPOT_RATE_LIMIT/HUBSYNC_HUBSPOT_DAILY_LIMIT: %w", err)
@@ -115,8 +122,7 @@ orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
 	if err != nil {
 		return fmt.Errorf("HUBSYNC_DRIFT_BUDGET_SHARE: %w", err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	client, err := hubspot.NewClient(hubspot.Config{BaseURL: apiBase, AccessToken: token, OnResponse: budget.ObserveHubSpot(shared, key, log)})
+	client, err := hubspot.NewClient(hubspot.Config{BaseURL: apiBase, AccessToken: token, TimeZone: zone, OnResponse: budget.ObserveHubSpot(shared, key, log)})
 	if err != nil {
 		return fmt.Errorf("HUBSPOT_API_BASE/HUBSPOT_ACCESS_TOKEN: %w", err)
 	}

@@ -323,6 +323,7 @@ func TestServeConfigErrors(t *testing.T) {
 		{"missing client secret", baseEnv(sqlite, "HUBSPOT_ACCESS_TOKEN=t"), nil, "HUBSPOT_CLIENT_SECRET is empty"},
 		{"bad database URL", baseEnv("HUBSYNC_DATABASE_URL=oracle://db", "HUBSPOT_ACCESS_TOKEN=t", "HUBSPOT_CLIENT_SECRET=s"), nil, "HUBSYNC_DATABASE_URL"},
 		{"bad rate limit", baseEnv(sqlite, "HUBSYNC_HUBSPOT_RATE_LIMIT=lots"), nil, "HUBSYNC_HUBSPOT_RATE_LIMIT"},
+		{"bad time zone", baseEnv(sqlite, "HUBSPOT_ACCESS_TOKEN=t", "HUBSPOT_CLIENT_SECRET=s", "HUBSYNC_HUBSPOT_TIME_ZONE=Mars/Olympus"), nil, "HUBSYNC_HUBSPOT_TIME_ZONE"},
 		{"bad retention", baseEnv(sqlite), []string{"-webhooks=false", "-sync-worker=false", "-outbound-worker=false", "-inbound-retention=forever"}, "inbound-retention"},
 	}
 	for _, tc := range cases {

@@ -25,6 +25,9 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+	// The zone database, for HUBSYNC_HUBSPOT_TIME_ZONE and the account's zone
+	// on a machine without one (a scratch container).
+	_ "time/tzdata"
 )
 
 // command is one subcommand: one file each.

@@ -140,6 +140,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.secret(&apiTokens, "api-token", "HUBSYNC_API_TOKEN", "bearer token(s) of the records API and every /api route, comma-separated for rotation, each at least 16 characters; empty turns them off")
 	e.int(&cfg.RateLimit, "rate-limit", "HUBSYNC_HUBSPOT_RATE_LIMIT", server.RateLimitDefault, "HubSpot calls per 10 s shared by all replicas (100, 110, 190 or 250 by tier)")
 	e.int(&cfg.DailyLimit, "daily-limit", "HUBSYNC_HUBSPOT_DAILY_LIMIT", 0, "HubSpot calls per day (0: 250000; negative: none)")
+	e.string(&cfg.HubSpotTimeZone, "time-zone", "HUBSYNC_HUBSPOT_TIME_ZONE", "", "the HubSpot account's time zone, at whose midnight the daily limit resets, e.g. America/New_York (empty: ask HubSpot at start)")
 	e.duration(&cfg.BudgetCallLead, "budget-call-lead", "HUBSYNC_BUDGET_CALL_LEAD", budget.CallLeadDefault, "how long after the shared budget grants a call it may start; each grant is counted for 10 s plus this (at most 10s)")
 	e.duration(&cfg.BudgetRetrySpread, "budget-retry-spread", "HUBSYNC_BUDGET_RETRY_SPREAD", budget.RetrySpreadDefault, "most random extra wait after a budget refusal, so replicas wake apart (at most 10s)")
 	e.int(&cfg.BudgetPace, "budget-pace", "HUBSYNC_BUDGET_PACE", budget.PaceDefault, "calls booked ahead get at most this many times their even share of the limit per 1% of the window (negative: no cap)")

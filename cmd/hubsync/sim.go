@@ -53,6 +53,7 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 	webhookURL := fs.String("webhook-url", "", "where to deliver webhooks, e.g. http://127.0.0.1:8080/webhooks/hubspot (empty: none)")
 	tenSecond := fs.Int("rate-limit", hubspotsim.TenSecondLimitDefault, "API requests allowed per rolling 10 s")
 	daily := fs.Int("daily-limit", hubspotsim.DailyLimitDefault, "API requests allowed per day")
+	timeZone := fs.String("time-zone", "UTC", "the account's time zone (IANA name), at whose midnight the daily limit resets")
 	seed := fs.Int64("seed", 1, "seed of fault randomness")
 	faultsJSON := fs.String("faults", "", `injected faults as JSON, e.g. {"error500":0.05,"error429":0.02,"latency":"20ms","webhookDuplicate":0.1}`)
 	fs.BoolVar(&st.verbose, "v", false, "log every request")
@@ -95,7 +96,7 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 	}
 	st.cfg = hubspotsim.Config{
 		AppID: appID, AccessToken: token, ClientSecret: secret, WebhookURL: *webhookURL,
-		TenSecondLimit: *tenSecond, DailyLimit: *daily, Seed: *seed,
+		TenSecondLimit: *tenSecond, DailyLimit: *daily, TimeZone: *timeZone, Seed: *seed,
 	}
 	if *faultsJSON != "" {
 		if err := json.Unmarshal([]byte(*faultsJSON), &st.cfg.Faults); err != nil {

@@ -81,3 +81,37 @@ func TestStatusShowsWhenTheBudgetWasShort(t *testing.T) {
 		t.Errorf("status lists %d of the two budget keys:\n%s", rows, out)
 	}
 }
+
+// `hubsync status` counts today's calls in the account's days
+// (HUBSYNC_HUBSPOT_TIME_ZONE) and says which zone it used.
+func TestStatusCountsTheAccountsDay(t *testing.T) {
+	t.Parallel()
+	db := dbtest.Migrated(t, store.SQLite)
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{TimeZone: tokyo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Reserve(context.Background(), "k", 3); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL, "HUBSYNC_HUBSPOT_TIME_ZONE=Asia/Tokyo"), "status", "-json")
+	var rep struct {
+		TimeZone string `json:"time_zone"`
+		Budget   []struct {
+			CallsToday int64 `json:"calls_today"`
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.TimeZone != "Asia/Tokyo" || len(rep.Budget) != 1 || rep.Budget[0].CallsToday != 3 {
+		t.Fatalf("status -json = %d\n%s%s; want 3 calls today in Asia/Tokyo", code, out, errOut)
+	}
+	if code, out, _ := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL, "HUBSYNC_HUBSPOT_TIME_ZONE=Asia/Tokyo"), "status"); code != 0 || !strings.Contains(out, "CALLS TODAY (Asia/Tokyo)") {
+		t.Fatalf("status = %d\n%s; want the zone in the header", code, out)
+	}
+	if code, _, errOut := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL, "HUBSYNC_HUBSPOT_TIME_ZONE=Mars/Olympus"), "status"); code == 0 || !strings.Contains(errOut, "HUBSYNC_HUBSPOT_TIME_ZONE") {
+		t.Fatalf("status with an unknown zone = %d %q; want a refusal naming HUBSYNC_HUBSPOT_TIME_ZONE", code, errOut)
+	}
+}

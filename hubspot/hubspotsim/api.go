@@ -88,6 +88,8 @@ func (s *Server) routes() {
 	s.api("GET /crm/v3/properties/{type}", routeNormal, s.handleListProperties)
 	s.api("POST /crm/v3/properties/{type}", routeNormal, s.handleCreateProperty)
 
+	s.api("GET /account-info/v3/details", routeNormal, s.handleAccountDetails)
+	s.api("GET /account-info/v3/api-usage/daily/private-apps", routeNormal, s.handleDailyUsage)
 	s.api("POST /communication-preferences/v4/statuses/{email}", routeNormal, s.handlePrefsV4Write)
 	s.api("GET /communication-preferences/v4/statuses/{email}", routeNormal, s.handlePrefsV4Read)
 	s.api("POST /communication-preferences/v4/statuses/{email}/unsubscribe-all", routeNormal, s.handlePrefsV4UnsubscribeAll)
@@ -254,7 +256,7 @@ func (s *Server) admit(kind routeKind) (*apiResp, map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
-	if day := now.UTC().Format(time.DateOnly); day != s.dayKey {
+	if day := now.In(s.zone).Format(time.DateOnly); day != s.dayKey {
 		s.dayKey, s.dayCount = day, 0
 	}
 	s.window = prune(s.window, now.Add(-10*time.Second))

@@ -72,6 +72,10 @@ type Config struct {
 	TenSecondLimit int
 	// DailyLimit is the per-day request limit.
 	DailyLimit int
+	// TimeZone is the account's time zone, an IANA name: the daily limit
+	// resets at its midnight, as HubSpot's does, and GET
+	// /account-info/v3/details reports it. Default "UTC".
+	TimeZone string
 	// SearchPerSecond is the search API's own per-second limit.
 	SearchPerSecond int
 	// WebhookBatchSize is the most events per webhook request (at most 100).
@@ -103,6 +107,7 @@ func (c Config) withDefaults() Config {
 	c.ClientSecret = cmp.Or(c.ClientSecret, ClientSecretDefault)
 	c.TenSecondLimit = cmp.Or(c.TenSecondLimit, TenSecondLimitDefault)
 	c.DailyLimit = cmp.Or(c.DailyLimit, DailyLimitDefault)
+	c.TimeZone = cmp.Or(c.TimeZone, "UTC")
 	c.SearchPerSecond = cmp.Or(c.SearchPerSecond, SearchPerSecondDefault)
 	c.WebhookBatchSize = cmp.Or(c.WebhookBatchSize, WebhookBatchSizeDefault)
 	c.WebhookMaxAttempts = cmp.Or(c.WebhookMaxAttempts, WebhookMaxAttemptsDefault)
@@ -137,6 +142,11 @@ func (c Config) validate() error {
 	positive("WebhookConcurrency", int64(c.WebhookConcurrency))
 	if c.WebhookBatchSize > WebhookBatchSizeDefault {
 		errs = append(errs, fmt.Errorf("WebhookBatchSize must be at most %d, HubSpot's maximum (got %d); lower it", WebhookBatchSizeDefault, c.WebhookBatchSize))
+	}
+	if c.TimeZone != "" {
+		if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			errs = append(errs, fmt.Errorf("TimeZone %q: %w; use an IANA name such as America/New_York", c.TimeZone, err))
+		}
 	}
 	if err := validateWebhookURL(c.WebhookURL); err != nil {
 		errs = append(errs, fmt.Errorf("WebhookURL: %w", err))

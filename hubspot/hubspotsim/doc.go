@@ -48,6 +48,11 @@
 //     hubsync_record_id with unique values, which hubsync's default mapping
 //     needs. Definitions are not enforced on object writes: any property
 //     name is stored.
+//   - The daily limit resets at midnight in Config.TimeZone (UTC by
+//     default), as HubSpot's resets at the account's midnight. GET
+//     /account-info/v3/details reports that zone (timeZone) with the portal
+//     id; GET /account-info/v3/api-usage/daily/private-apps the day's use
+//     and resetsAt. Both are rate limited as any other call.
 //
 // Control endpoints under /_sim/ (user edits, faults, limits, counters) need
 // no authentication and are neither rate limited nor fault-injected; the same

@@ -58,8 +58,9 @@ type Server struct {
 	rng        *rand.Rand
 	tenSecond  int
 	daily      int
-	window     []time.Time // accepted non-search requests, oldest first
-	searchWin  []time.Time // accepted search requests, oldest first
+	zone       *time.Location // the account's, whose midnight resets daily
+	window     []time.Time    // accepted non-search requests, oldest first
+	searchWin  []time.Time    // accepted search requests, oldest first
 	dayKey     string
 	dayCount   int
 	types      map[string]*typeStore
@@ -103,6 +104,7 @@ func New(cfg Config) (*Server, error) {
 		rng:        rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(cfg.Seed)^0x9e3779b97f4a7c15)),
 		tenSecond:  cfg.TenSecondLimit,
 		daily:      cfg.DailyLimit,
+		zone:       zoneOf(cfg.TimeZone),
 		types:      map[string]*typeStore{},
 		nextID:     1000,
 		prefs:      map[string]map[int64]*prefState{},
