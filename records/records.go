@@ -653,8 +653,10 @@ func (s *Service) get(ctx context.Context, q store.DBTX, query, objectType, id s
 	if id == "" {
 		return Record{}, fmt.Errorf("%w: %s with an empty id", ErrNotFound, objectType)
 	}
-	if textcheck.Problem(id) != "" {
-		// No record has such an id, and PostgreSQL refuses it as text.
+	if textcheck.Problem(id) != "" || strings.HasSuffix(id, " ") {
+		// No record has such an id: PostgreSQL refuses the first as text,
+		// and MariaDB would match the second to the id without its trailing
+		// spaces (PAD SPACE), which is another record's spelling.
 		return Record{}, fmt.Errorf("%w: %s/%q", ErrNotFound, objectType, id)
 	}
 	row := q.QueryRowContext(ctx, s.q.Get(query), objectType, id)

@@ -96,3 +96,27 @@ func TestOversizedDeclaredBodyIsNotRead(t *testing.T) {
 		}
 	}
 }
+
+// TestTrailingSpaceIDIsNotTheRecord: MariaDB compares 'x' and 'x ' as equal
+// (PAD SPACE collations); every database answers an id with a trailing space
+// as not found, so a PATCH or DELETE of "x " never reaches record x under
+// another spelling of its id (and a queue keyed by that spelling).
+func TestTrailingSpaceIDIsNotTheRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		h := b.svc.Handler()
+		ok := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"pad@example.com"}}`)
+		id := testcheck.As[string](t, "the created record's id", ok.body["id"])
+		for _, method := range []string{"GET", "PATCH", "DELETE"} {
+			if r := call(t, h, method, "/api/records/contacts/"+id+"%20?version=1", `{"version":1,"fields":{"first_name":"X"}}`); r.status != 404 {
+				t.Errorf("%s of the id with a trailing space = %d %v; want 404", method, r.status, r.body)
+			}
+		}
+		if _, err := b.svc.Get(context.Background(), "contacts", id+" "); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(%q) = %v; want ErrNotFound", id+" ", err)
+		}
+		if r := call(t, h, "GET", "/api/records/contacts/"+id, ""); r.status != 200 || r.body["version"] != float64(1) {
+			t.Errorf("the record after the refused writes = %d %v; want it unchanged at version 1", r.status, r.body)
+		}
+	})
+}
