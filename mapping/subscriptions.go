@@ -42,6 +42,7 @@ func (s *Set) WithSubscriptions(version int, subs ...Subscription) (*Set, error)
 	out := *s
 	out.subsVersion = version
 	out.subs = make(map[subscriptionKey]Subscription, len(subs))
+	byID := map[string]subscriptionKey{}
 	var errs []error
 	for _, sub := range subs {
 		k := subscriptionKey{sub.BrandID, sub.ProductID}
@@ -56,6 +57,10 @@ func (s *Set) WithSubscriptions(version int, subs ...Subscription) (*Set, error)
 			if _, dup := out.subs[k]; dup {
 				errs = append(errs, fmt.Errorf("mapping: subscription %s/%s is mapped twice; keep one", sub.BrandID, sub.ProductID))
 			}
+			if other, shared := byID[sub.SubscriptionID]; shared && other != k {
+				errs = append(errs, sharedSubscriptionError(sub, other))
+			}
+			byID[sub.SubscriptionID] = k
 			out.subs[k] = sub
 		}
 	}
@@ -101,6 +106,10 @@ func (p *fileParser) subscriptions(n *yaml.Node) []Subscription {
 		return nil
 	}
 	seen := map[subscriptionKey]int{}
+	seenID := map[string]struct {
+		key  subscriptionKey
+		line int
+	}{}
 	var out []Subscription
 	for _, item := range n.Content {
 		item = deref(item)
@@ -141,10 +150,27 @@ func (p *fileParser) subscriptions(n *yaml.Node) []Subscription {
 			p.errorf(item, "subscription %s/%s is already mapped on line %d; map each brand and product once", sub.BrandID, sub.ProductID, first)
 			continue
 		}
+		if other, shared := seenID[sub.SubscriptionID]; shared {
+			p.errorf(item, "%s (line %d)", strings.TrimPrefix(sharedSubscriptionError(sub, other.key).Error(), "mapping: "), other.line)
+			continue
+		}
 		seen[k] = item.Line
+		seenID[sub.SubscriptionID] = struct {
+			key  subscriptionKey
+			line int
+		}{k, item.Line}
 		out = append(out, sub)
 	}
 	return out
+}
+
+// sharedSubscriptionError refuses a HubSpot subscription mapped by two
+// (brand, product) pairs: HubSpot holds one status per contact and
+// subscription, and the two pairs' requests are ordered each on its own, so
+// the status HubSpot ends with would be whichever push came last.
+func sharedSubscriptionError(sub Subscription, other subscriptionKey) error {
+	return fmt.Errorf("mapping: subscription %s/%s maps to HubSpot subscription %s, as %s/%s does: HubSpot keeps one status per contact and subscription, which the two would overwrite in no set order; map each brand and product to a subscription of its own",
+		sub.BrandID, sub.ProductID, sub.SubscriptionID, other.brand, other.product)
 }
 
 // subscriptionsVersion parses subscriptions_version.
