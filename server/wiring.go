@@ -37,7 +37,7 @@ func newBudget(db *hubsync.DB, cfg Config, zone *time.Location) (budget.Budget, 
 }
 
 // accountZoneTimeout bounds the question for the account's time zone at start.
-const accountZoneTimeout = 10 * time.Second
+const accountZoneTimeout = 5 * time.Second
 
 // accountZone returns the HubSpot account's time zone, whose midnight resets
 // the daily limit (see AccountZone); UTC for a replica that never calls
