@@ -237,7 +237,8 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 	})
 	defer keep.Stop()
 	var errs []error
-	held := map[string]bool{} // records with a failed event in this batch
+	held := map[string]bool{}       // records with a failed event in this batch
+	delivered := map[string]int64{} // the highest Seq delivered per record in this batch
 	done := completer{r: r}
 	for i, ev := range evs {
 		if stopCtx.Err() != nil || workCtx.Err() != nil {
@@ -260,6 +261,9 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 			continue
 		}
 		newer, err := r.supersededBy(workCtx, ev)
+		if seq := delivered[key]; err == nil && seq > ev.Seq {
+			newer = seq // delivered earlier in this batch, not yet marked processed
+		}
 		if err != nil {
 			held[key] = true
 			r.release([]store.InternalEvent{ev})
@@ -282,6 +286,7 @@ func (r *Relay) runOnce(stopCtx, workCtx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
+		delivered[key] = max(delivered[key], ev.Seq)
 		if err := done.add(workCtx, ev.Lease()); err != nil {
 			errs = append(errs, err)
 		}

@@ -74,3 +74,53 @@ func TestRequeuedDeadLetterAfterALaterDeliveryIsNotDelivered(t *testing.T) {
 		}
 	})
 }
+
+// A dead letter re-queued while its record's later event is still pending is
+// claimed in one batch behind it (a later lane): the relay delivers the later
+// event and does not deliver the stale one after it, though the later one is
+// not marked processed until the batch ends.
+func TestRequeuedDeadLetterInTheSameBatchAsItsLaterEvent(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		clock := storetest.NewClock(time.Time{})
+		st, err := hubsync.NewStore(dbtest.Migrated(t, d).DB, d, store.Config{Now: clock.Now, Retry: store.RetryPolicy{BackoffBase: time.Second, NoJitter: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := &bundle{st: st, clock: clock, bus: NewBus()}
+		ctx := context.Background()
+		ids := b.enqueue(t, "r1", 2) // v1, v2
+		evs, err := st.Internal().Claim(ctx, store.ClaimParams{Limit: 10, LeaseDuration: time.Minute, Owner: "test"})
+		if err != nil || len(evs) != 2 {
+			t.Fatalf("claim = %d events, %v; want 2", len(evs), err)
+		}
+		for _, ev := range evs {
+			if ev.ID == ids[0] {
+				if err := st.Internal().Fail(ctx, ev.Lease(), "subscriber down"); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := st.Internal().Release(ctx, 0, ev.Lease()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n, err := st.Internal().Requeue(ctx, ids[0]); err != nil || n != 1 {
+			t.Fatalf("requeue = %d, %v", n, err)
+		}
+		var rec recorder
+		if err := b.bus.Subscribe("rec", rec.handle); err != nil {
+			t.Fatal(err)
+		}
+		r, err := New(st, b.bus, Config{Owner: "relay-1", PollInterval: time.Hour, LeaseDuration: time.Minute, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			if _, err := r.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := rec.ids(); fmt.Sprint(got) != fmt.Sprint([]string{ids[1]}) {
+			t.Fatalf("delivered %v; want v2 alone (v1, re-queued behind it, is stale)", got)
+		}
+		testwait.For(t, "both events processed", b.allProcessed(t, ids))
+	})
+}
