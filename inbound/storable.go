@@ -2,14 +2,15 @@ package inbound
 
 import (
 	"bytes"
-	"strconv"
+
+	"github.com/hubsync/hubsync/internal/textcheck"
 )
 
 // MaxEventDepth is the deepest nesting of arrays and objects an event may
 // have: MariaDB's JSON column refuses a document whose arrays and objects
 // nest 32 deep, and a HubSpot event is 1 or 2 deep. A deeper event is
 // refused on its own (EventRejectMalformed); it never fails its delivery.
-const MaxEventDepth = 31
+const MaxEventDepth = textcheck.MaxJSONDepth
 
 // storable returns raw as every store's JSON column accepts it, and false
 // when no store can hold it (nested deeper than MaxEventDepth).
@@ -45,20 +46,14 @@ func storable(raw []byte) ([]byte, bool) {
 		case '"':
 			inString = false
 		case '\\':
-			if i+1 < len(raw) && raw[i+1] == 'u' {
-				r, ok := hex4(raw, i+2)
-				switch {
-				case !ok || r < 0xD800 || r > 0xDFFF:
-				case r <= 0xDBFF && i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' && isLow(raw, i+8):
-					i += 11 // a whole pair
-					continue
-				default: // a lone surrogate
+			if n, lone := textcheck.UnicodeEscape(raw, i); n > 0 {
+				if lone {
 					if out == nil {
 						out = bytes.Clone(raw)
 					}
 					copy(out[i:i+6], `\ufffd`)
 				}
-				i += 5
+				i += n - 1
 				continue
 			}
 			i++ // the escaped character
@@ -71,20 +66,4 @@ func storable(raw []byte) ([]byte, bool) {
 		return raw, true
 	}
 	return out, true
-}
-
-// hex4 reads the 4 hexadecimal digits at raw[i:].
-func hex4(raw []byte, i int) (rune, bool) {
-	if i+4 > len(raw) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(string(raw[i:i+4]), 16, 16)
-	return rune(n), err == nil
-}
-
-// isLow reports whether the 4 hexadecimal digits at raw[i:] are a low
-// surrogate.
-func isLow(raw []byte, i int) bool {
-	r, ok := hex4(raw, i)
-	return ok && r >= 0xDC00 && r <= 0xDFFF
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hubsync/hubsync/internal/httpjson"
 	"github.com/hubsync/hubsync/internal/logtext"
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/mapping"
 )
 
@@ -216,6 +217,9 @@ func decodeStrict(body io.Reader, v any) error {
 	}
 	if !utf8.Valid(raw) {
 		return fmt.Errorf("%w: the body is not valid UTF-8", errBadRequest)
+	}
+	if p := textcheck.JSONProblem(raw); p != "" {
+		return fmt.Errorf("%w: the body %s", errBadRequest, p)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()

@@ -761,7 +761,22 @@ func (s *Service) checkNames(fields map[string]any) error {
 // UTF-8 (which JSON encoding would silently replace). Every database then
 // answers the same input the same way. It looks into objects and arrays,
 // keys included.
-func checkValue(field string, v any) error {
+func checkValue(field string, v any) error { return checkNested(field, v, 0) }
+
+// MaxValueDepth is the deepest a field's value may nest arrays and objects:
+// it is stored two deeper, in a snapshot's fields ({"fields":{"name":…}}),
+// and MariaDB's JSON column refuses a document deeper than
+// textcheck.MaxJSONDepth.
+const MaxValueDepth = textcheck.MaxJSONDepth - 2
+
+// checkNested is checkValue of a value nested depth arrays and objects deep.
+func checkNested(field string, v any, depth int) error {
+	switch v.(type) {
+	case map[string]any, []any:
+		if depth++; depth > MaxValueDepth {
+			return fmt.Errorf("%w: field %q nests arrays and objects more than %d deep", ErrInvalid, field, MaxValueDepth)
+		}
+	}
 	switch v := v.(type) {
 	case string:
 		if strings.ContainsRune(v, 0) {
@@ -772,16 +787,16 @@ func checkValue(field string, v any) error {
 		}
 	case map[string]any:
 		for k, x := range v {
-			if err := checkValue(field, k); err != nil {
+			if err := checkNested(field, k, depth); err != nil {
 				return err
 			}
-			if err := checkValue(field, x); err != nil {
+			if err := checkNested(field, x, depth); err != nil {
 				return err
 			}
 		}
 	case []any:
 		for _, x := range v {
-			if err := checkValue(field, x); err != nil {
+			if err := checkNested(field, x, depth); err != nil {
 				return err
 			}
 		}

@@ -120,3 +120,42 @@ func TestTrailingSpaceIDIsNotTheRecord(t *testing.T) {
 		}
 	})
 }
+
+// TestNestingAndSurrogatesAreRefusedAlike: a value nested deeper than
+// MaxValueDepth, or a body holding a surrogate escape without its pair
+// (which encoding/json would store as U+FFFD), is refused with 400 on every
+// database, not a 500 from MariaDB's or SQLite's JSON check nor a record
+// holding other text than was sent; MaxValueDepth itself is stored and
+// queued on every database.
+func TestNestingAndSurrogatesAreRefusedAlike(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		h := b.svc.Handler()
+		nested := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
+		ok := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"deep@example.com","x":`+nested(MaxValueDepth)+`}}`)
+		if ok.status != 201 {
+			t.Fatalf("a value nested %d deep = %d %v; want 201", MaxValueDepth, ok.status, ok.body)
+		}
+		for name, body := range map[string]string{
+			"one level deeper":   `{"fields":{"x":` + nested(MaxValueDepth+1) + `}}`,
+			"2000 deep":          `{"fields":{"x":` + nested(2000) + `}}`,
+			"lone high":          `{"fields":{"name":"Ann\ud800"}}`,
+			"lone low":           `{"fields":{"name":"\udc00Ann"}}`,
+			"lone high in a key": `{"fields":{"obj":{"\ud83d":1}}}`,
+		} {
+			if r := call(t, h, "POST", "/api/records/contacts", body); r.status != 400 {
+				t.Errorf("%s: %d %v; want 400", name, r.status, r.body)
+			}
+		}
+		if r := call(t, h, "POST", "/api/records/contacts", `{"fields":{"email":"pair@example.com","name":"Ann \ud83d\ude00"}}`); r.status != 201 {
+			t.Errorf("a whole surrogate pair = %d %v; want 201", r.status, r.body)
+		}
+		deep := any("x")
+		for range MaxValueDepth + 1 {
+			deep = []any{deep}
+		}
+		if _, err := b.svc.Insert(context.Background(), "contacts", map[string]any{"x": deep}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Insert of a value nested %d deep = %v; want ErrInvalid", MaxValueDepth+1, err)
+		}
+	})
+}

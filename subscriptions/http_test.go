@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/testcheck"
@@ -97,10 +98,14 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"brand_id":"acme","product_id":"news","contact_key":"a@b.c","desired_state":"unsubscribed"} {}`))
 	f.Add([]byte(`{"brand_id":"","extra":1}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"brand_id":"acme","product_id":"news","contact_key":"a\ud800@b.c","desired_state":"subscribed"}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r, err := subscriptions.ParseRequest(body)
 		if err != nil {
 			return
+		}
+		if strings.ContainsRune(r.ContactKey, utf8.RuneError) && !strings.ContainsRune(string(body), utf8.RuneError) && !strings.Contains(strings.ToLower(string(body)), `\ufffd`) {
+			t.Fatalf("%s accepted as contact_key %q: U+FFFD the body did not hold", body, r.ContactKey)
 		}
 		// An accepted request is canonical: parsing its own encoding gives
 		// it back, with the same hash, and its record id fits the queue.
@@ -146,6 +151,13 @@ func TestHandlerMalformedText(t *testing.T) {
 		}
 		if w, out := do(t, h, "POST", "/api/subscription-requests", "key-nul", strings.Replace(body, "ada@", `a\u0000da@`, 1)); w.Code != http.StatusBadRequest {
 			t.Errorf("contact_key with NUL = %d %v; want 400", w.Code, out)
+		}
+		// encoding/json would decode these to U+FFFD: a contact key other
+		// than the one sent, pushed to HubSpot.
+		for name, ck := range map[string]string{"lone surrogate": `a\ud800da@example.com`, "invalid UTF-8": "a\xffda@example.com"} {
+			if w, out := do(t, h, "POST", "/api/subscription-requests", "key-"+name, strings.Replace(body, "ada@example.com", ck, 1)); w.Code != http.StatusBadRequest {
+				t.Errorf("contact_key with a %s = %d %v; want 400", name, w.Code, out)
+			}
 		}
 		for _, id := range []string{"%ff", "a%00b"} {
 			if w, out := do(t, h, "GET", "/api/subscription-requests/"+id, "", ""); w.Code != http.StatusNotFound {

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
+
+	"github.com/hubsync/hubsync/internal/textcheck"
 )
 
 // The desired states of a request.
@@ -67,6 +70,14 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]+$`)
 func ParseRequest(body []byte) (Request, error) {
 	if len(body) > MaxBodyBytes {
 		return Request{}, fmt.Errorf("%w: body larger than %d bytes", ErrInvalidRequest, MaxBodyBytes)
+	}
+	// encoding/json decodes invalid UTF-8 and a lone surrogate escape to
+	// U+FFFD without a word: refuse them, so a contact key is what was sent.
+	if !utf8.Valid(body) {
+		return Request{}, fmt.Errorf("%w: the body is not valid UTF-8", ErrInvalidRequest)
+	}
+	if p := textcheck.JSONProblem(body); p != "" {
+		return Request{}, fmt.Errorf("%w: the body %s", ErrInvalidRequest, p)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
