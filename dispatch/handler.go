@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/qstash"
 	"github.com/hubsync/hubsync/store"
@@ -149,7 +150,7 @@ func (h *Handler) serve(r *http.Request) answer {
 		return answer{code: http.StatusUnauthorized, msg: "invalid signature"}
 	}
 	var b Body
-	if err := json.Unmarshal(body, &b); err != nil || b.EventID == "" || len(b.EventID) > 255 {
+	if err := json.Unmarshal(body, &b); err != nil || b.EventID == "" || len(b.EventID) > 255 || textcheck.Problem(b.EventID) != "" {
 		// Signed by QStash but not ours to parse: no retry can fix it.
 		return answer{code: StatusNonRetryable, msg: `body is not {"eventId": "…"}`}
 	}

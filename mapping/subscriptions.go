@@ -57,10 +57,10 @@ func (s *Set) WithSubscriptions(version int, subs ...Subscription) (*Set, error)
 			if _, dup := out.subs[k]; dup {
 				errs = append(errs, fmt.Errorf("mapping: subscription %s/%s is mapped twice; keep one", sub.BrandID, sub.ProductID))
 			}
-			if other, shared := byID[sub.SubscriptionID]; shared && other != k {
+			if other, shared := byID[numericID(sub.SubscriptionID)]; shared && other != k {
 				errs = append(errs, sharedSubscriptionError(sub, other))
 			}
-			byID[sub.SubscriptionID] = k
+			byID[numericID(sub.SubscriptionID)] = k
 			out.subs[k] = sub
 		}
 	}
@@ -150,18 +150,27 @@ func (p *fileParser) subscriptions(n *yaml.Node) []Subscription {
 			p.errorf(item, "subscription %s/%s is already mapped on line %d; map each brand and product once", sub.BrandID, sub.ProductID, first)
 			continue
 		}
-		if other, shared := seenID[sub.SubscriptionID]; shared {
+		if other, shared := seenID[numericID(sub.SubscriptionID)]; shared {
 			p.errorf(item, "%s (line %d)", strings.TrimPrefix(sharedSubscriptionError(sub, other.key).Error(), "mapping: "), other.line)
 			continue
 		}
 		seen[k] = item.Line
-		seenID[sub.SubscriptionID] = struct {
+		seenID[numericID(sub.SubscriptionID)] = struct {
 			key  subscriptionKey
 			line int
 		}{k, item.Line}
 		out = append(out, sub)
 	}
 	return out
+}
+
+// numericID is a numeric id without leading zeros, as HubSpot reads it:
+// "07" and "7" name one subscription.
+func numericID(id string) string {
+	if t := strings.TrimLeft(id, "0"); t != "" {
+		return t
+	}
+	return "0"
 }
 
 // sharedSubscriptionError refuses a HubSpot subscription mapped by two

@@ -25,8 +25,10 @@ subscriptions:
 	if _, ok := s.Subscription("acme", "sports"); ok {
 		t.Fatal("an unmapped pair was found")
 	}
-	if _, err := Default().WithSubscriptions(1, Subscription{BrandID: "a", ProductID: "b", SubscriptionID: "7"}, Subscription{BrandID: "a", ProductID: "c", SubscriptionID: "7"}); err == nil || !strings.Contains(err.Error(), "as a/b does") {
-		t.Errorf("WithSubscriptions with one HubSpot subscription for two pairs = %v; want a refusal naming both", err)
+	for _, other := range []string{"7", "07"} { // HubSpot reads 07 as 7
+		if _, err := Default().WithSubscriptions(1, Subscription{BrandID: "a", ProductID: "b", SubscriptionID: "7"}, Subscription{BrandID: "a", ProductID: "c", SubscriptionID: other}); err == nil || !strings.Contains(err.Error(), "as a/b does") {
+			t.Errorf("WithSubscriptions with subscriptions 7 and %s for two pairs = %v; want a refusal naming both", other, err)
+		}
 	}
 	if d := Default(); d.SubscriptionsVersion() != 1 || len(d.Subscriptions()) != 0 {
 		t.Fatal("the default mapping has subscriptions")
@@ -37,6 +39,7 @@ subscriptions:
 		{"subscriptions:\n  - {brand_id: a, product_id: b, subscription_id: 1}\n  - {brand_id: a, product_id: b, subscription_id: 2}\n", "already mapped on line 6"},
 		{"subscriptions:\n  - {brand_id: a, product_id: b, subscription_id: 1, brand: x}\n", `unknown key "brand"`},
 		{"subscriptions:\n  - {brand_id: a, product_id: b, subscription_id: 7}\n  - {brand_id: a, product_id: c, subscription_id: \"7\"}\n", "line 7: subscription a/c maps to HubSpot subscription 7, as a/b does"},
+		{"subscriptions:\n  - {brand_id: a, product_id: b, subscription_id: 7}\n  - {brand_id: a, product_id: c, subscription_id: \"007\"}\n", "line 7: subscription a/c maps to HubSpot subscription 007, as a/b does"},
 		{"subscriptions_version: 0\n", "subscriptions_version \"0\" is not a positive integer"},
 		{"subscriptions: {a: b}\n", "subscriptions must be a list"},
 	} {

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/internal/textcheck"
@@ -54,8 +53,8 @@ func (r DiscardRequest) validate() error {
 		return fmt.Errorf("%w: a reason is required; say why the events are discarded", ErrBadRequest)
 	case len(reason) > DiscardReasonMax:
 		return fmt.Errorf("%w: the reason has %d bytes; keep it under %d", ErrBadRequest, len(reason), DiscardReasonMax)
-	case !utf8.ValidString(reason):
-		return fmt.Errorf("%w: the reason is not valid UTF-8", ErrBadRequest)
+	case textcheck.Problem(reason) != "":
+		return fmt.Errorf("%w: the reason %s", ErrBadRequest, textcheck.Problem(reason))
 	}
 	for _, id := range r.IDs {
 		if id == "" || len(id) > 64 || textcheck.Problem(id) != "" {

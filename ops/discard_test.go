@@ -75,6 +75,7 @@ func TestDiscardDeadLettersRefusesBadRequests(t *testing.T) {
 		"no reason":     {Direction: store.DirectionOutbound, IDs: ids, Reason: "  "},
 		"long reason":   {Direction: store.DirectionOutbound, IDs: ids, Reason: strings.Repeat("a", DiscardReasonMax+1)},
 		"bad utf8":      {Direction: store.DirectionOutbound, IDs: ids, Reason: "\xff"},
+		"NUL in reason": {Direction: store.DirectionOutbound, IDs: ids, Reason: "typo\x00"},
 		"empty id":      {Direction: store.DirectionOutbound, IDs: []string{""}, Reason: "x"},
 		"long id":       {Direction: store.DirectionOutbound, IDs: []string{strings.Repeat("1", 65)}, Reason: "x"},
 		"too many ids":  {Direction: store.DirectionOutbound, IDs: make([]string, DiscardIDsMax+1), Reason: "x"},

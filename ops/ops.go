@@ -221,6 +221,8 @@ func (r RetryRequest) validate() error {
 		return fmt.Errorf("%w: all needs the exact key (source or destination, e.g. \"hubspot\")", ErrBadRequest)
 	case slices.Contains(r.IDs, ""):
 		return fmt.Errorf("%w: an id is empty", ErrBadRequest)
+	case len(r.IDs) > DiscardIDsMax:
+		return fmt.Errorf("%w: %d ids; retry at most %d at once (or all, with a key)", ErrBadRequest, len(r.IDs), DiscardIDsMax)
 	}
 	if err := checkText("key", r.Key); err != nil {
 		return err

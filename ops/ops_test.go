@@ -147,6 +147,7 @@ func TestDeadLettersListAndRetry(t *testing.T) {
 		{Direction: store.DirectionOutbound},
 		{Direction: store.DirectionOutbound, All: true},
 		{Direction: store.DirectionOutbound, IDs: []string{"x"}, All: true, Key: "hubspot"},
+		{Direction: store.DirectionOutbound, IDs: make([]string, DiscardIDsMax+1)},
 	} {
 		if _, err := RetryDeadLetters(ctx, b.st, bad); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("RetryDeadLetters(%+v) = %v, want ErrBadRequest", bad, err)

@@ -814,6 +814,9 @@ func checkFieldName(k string) error {
 		return fmt.Errorf("%w: field name %q is not valid text", ErrInvalid, k)
 	case strings.HasPrefix(k, "$"):
 		return fmt.Errorf("%w: field name %q; names starting with $ are reserved", ErrInvalid, k)
+	case strings.HasSuffix(k, " "):
+		// MariaDB compares "a " and "a" as equal: the two would share a clock.
+		return fmt.Errorf("%w: field name %q ends in a space; remove it", ErrInvalid, k)
 	}
 	return nil
 }

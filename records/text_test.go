@@ -37,6 +37,7 @@ func TestSameTextAnswerOnEveryDatabase(t *testing.T) {
 			"NUL in a nested key":   `{"fields":{"obj":{"a\u0000":1}}}`,
 			"invalid UTF-8 value":   "{\"fields\":{\"name\":\"a\xffb\"}}",
 			"invalid UTF-8 name":    "{\"fields\":{\"n\xc3\":\"x\"}}",
+			"name ending in space":  `{"fields":{"name ":"x"}}`,
 		}
 		for name, body := range bad {
 			if r := call(t, h, "POST", "/api/records/contacts", body); r.status != 400 {

@@ -176,6 +176,22 @@ func TestAPIAuth(t *testing.T) {
 	if strings.Contains(logs.String(), "wrong-token") {
 		t.Errorf("the log shows a token that was tried:\n%s", logs.String())
 	}
+	// The scheme is case-insensitive; what follows it must be a token.
+	for auth, want := range map[string]int{
+		"bearer " + testAPIToken: 200, "BEARER " + testAPIToken: 200,
+		"Bearer" + testAPIToken: 401, "Basic " + testAPIToken: 401, "bearer  " + testAPIToken: 401,
+	} {
+		req, _ := http.NewRequest("GET", base+"/api/records/contacts", nil)
+		req.Header.Set("Authorization", auth)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Authorization %.12q… = %d; want %d", auth, resp.StatusCode, want)
+		}
+	}
 }
 
 func TestAuthFailureLogIsBounded(t *testing.T) {

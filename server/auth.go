@@ -45,8 +45,9 @@ type bearerAuth struct {
 // in constant time, whichever matches: the time taken says nothing about which
 // one was close (only a token's length can leak, which is acceptable).
 func (a *bearerAuth) allows(r *http.Request) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	// The scheme is case-insensitive (RFC 9110 §11.1): "bearer x" is allowed.
+	scheme, got, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return false
 	}
 	match := 0

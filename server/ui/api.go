@@ -347,6 +347,10 @@ func (u *UI) recordParams(r *http.Request) (mapping.Object, string, string, erro
 	if err := checkText("id", id+hsID, 255); err != nil {
 		return o, "", "", err
 	}
+	if strings.HasSuffix(id+hsID, " ") {
+		// No id ends in a space; MariaDB would match the id without it.
+		return o, "", "", &statusError{http.StatusNotFound, "not_found", fmt.Sprintf("no %s record has the id %q (ids never end in a space)", o.ObjectType, id+hsID)}
+	}
 	return o, id, hsID, nil
 }
 

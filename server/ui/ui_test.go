@@ -36,8 +36,14 @@ type uiBundle struct {
 
 func setupUI(t *testing.T, mutate ...func(*Config)) uiBundle {
 	t.Helper()
-	db := dbtest.Migrated(t, store.SQLite)
-	st, err := hubsync.NewStore(db.DB, store.SQLite, store.Config{Retry: store.RetryPolicy{MaxAttempts: 1, NoJitter: true}})
+	return setupUIOn(t, store.SQLite, mutate...)
+}
+
+// setupUIOn is setupUI on a database of dialect d.
+func setupUIOn(t *testing.T, d store.Dialect, mutate ...func(*Config)) uiBundle {
+	t.Helper()
+	db := dbtest.Migrated(t, d)
+	st, err := hubsync.NewStore(db.DB, d, store.Config{Retry: store.RetryPolicy{MaxAttempts: 1, NoJitter: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -439,6 +445,22 @@ func FuzzRetryBody(f *testing.F) {
 		err := decodeJSON(httptest.NewRecorder(), r, &req)
 		if err == nil && !json.Valid([]byte(strings.TrimSpace(body))) {
 			t.Fatalf("decodeJSON accepted invalid JSON %q", body)
+		}
+	})
+}
+
+// TestRecordPageTrailingSpace: MariaDB compares "ra " and "ra" as equal; the
+// record page of an id with a trailing space is 404 on every database, not
+// the events of another record.
+func TestRecordPageTrailingSpace(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setupUIOn(t, d)
+		c, _ := b.signIn(t)
+		b.deadOutbound(t, 1) // an outbound dead letter of record "ra"
+		for _, q := range []string{"id=ra%20", "hubspot_id=7%20"} {
+			if resp, out := b.do(t, req{method: "GET", path: "/admin/ui/api/record?type=contacts&" + q, cookie: c}); resp.StatusCode != http.StatusNotFound {
+				t.Errorf("record page of %s = %d %.200s; want 404", q, resp.StatusCode, out)
+			}
 		}
 	})
 }
