@@ -7,5 +7,7 @@
 // A key whose first request is still running answers 409 too. If the
 // process dies between the write and storing its response, the key keeps
 // answering 409 until it expires, rather than risk writing twice: the client
-// should check the resource and use a new key.
+// should check the resource and use a new key. A first request answered
+// with a 5xx, or whose handler panics, stores nothing: its key is forgotten
+// and a retry runs again.
 package idempotency

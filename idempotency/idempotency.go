@@ -37,10 +37,6 @@ const (
 	// MaxBodyBytes bounds the body the middleware hashes; a larger one is
 	// passed on unhashed for the handler to refuse.
 	MaxBodyBytes = 1 << 20
-	// InProgressTimeoutDefault is how long a key's first request may run
-	// before a retry takes the key over, taking the request's server for
-	// gone (crashed or killed mid-request).
-	InProgressTimeoutDefault = 5 * time.Minute
 )
 
 // Store holds the keys in the hubsync_idempotency table of a store's database.
@@ -108,13 +104,6 @@ func (s *Store) forget(ctx context.Context, scope, key string) error {
 	return err
 }
 
-// forgetAbandoned forgets the key only if its first request is still in
-// progress and was claimed before cutoff.
-func (s *Store) forgetAbandoned(ctx context.Context, scope, key string, cutoff time.Time) error {
-	_, err := s.st.DB().ExecContext(ctx, s.q.Get("forget_abandoned"), scope, key, dialectsql.Time(s.d, cutoff))
-	return err
-}
-
 // forgetExpired forgets the key only if it was created before cutoff.
 func (s *Store) forgetExpired(ctx context.Context, scope, key string, cutoff time.Time) error {
 	_, err := s.st.DB().ExecContext(ctx, s.q.Get("forget_expired"), scope, key, dialectsql.Time(s.d, cutoff))
@@ -130,11 +119,6 @@ type Config struct {
 	// Retention is how long a key is honoured; default RetentionDefault. An
 	// expired key not yet cleaned up is treated as new.
 	Retention time.Duration
-	// InProgressTimeout is how long a key's first request may run before a
-	// retry with the same request takes the key over, its server being
-	// taken for gone; default InProgressTimeoutDefault. Keep it above the
-	// longest a handler runs: a request still running past it may run twice.
-	InProgressTimeout time.Duration
 	// Logger receives storage errors; default slog.Default().
 	Logger *slog.Logger
 }
@@ -144,7 +128,6 @@ type Config struct {
 // through.
 func Middleware(cfg Config, next http.Handler) http.Handler {
 	cfg.Retention = cmp.Or(cfg.Retention, RetentionDefault)
-	cfg.InProgressTimeout = cmp.Or(cfg.InProgressTimeout, InProgressTimeoutDefault)
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key := r.Header.Get(HeaderName)
@@ -196,26 +179,17 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 				httpjson.Error(w, http.StatusInternalServerError, "internal error")
 				return
 			}
-			now := cfg.Store.st.Now()
-			cutoff := now.Add(-cfg.Retention)
+			cutoff := cfg.Store.st.Now().Add(-cfg.Retention)
 			expired := ok && e.created.Before(cutoff)
-			abandonedBefore := now.Add(-cfg.InProgressTimeout)
-			abandoned := ok && !expired && e.status == 0 && e.hash == hash && e.created.Before(abandonedBefore)
-			if (!ok || expired || abandoned) && attempt == 0 {
-				// Only the expired or abandoned row: a concurrent retry may
-				// have forgotten it already and claimed the key afresh.
-				var err error
-				switch {
-				case expired:
-					err = cfg.Store.forgetExpired(ctx, cfg.Scope, key, cutoff)
-				case abandoned:
-					cfg.Logger.Warn("idempotency: taking over a key whose first request never finished", "key", key, "claimed", e.created)
-					err = cfg.Store.forgetAbandoned(ctx, cfg.Scope, key, abandonedBefore)
+			if (!ok || expired) && attempt == 0 {
+				if expired {
+					// Only the expired row: a concurrent retry may have
+					// forgotten it already and claimed the key afresh.
+					if err := cfg.Store.forgetExpired(ctx, cfg.Scope, key, cutoff); err != nil {
+						cfg.Logger.Error("idempotency", "err", err)
+					}
 				}
-				if err != nil {
-					cfg.Logger.Error("idempotency", "err", err)
-				}
-				continue // gone, expired or abandoned in between: claim again
+				continue // gone or expired in between: claim again
 			}
 			switch {
 			case !ok || expired:
