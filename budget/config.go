@@ -80,8 +80,10 @@ type Config struct {
 	DailyLimit int
 	// TimeZone is the HubSpot account's time zone: HubSpot resets the daily
 	// limit at its midnight, and so does the budget (a DAILY 429 pauses the
-	// key until then). Default UTC. Every replica sharing one database must
-	// use the same one.
+	// key until then). The SQL budget records it with each key's day, so nil
+	// (unknown: HubSpot did not say) takes the zone another replica
+	// recorded, else UTC. A day ends where the replica that began it said;
+	// replicas told different zones agree on each day, whoever began it.
 	TimeZone *time.Location
 	// SearchLimit is the number of calls per SearchWindow (1 s) for keys that end
 	// in SearchKeySuffix. Default SearchLimitDefault (5).
@@ -166,8 +168,8 @@ func (c Config) limitsFor(key string, tokens int) (limits, error) {
 		l = newPacedLimits(c.SearchLimit, SearchWindow, -1, scale(c.CallLead), scale(c.RetrySpread), c.Pace)
 	} else {
 		l = newPacedLimits(c.Limit, c.Window, c.DailyLimit, c.CallLead, c.RetrySpread, c.Pace)
-		l.zone = c.TimeZone
 	}
+	l.zone = c.TimeZone
 	if tokens < 1 {
 		return l, fmt.Errorf("%w (got %d for key %q)", ErrInvalidTokens, tokens, key)
 	}

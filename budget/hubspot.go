@@ -78,6 +78,11 @@ func observationOf(r hubspot.Response) Observation {
 	var o Observation
 	if r.Err != nil && r.Err.Kind == hubspot.KindRateLimited {
 		o.RateLimited, o.Policy, o.RetryAfter = true, r.Err.PolicyName, r.Err.RetryAfter
+		if o.Policy == PolicyDaily && !r.Err.RetryAfterHeader {
+			// The client's guess of the account's midnight: the budget
+			// knows when its day ends (the zone every replica shares).
+			o.RetryAfter = 0
+		}
 	}
 	if !r.RateLimit.Present && !o.RateLimited {
 		return Observation{}

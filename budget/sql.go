@@ -172,10 +172,10 @@ func (b *SQL) updateTx(ctx context.Context, key string, l limits, fn func(s *sta
 	}
 	defer tx.Rollback() //nolint:errcheck // after Commit this is a no-op
 	var (
-		width, head, day, dayCount, paused, clock, short int64
-		counts                                           string
+		width, head, day, dayCount, paused, clock, short, dayEnd int64
+		counts, zone                                             string
 	)
-	err = tx.QueryRowContext(ctx, b.q.lock, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock, &short)
+	err = tx.QueryRowContext(ctx, b.q.lock, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock, &short, &dayEnd, &zone)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errRowMissing
 	}
@@ -189,11 +189,15 @@ func (b *SQL) updateTx(ctx context.Context, key string, l limits, fn func(s *sta
 	if err != nil {
 		return err
 	}
-	s.day, s.dayCount, s.pausedUntil, s.clock, s.shortAt = day, dayCount, paused, clock, short
+	s.dayEnd, s.dayCount, s.pausedUntil, s.clock, s.shortAt, s.zone = dayEnd, dayCount, paused, clock, short, zone
+	s.fromLegacyDay(day)
 	if !fn(&s, now) {
 		return nil // the deferred Rollback releases the lock
 	}
-	if _, err := tx.ExecContext(ctx, b.q.save, s.width, s.head, encodeCounts(s.counts), s.day, s.dayCount, s.pausedUntil, s.clock, s.shortAt, key); err != nil {
+	// DayNumber keeps the UTC day of the day's last instant, for a replica
+	// of an older version that reads it.
+	legacyDay := floorDiv(s.dayEnd-1, dayMicros)
+	if _, err := tx.ExecContext(ctx, b.q.save, s.width, s.head, encodeCounts(s.counts), legacyDay, s.dayCount, s.pausedUntil, s.clock, s.shortAt, s.dayEnd, s.zone, key); err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

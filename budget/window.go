@@ -6,7 +6,10 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/hubsync/hubsync/hubspot"
 )
 
 // bucketsPerWindow is how finely a window is cut. Grants are counted per bucket
@@ -35,26 +38,36 @@ type limits struct {
 	n      int64          // buckets a grant is counted for, n*width >= window+lead
 	nw     int64          // buckets an answered call is counted for after its answer's, nw*width >= window
 	daily  int64          // tokens per day of zone; <= 0 means none
-	zone   *time.Location // the account's time zone, whose midnight starts a day; nil is UTC
+	zone   *time.Location // the account's time zone, whose midnight starts a day; nil: unknown (the row's, else UTC)
 }
 
-// dayOf is the number of the day (days since 1970-01-01 in zone) that holds
-// the instant us (µs).
-func (l limits) dayOf(us int64) int64 {
-	if l.zone == nil || l.zone == time.UTC {
-		return floorDiv(us, dayMicros)
+// zoneCache holds the zones loaded by name from budget rows.
+var zoneCache sync.Map // name → *time.Location
+
+// dayEndAfter is the instant (µs) at which the day holding now (µs) ends:
+// the next midnight in the key's zone, l.zone, or when that is unknown the
+// zone named by the row (rowZone, written by a replica that knew it), else
+// UTC.
+func (l limits) dayEndAfter(now int64, rowZone string) int64 {
+	zone := l.zone
+	if zone == nil && rowZone != "" {
+		if z, ok := zoneCache.Load(rowZone); ok {
+			zone = z.(*time.Location)
+		} else if z, err := time.LoadLocation(rowZone); err == nil {
+			zoneCache.Store(rowZone, z)
+			zone = z
+		}
 	}
-	y, m, d := time.UnixMicro(us).In(l.zone).Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+	return hubspot.NextMidnight(time.UnixMicro(now), zone).UnixMicro()
 }
 
-// dayEnd is the instant (µs) at which day ends: the next midnight in zone.
-func (l limits) dayEnd(day int64) int64 {
-	if l.zone == nil || l.zone == time.UTC {
-		return (day + 1) * dayMicros
+// fromLegacyDay sets the day's end of a row written before DayEndMicros, whose
+// DayNumber counted UTC days: the end of that UTC day (a replica that knows
+// the account's zone then ends it sooner, see advance).
+func (s *state) fromLegacyDay(day int64) {
+	if s.dayEnd == 0 && day > 0 {
+		s.dayEnd = (day + 1) * dayMicros
 	}
-	y, m, d := time.Unix(day*86400, 0).UTC().Date()
-	return time.Date(y, m, d+1, 0, 0, 0, 0, l.zone).UnixMicro()
 }
 
 func newLimits(limit int, window time.Duration, daily int) limits {
@@ -98,10 +111,11 @@ type state struct {
 	head        int64   // bucket index of counts[len(counts)-1]: the current bucket, or a later one holding grants booked ahead
 	counts      []int64 // counts[i] is the tokens granted in bucket head-len(counts)+1+i
 	clock       int64   // latest clock reading recorded (µs); time never runs backwards
-	day         int64   // number of the day (limits.dayOf) that dayCount counts
+	dayEnd      int64   // µs; when the day dayCount counts ends (0: no day yet)
 	dayCount    int64
-	pausedUntil int64 // µs; no grants before this
-	shortAt     int64 // µs; when the budget last refused, booked a grant ahead for want of room, or a caller noted it short (0: never)
+	zone        string // the account's time zone as a replica that knew it recorded it ("" unknown)
+	pausedUntil int64  // µs; no grants before this
+	shortAt     int64  // µs; when the budget last refused, booked a grant ahead for want of room, or a caller noted it short (0: never)
 }
 
 // shortSaveEvery is how much later than the recorded shortAt a refusal must
@@ -147,8 +161,19 @@ func (s *state) advance(l limits, now int64) int64 {
 		}
 		s.counts, s.head = c, hi
 	}
-	if day := l.dayOf(eff); day > s.day {
-		s.day, s.dayCount = day, 0
+	if l.zone != nil {
+		if name := l.zone.String(); s.zone != name {
+			// The day began under another zone, or none (a replica that
+			// could not learn it, a row of UTC days): it ends at the
+			// account's first midnight after it began, if that is sooner.
+			if s.dayEnd != 0 {
+				s.dayEnd = min(s.dayEnd, l.dayEndAfter(s.dayEnd-dayMicros, ""))
+			}
+			s.zone = name
+		}
+	}
+	if eff >= s.dayEnd {
+		s.dayEnd, s.dayCount = l.dayEndAfter(eff, s.zone), 0
 	}
 	return eff
 }
@@ -245,7 +270,7 @@ func (s *state) schedule(l limits, now, tokens, within int64) Reservation {
 	x := s.earliest(l, floorDiv(start, l.width), tokens, within > 0)
 	at := max(start, x*l.width)
 	if l.daily > 0 && s.dayCount+tokens > l.daily {
-		at = max(at, l.dayEnd(s.day)) // never booked: today's count is full
+		at = max(at, s.dayEnd) // never booked: today's count is full
 		within = 0
 	}
 	if at > eff+within {
@@ -306,7 +331,7 @@ func (s *state) observe(l limits, now int64, o Observation) {
 		if l.daily > 0 {
 			s.dayCount = max(s.dayCount, l.daily)
 		}
-		s.pausedUntil = max(s.pausedUntil, retry, l.dayEnd(s.day))
+		s.pausedUntil = max(s.pausedUntil, retry, s.dayEnd)
 		return
 	}
 	// The window is full as far as HubSpot is concerned: count the calls we did

@@ -105,10 +105,10 @@ func (b *SQL) Paused(ctx context.Context, key string) (time.Duration, error) {
 // found is false for a key that has never reserved anything.
 func (b *SQL) read(ctx context.Context, l limits, key string) (s state, found bool, err error) {
 	var (
-		width, head, day, dayCount, paused, clock, short int64
-		counts                                           string
+		width, head, day, dayCount, paused, clock, short, dayEnd int64
+		counts, zone                                             string
 	)
-	err = b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock, &short)
+	err = b.db.QueryRowContext(ctx, b.q.window, key).Scan(&width, &head, &counts, &day, &dayCount, &paused, &clock, &short, &dayEnd, &zone)
 	if errors.Is(err, sql.ErrNoRows) {
 		return state{}, false, nil
 	}
@@ -118,6 +118,7 @@ func (b *SQL) read(ctx context.Context, l limits, key string) (s state, found bo
 	if s, err = loadState(l, width, head, counts); err != nil {
 		return state{}, false, err
 	}
-	s.day, s.dayCount, s.pausedUntil, s.clock, s.shortAt = day, dayCount, paused, clock, short
+	s.dayEnd, s.dayCount, s.pausedUntil, s.clock, s.shortAt, s.zone = dayEnd, dayCount, paused, clock, short, zone
+	s.fromLegacyDay(day)
 	return s, true, nil
 }

@@ -106,6 +106,10 @@ type Error struct {
 	ExistingID string
 	// RetryAfter is how long to wait before retrying; 0 when unknown.
 	RetryAfter time.Duration
+	// RetryAfterHeader is true when RetryAfter is HubSpot's own Retry-After
+	// header, false when it was worked out from the policy (a DAILY 429
+	// waits until the account's midnight in Config.TimeZone).
+	RetryAfterHeader bool
 	// RateLimit is what the error response's headers said about the budget.
 	RateLimit RateLimit
 	// Kind classifies the failure; see KindOf.
@@ -291,11 +295,10 @@ func classify(e *Error, header http.Header, now time.Time) {
 		e.Kind = KindRateLimited
 		switch {
 		case hasHeaderWait:
-			e.RetryAfter = headerWait
+			e.RetryAfter, e.RetryAfterHeader = headerWait, true
 		case strings.EqualFold(e.PolicyName, "DAILY"):
 			// Until midnight in now's location: the account's time zone.
-			midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, now.Location())
-			e.RetryAfter = midnight.Sub(now)
+			e.RetryAfter = NextMidnight(now, now.Location()).Sub(now)
 		case strings.EqualFold(e.PolicyName, "SECONDLY"):
 			e.RetryAfter = time.Second
 		default: // TEN_SECONDLY_ROLLING or unknown policy

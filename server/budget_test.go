@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/budget"
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/testwait"
@@ -188,5 +189,80 @@ func TestDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
 	after := midnight()
 	if paused.Before(before) || paused.After(after.Add(time.Second)) {
 		t.Fatalf("paused until %s (%s in Tokyo); want the account's next midnight, %s", paused, paused.In(tokyo), before)
+	}
+}
+
+// TestZoneUnknownAtStartKeepsTheRecordedDay: a replica whose question for
+// the account's zone fails at start (here the day's calls are used up, so
+// HubSpot answers 429) keeps the day another replica recorded in the shared
+// budget: a DAILY 429 pauses until the account's midnight, not UTC's.
+func TestZoneUnknownAtStartKeepsTheRecordedDay(t *testing.T) {
+	db := dbtest.Migrated(t, store.SQLite)
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{TimeZone: "Asia/Tokyo", DailyLimit: 1})
+	// Another replica, which knew the zone, began the day in the shared budget.
+	earlier, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{TimeZone: tokyo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := earlier.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil {
+		t.Fatal(err)
+	}
+	c, err := hubspot.NewClient(hubspot.Config{BaseURL: sim.URL(), AccessToken: hubspotsim.AccessTokenDefault})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AccountDetails(context.Background()); err != nil { // the day's one call
+		t.Fatal(err)
+	}
+	midnight := func() time.Time {
+		y, m, d := time.Now().In(tokyo).Date()
+		return time.Date(y, m, d+1, 0, 0, 0, 0, tokyo)
+	}
+	before := midnight()
+	srv, err := New(Config{
+		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
+		HubSpotAccessToken: hubspotsim.AccessTokenDefault, HubSpotClientSecret: hubspotsim.ClientSecretDefault,
+		DisableOutboundWorker: true, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	if n := sim.Counters().RateLimited429["DAILY"]; n != 1 {
+		t.Fatalf("%d DAILY 429s at start; want the question for the zone refused", n)
+	}
+	if err := sim.SetWebhookURL("http://" + srv.Addr() + "/webhooks/hubspot"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.UserCreate("contacts", map[string]string{"email": "late@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	var paused time.Time
+	testwait.For(t, "the budget paused by the DAILY 429 to the SyncWorker's read", func() bool {
+		use, err := earlier.Usage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range use {
+			if u.PausedUntil != nil {
+				paused = *u.PausedUntil
+				return true
+			}
+		}
+		return false
+	})
+	if after := midnight(); paused.Before(before) || paused.After(after.Add(time.Second)) {
+		t.Fatalf("paused until %s (%s in Tokyo); want the recorded day's end, the account's midnight %s", paused, paused.In(tokyo), before)
 	}
 }

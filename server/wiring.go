@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -40,15 +41,15 @@ func newBudget(db *hubsync.DB, cfg Config, zone *time.Location) (budget.Budget, 
 const accountZoneTimeout = 5 * time.Second
 
 // accountZone returns the HubSpot account's time zone, whose midnight resets
-// the daily limit (see AccountZone); UTC for a replica that never calls
-// HubSpot and was not told the zone.
+// the daily limit (see AccountZone); nil when it is unknown, as for a replica
+// that never calls HubSpot and was not told the zone.
 func (s *Server) accountZone(ctx context.Context) *time.Location {
 	if s.cfg.HubSpotTimeZone == "" && !s.cfg.callsHubSpot() {
-		return time.UTC
+		return nil
 	}
 	loc, err := AccountZone(ctx, s.cfg.HubSpotTimeZone, s.cfg.HubSpotAPIBase, s.cfg.HubSpotAccessToken, s.log)
 	if err != nil { // validated by Config.Validate
-		return time.UTC
+		return nil
 	}
 	return loc
 }
@@ -57,7 +58,8 @@ func (s *Server) accountZone(ctx context.Context) *time.Location {
 // HubSpot resets the daily limit: name when set (an IANA name; an error when
 // it is not one); else the zone HubSpot reports for the access token's
 // account (GET /account-info/v3/details, one call outside any budget); else
-// UTC, with a warning to log naming HUBSYNC_HUBSPOT_TIME_ZONE.
+// nil, with a warning to log: the shared budget then takes the zone another
+// replica recorded, or counts UTC days (budget.Config.TimeZone).
 func AccountZone(ctx context.Context, name, apiBase, token string, log *slog.Logger) (*time.Location, error) {
 	if name != "" {
 		loc, err := time.LoadLocation(name)
@@ -76,8 +78,12 @@ func AccountZone(ctx context.Context, name, apiBase, token string, log *slog.Log
 			return loc, nil
 		}
 	}
-	log.Warn("HubSpot did not say the account's time zone: the daily limit is counted in UTC days; set HUBSYNC_HUBSPOT_TIME_ZONE to the account's zone", "err", err)
-	return time.UTC, nil
+	if errors.Is(err, hubspot.ErrAuth) {
+		log.Warn("HubSpot refused the access token (HUBSPOT_ACCESS_TOKEN) when asked for the account's time zone; check the token and the app's scopes", "err", err)
+	} else {
+		log.Warn("HubSpot did not say the account's time zone: the budget counts days in the zone another replica recorded, else in UTC; set HUBSYNC_HUBSPOT_TIME_ZONE to the account's zone", "err", err)
+	}
+	return nil, nil
 }
 
 // newHubSpotClient returns the one HubSpot client every part calls through.

@@ -1,4 +1,4 @@
 -- Writes key's state back under the lock taken by lock.sql.
 UPDATE hubsync_budget SET BucketMicros = ?, WindowHead = ?, WindowCounts = ?, DayNumber = ?,
-    DayCount = ?, PausedUntilMicros = ?, ClockMicros = ?, ShortMicros = ?
+    DayCount = ?, PausedUntilMicros = ?, ClockMicros = ?, ShortMicros = ?, DayEndMicros = ?, TimeZone = ?
 WHERE BudgetKey = ?

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -21,8 +22,6 @@ func init() {
 type statusReport struct {
 	ops.Metrics
 	Budget []budgetStatus `json:"budget"`
-	// TimeZone names the zone whose midnight starts the budget's "today".
-	TimeZone string `json:"time_zone"`
 }
 
 // budgetStatus is one budget key's use: today's calls and any pause, and the
@@ -39,10 +38,7 @@ type budgetStatus struct {
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("status", stderr)
-	e := &envFlags{fs: fs}
 	dbURL := databaseURLFlag(fs)
-	var timeZone string
-	e.string(&timeZone, "time-zone", "HUBSYNC_HUBSPOT_TIME_ZONE", "", "the HubSpot account's time zone, whose midnight starts the day of 'calls today' (empty: UTC)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: hubsync status [flags]")
@@ -64,13 +60,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	zone := time.UTC
-	if timeZone != "" {
-		if zone, err = time.LoadLocation(timeZone); err != nil {
-			return fmt.Errorf("HUBSYNC_HUBSPOT_TIME_ZONE/-time-zone %q is not a time zone (%v); use the IANA name of the HubSpot account's zone, e.g. America/New_York", timeZone, err)
-		}
-	}
-	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{TimeZone: zone, Now: db.Store.Now})
+	b, err := budget.NewSQL(db.SQL, db.Dialect, budget.Config{Now: db.Store.Now})
 	if err != nil {
 		return err
 	}
@@ -78,7 +68,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	rep := statusReport{Metrics: m, Budget: make([]budgetStatus, len(bu)), TimeZone: zone.String()}
+	rep := statusReport{Metrics: m, Budget: make([]budgetStatus, len(bu))}
 	for i, u := range bu {
 		w, err := b.WindowUse(ctx, u.Key)
 		if err != nil {
@@ -125,9 +115,9 @@ func printStatus(w io.Writer, rep statusReport) {
 	if len(rep.Budget) > 0 {
 		fmt.Fprintln(w)
 		tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "BUDGET KEY\tIN WINDOW\tBOOKED AHEAD\tCALLS TODAY (%s)\tPAUSED UNTIL\tLAST SHORT\n", rep.TimeZone)
+		fmt.Fprintln(tw, "BUDGET KEY\tIN WINDOW\tBOOKED AHEAD\tCALLS TODAY\tDAY ENDS\tTIME ZONE\tPAUSED UNTIL\tLAST SHORT")
 		for _, b := range rep.Budget {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", b.Key, b.InWindow, b.Booked, b.CallsToday, instant(b.PausedUntil), instant(b.ShortAt))
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", b.Key, b.InWindow, b.Booked, b.CallsToday, instant(b.DayEnds), cmp.Or(b.TimeZone, "UTC"), instant(b.PausedUntil), instant(b.ShortAt))
 		}
 		tw.Flush()
 	}

@@ -82,36 +82,43 @@ func TestStatusShowsWhenTheBudgetWasShort(t *testing.T) {
 	}
 }
 
-// `hubsync status` counts today's calls in the account's days
-// (HUBSYNC_HUBSPOT_TIME_ZONE) and says which zone it used.
+// `hubsync status` shows today's calls as the budget counts them, in the
+// account's days, without being told the zone: the row holds the day's end
+// and the zone. The zone is one whose date differs from UTC's now, so that
+// counting UTC days would show 0.
 func TestStatusCountsTheAccountsDay(t *testing.T) {
 	t.Parallel()
-	db := dbtest.Migrated(t, store.SQLite)
-	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	name := "Pacific/Kiritimati" // UTC+14: another date from 10:00 UTC on
+	if time.Now().UTC().Hour() < 10 {
+		name = "Pacific/Pago_Pago" // UTC-11: another date until 11:00 UTC
+	}
+	zone, err := time.LoadLocation(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{TimeZone: tokyo})
+	db := dbtest.Migrated(t, store.SQLite)
+	b, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{TimeZone: zone})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := b.Reserve(context.Background(), "k", 3); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL, "HUBSYNC_HUBSPOT_TIME_ZONE=Asia/Tokyo"), "status", "-json")
+	code, out, errOut := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL), "status", "-json")
 	var rep struct {
-		TimeZone string `json:"time_zone"`
-		Budget   []struct {
-			CallsToday int64 `json:"calls_today"`
+		Budget []struct {
+			CallsToday int64      `json:"calls_today"`
+			DayEnds    *time.Time `json:"day_ends"`
+			TimeZone   string     `json:"time_zone"`
 		}
 	}
-	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || rep.TimeZone != "Asia/Tokyo" || len(rep.Budget) != 1 || rep.Budget[0].CallsToday != 3 {
-		t.Fatalf("status -json = %d\n%s%s; want 3 calls today in Asia/Tokyo", code, out, errOut)
+	y, m, d := time.Now().In(zone).Date()
+	midnight := time.Date(y, m, d+1, 0, 0, 0, 0, zone)
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.Budget) != 1 || rep.Budget[0].CallsToday != 3 || rep.Budget[0].TimeZone != name ||
+		rep.Budget[0].DayEnds == nil || !rep.Budget[0].DayEnds.Equal(midnight) {
+		t.Fatalf("status -json = %d\n%s%s; want 3 calls today in %s, the day ending at %s", code, out, errOut, name, midnight.UTC())
 	}
-	if code, out, _ := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL, "HUBSYNC_HUBSPOT_TIME_ZONE=Asia/Tokyo"), "status"); code != 0 || !strings.Contains(out, "CALLS TODAY (Asia/Tokyo)") {
-		t.Fatalf("status = %d\n%s; want the zone in the header", code, out)
-	}
-	if code, _, errOut := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL, "HUBSYNC_HUBSPOT_TIME_ZONE=Mars/Olympus"), "status"); code == 0 || !strings.Contains(errOut, "HUBSYNC_HUBSPOT_TIME_ZONE") {
-		t.Fatalf("status with an unknown zone = %d %q; want a refusal naming HUBSYNC_HUBSPOT_TIME_ZONE", code, errOut)
+	if code, out, _ := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+db.URL), "status"); code != 0 || !strings.Contains(out, name) || !strings.Contains(out, midnight.UTC().Format(time.RFC3339)) {
+		t.Fatalf("status = %d\n%s; want the zone and the day's end in the table", code, out)
 	}
 }

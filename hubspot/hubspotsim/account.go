@@ -3,6 +3,8 @@ package hubspotsim
 import (
 	"net/http"
 	"time"
+
+	"github.com/hubsync/hubsync/hubspot"
 )
 
 // zoneOf loads a validated time zone name.
@@ -32,11 +34,10 @@ func (s *Server) handleDailyUsage(_ *http.Request, _ []byte) apiResp {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.cfg.Now()
-	y, m, d := now.In(s.zone).Date()
 	return apiResp{status: http.StatusOK, body: map[string]any{"results": []map[string]any{{
 		"name": "private-apps-api-calls-daily", "usageLimit": s.daily, "currentUsage": s.dayCount,
 		"collectedAt": now.UTC().Format(time.RFC3339Nano), "fetchStatus": "SUCCESS",
-		"resetsAt": time.Date(y, m, d+1, 0, 0, 0, 0, s.zone).UTC().Format(time.RFC3339),
+		"resetsAt": hubspot.NextMidnight(now, s.zone).UTC().Format(time.RFC3339),
 	}}}}
 }
 
