@@ -304,6 +304,19 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 			Kind: KindMissingLink, ObjectType: obj.ObjectType, RecordID: r.ID, Verdict: LocalNewer,
 			Reason: "no HubSpot link and nothing queued for HubSpot: HubSpot never accepted the record", Repair: ToHubSpot,
 		}
+		// A record's state is resent once: when its write and a resend of
+		// it are both dead letters, HubSpot refuses that state, and another
+		// resend would only add a dead letter at every run.
+		failed, err := s.failedSince(ctx, obj.ObjectType, r.ID, r.UpdatedAt)
+		if err != nil {
+			return err
+		}
+		if failed >= 2 {
+			d.Repair = ""
+			d.Reason = fmt.Sprintf("no HubSpot link: HubSpot refused the record's state %d times (its write and a resend are dead letters); fix the cause, then hubsync dlq retry, or edit the record", failed)
+			rep.add(d)
+			continue
+		}
 		if err := s.resendWhole(ctx, obj, pol, dry, &d, r); err != nil {
 			return err
 		}

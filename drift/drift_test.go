@@ -510,3 +510,38 @@ func TestMappingFilePolicy(t *testing.T) {
 		t.Fatalf("drift_policy hubspot_wins gave %+v", df)
 	}
 }
+
+// A record HubSpot refuses for good (an invalid email) is resent once by
+// drift; when the resend is dead-lettered too, later runs report it and
+// leave it to the operator, instead of adding a dead letter at every run.
+func TestRefusedRecordIsResentOnce(t *testing.T) { dbtest.Each(t, testRefusedRecordIsResentOnce) }
+
+func testRefusedRecordIsResentOnce(t *testing.T, d store.Dialect) {
+	b := setup(t, d, drift.Config{})
+	rec, err := b.recs.Insert(context.Background(), "contacts", map[string]any{"email": "not-an-email", "first_name": "Bad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t)
+	dead := func() int {
+		return b.count(t, "SELECT COUNT(*) FROM _System_IntegrationOutbound WHERE RecordID = ? AND Status = 'failed'", rec.ID)
+	}
+	if n := dead(); n != 1 {
+		t.Fatalf("%d dead letters after HubSpot refused the record; want 1", n)
+	}
+	if df := only(t, b.run(t, drift.Options{})); df.Kind != drift.KindMissingLink || !df.Repaired {
+		t.Fatalf("first run: %+v; want the missing link resent", df)
+	}
+	b.drain(t)
+	for run := 2; run <= 3; run++ {
+		rep := b.run(t, drift.Options{})
+		df := only(t, rep)
+		if df.Kind != drift.KindMissingLink || df.Repaired || df.Repair != "" || rep.Remaining != 1 || !strings.Contains(df.Reason, "dlq") {
+			t.Fatalf("run %d: %+v; want the missing link reported, pointing at hubsync dlq", run, df)
+		}
+		b.drain(t)
+		if n := dead(); n != 2 {
+			t.Fatalf("run %d: %d dead letters; want 2 (the write and one resend)", run, n)
+		}
+	}
+}

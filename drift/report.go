@@ -198,7 +198,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "  repaired: %d to HubSpot, %d to local; ambiguous %d, orphans %d, missing links %d; %d remain\n",
 		r.Repaired[ToHubSpot], r.Repaired[ToLocal], r.Ambiguous, r.Orphans, r.MissingLinks, r.Remaining)
 	if !r.Complete {
-		b.WriteString("  the scan stopped early; the next run resumes where it stopped\n")
+		if r.DryRun {
+			b.WriteString("  the scan stopped early (a dry run keeps no cursor: the next one starts from the beginning)\n")
+		} else {
+			b.WriteString("  the scan stopped early; the next run resumes where it stopped\n")
+		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(r.ResumedAfter)) {
 		fmt.Fprintf(&b, "  resumed an interrupted scan: %s after %q; what came before was compared by the interrupted run and is not in this report\n", k, r.ResumedAfter[k])

@@ -73,6 +73,16 @@ func (s *Scanner) openSet(ctx context.Context, query, key, objectType string, id
 	return out, rows.Err()
 }
 
+// failedSince counts the record's dead-lettered outbound events enqueued at
+// or after since (its last write).
+func (s *Scanner) failedSince(ctx context.Context, objectType, recordID string, since time.Time) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, s.q.Get("failed_since"), s.cfg.Destination, objectType, recordID, dialectsql.Time(s.dialect, since)).Scan(&n); err != nil {
+		return 0, fmt.Errorf("drift: dead letters of %s/%s: %w", objectType, recordID, err)
+	}
+	return n, nil
+}
+
 // clocks returns the field clocks of records, by record and field.
 func (s *Scanner) clocks(ctx context.Context, objectType string, ids []string) (map[string]map[string]time.Time, error) {
 	list, err := json.Marshal(ids)
