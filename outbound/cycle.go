@@ -494,7 +494,7 @@ func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs 
 		c.release(recs, 0)
 		c.errs = append(c.errs, err)
 	case kind == hubspot.KindAuth:
-		c.w.log.Error("outbound: HubSpot refused the access token; check the access token (hubspot.Config.AccessToken) and the app's scopes. Events are released, not failed",
+		c.w.log.Error("outbound: HubSpot refused the access token; check the access token (hubspot.Config.AccessToken; HUBSPOT_ACCESS_TOKEN for hubsync serve) and the app's scopes. Events are released, not failed",
 			"err", err, "records", len(recs), "retry_in", c.w.cfg.AuthRetryDelay)
 		c.release(recs, c.w.cfg.AuthRetryDelay)
 		c.errs = append(c.errs, fmt.Errorf("%w: %w", ErrAuth, err))
