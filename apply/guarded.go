@@ -432,6 +432,11 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		}
 		// The survivor has its own local record, or is gone: the merged one
 		// goes.
+		if mr, ok := r.tx.(MergeRecorder); ok && survivorExists {
+			if err := mr.MergedAway(ctx, ch.ObjectType, id, survivor); err != nil {
+				return Result{}, err
+			}
+		}
 		if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, false); err != nil {
 			return Result{}, err
 		}

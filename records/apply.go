@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hubsync/hubsync/apply"
@@ -263,6 +264,25 @@ func (t *recordTx) UpdateRecord(ctx context.Context, objectType, id string, patc
 		return err
 	}
 	t.locked[lockKey(objectType, id)] = after
+	return nil
+}
+
+var _ apply.MergeRecorder = (*recordTx)(nil)
+
+// MergedAway keeps the email of a record merged into survivorID as held by
+// it (see checkEmailFree), where the mapping upserts the type by email.
+func (t *recordTx) MergedAway(ctx context.Context, objectType, mergedID, survivorID string) error {
+	before, err := t.lockedRecord(objectType, mergedID)
+	if err != nil {
+		return err
+	}
+	email, ok := before.Fields["email"].(string)
+	if !ok || email == "" || !t.s.upsertsByEmail(objectType) {
+		return nil
+	}
+	if _, err := t.tx.ExecContext(ctx, t.s.q.Get("email_alias_put"), objectType, strings.ToLower(email), survivorID); err != nil {
+		return fmt.Errorf("records: keep the email of %s/%s merged into %s: %w", objectType, mergedID, survivorID, err)
+	}
 	return nil
 }
 

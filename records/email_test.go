@@ -7,7 +7,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
@@ -129,6 +131,60 @@ func TestMatchByEmailIgnoresCase(t *testing.T) {
 		}
 		if n := b.count(t, "hubsync_record"); n != 1 {
 			t.Fatalf("%d records; want 1", n)
+		}
+	})
+}
+
+// TestEmailOfAContactMergedAway: HubSpot merged Eve's contact into Frank's,
+// which has its own local record, so Eve's record was deleted here; HubSpot
+// keeps eve@ on Frank's contact. A new local contact with eve@ (whatever its
+// case) would be upserted onto Frank's contact: it is refused naming Frank,
+// until Frank's record is gone (a privacy deletion forgets the email).
+func TestEmailOfAContactMergedAway(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{Mapping: mapping.Default()})
+		ctx := context.Background()
+		t0 := b.clock.Now().Add(-time.Hour)
+		frank := mustApply(t, b, change(store.EventCreate, "1001", t0, map[string]any{"email": "frank@example.com", "first_name": "Frank"}))
+		eve := mustApply(t, b, change(store.EventCreate, "1002", t0, map[string]any{"email": "Eve@Example.com", "first_name": "Eve"}))
+		mr := change(store.EventMerge, "1001", t0.Add(time.Minute), map[string]any{"first_name": "Frank"})
+		mr.MergedIDs = []string{"1002"}
+		if res := mustApply(t, b, mr); res.Outcome != apply.Merged {
+			t.Fatalf("merge = %+v", res)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", eve.RecordID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Eve's record after the merge: %v; want it deleted (Frank's record survives)", err)
+		}
+		for _, email := range []string{"eve@example.com", "EVE@example.com"} {
+			if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email, "first_name": "Eve2"}); !errors.Is(err, ErrEmailTaken) || !strings.Contains(err.Error(), frank.RecordID) {
+				t.Fatalf("insert with the merged-away email %s: %v; want ErrEmailTaken naming Frank's record %s", email, err, frank.RecordID)
+			}
+		}
+		other, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "zoe@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Update(ctx, "contacts", other.ID, other.Version, map[string]any{"email": "eve@example.com"}); !errors.Is(err, ErrEmailTaken) {
+			t.Fatalf("update to the merged-away email: %v; want ErrEmailTaken", err)
+		}
+		// Frank's record may write it: the email is its own in HubSpot.
+		fr, err := b.svc.Get(ctx, "contacts", frank.RecordID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Update(ctx, "contacts", fr.ID, fr.Version, map[string]any{"email": "eve@example.com"}); err != nil {
+			t.Fatalf("Frank's record taking the email merged into it: %v", err)
+		}
+		fr, _ = b.svc.Get(ctx, "contacts", frank.RecordID)
+		if _, err := b.svc.Update(ctx, "contacts", fr.ID, fr.Version, map[string]any{"email": "frank@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		fr, _ = b.svc.Get(ctx, "contacts", frank.RecordID)
+		if err := b.svc.Delete(ctx, "contacts", fr.ID, fr.Version); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "eve@example.com"}); err != nil {
+			t.Fatalf("insert with the email once its holder is gone: %v", err)
 		}
 	})
 }

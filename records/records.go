@@ -428,21 +428,36 @@ func (s *Service) createTx(ctx context.Context, tx *writeTx, objectType, id stri
 // the outbound worker then dead-letters the second (a link conflict).
 func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id string, fields map[string]any) error {
 	email, ok := fields["email"].(string)
-	if !ok || email == "" || s.cfg.Mapping == nil {
-		return nil
-	}
-	if obj, ok := s.cfg.Mapping.Lookup(objectType); !ok || obj.IDField != "email" {
+	if !ok || email == "" || !s.upsertsByEmail(objectType) {
 		return nil
 	}
 	var other string
 	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, email, id)...).Scan(&other)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil
 	case err != nil:
 		return fmt.Errorf("records: look up the email of %s: %w", objectType, err)
+	default:
+		return fmt.Errorf("%w: %s record %s already has email %q; HubSpot keeps one contact per email, so update that record (or delete one of the two) instead of writing it here", ErrEmailTaken, objectType, other, email)
 	}
-	return fmt.Errorf("%w: %s record %s already has email %q; HubSpot keeps one contact per email, so update that record (or delete one of the two) instead of writing it here", ErrEmailTaken, objectType, other, email)
+	err = tx.QueryRowContext(ctx, s.q.Get("email_alias_holder"), objectType, strings.ToLower(email), id).Scan(&other)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("records: look up the merged emails of %s: %w", objectType, err)
+	}
+	return fmt.Errorf("%w: %s record %s holds email %q: HubSpot merged the contact that had it into that record's, and keeps it there; update that record instead of writing the email here", ErrEmailTaken, objectType, other, email)
+}
+
+// upsertsByEmail reports whether the mapping writes objectType to HubSpot by
+// email (IDField "email"): one object per email.
+func (s *Service) upsertsByEmail(objectType string) bool {
+	if s.cfg.Mapping == nil {
+		return false
+	}
+	obj, ok := s.cfg.Mapping.Lookup(objectType)
+	return ok && obj.IDField == "email"
 }
 
 // emailHolderArgs are record_find_email_holder's parameters on s's dialect.
@@ -523,6 +538,10 @@ func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, priv
 			if err := s.links.ForgetPushedTx(ctx, tx.Tx, d, before.ObjectType, before.ID); err != nil {
 				return fmt.Errorf("records: %w", err)
 			}
+		}
+		// And the merged-away emails it holds.
+		if _, err := tx.ExecContext(ctx, s.q.Get("email_alias_forget"), before.ObjectType, before.ID); err != nil {
+			return fmt.Errorf("records: forget the merged emails of %s/%s: %w", before.ObjectType, before.ID, err)
 		}
 	}
 	return s.emitTx(ctx, tx, store.EventRecordDeleted, store.EventDelete, &before, after)
