@@ -133,7 +133,7 @@ type deadLettersResponse struct {
 
 func (a *adminAPI) deadLetters(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	dir, err := ops.ParseDirection(q.Get("direction"))
+	dir, err := ops.ParseDirection(cmp.Or(q.Get("direction"), string(store.DirectionOutbound))) // as hubsync dlq
 	if err != nil {
 		return err
 	}

@@ -160,8 +160,13 @@ func testAdminDeadLettersAndRetry(t *testing.T, d store.Dialect) {
 		t.Fatalf("retry all = %d %s", code, body)
 	}
 
+	// Without ?direction=, outbound, as `hubsync dlq`.
+	code, body = call(t, "GET", srv.URL+"/admin/deadletters", "tok", "")
+	if page = (deadLettersResponse{}); code != 200 || json.Unmarshal([]byte(body), &page) != nil || len(page.DeadLetters) != 0 {
+		t.Fatalf("list without a direction = %d %s; want 200, the outbound dead letters (none left)", code, body)
+	}
+
 	for _, bad := range []struct{ method, path, body string }{
-		{"GET", "/admin/deadletters", ""},
 		{"GET", "/admin/deadletters?direction=sideways", ""},
 		{"GET", "/admin/deadletters?direction=outbound&limit=-1", ""},
 		{"POST", "/admin/deadletters/retry", `{"direction":"outbound","all":true}`},

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -352,6 +353,10 @@ func (s *Server) build(ctx context.Context) error {
 			if budgetRate := int64(cfg.RateLimit) * int64(cfg.FlowControlPeriod) / int64(10*time.Second); int64(cfg.FlowControlRate) > budgetRate {
 				s.log.Warn("server: QStash may deliver faster than the HubSpot budget allows; every delivery the budget refuses is a 503 that costs a QStash attempt. Set HUBSYNC_FLOW_CONTROL_RATE at or below the budget, or leave it unset",
 					"flow_control_rate", cfg.FlowControlRate, "flow_control_period", cfg.FlowControlPeriod, "budget_calls_per_period", budgetRate)
+			}
+			if u, err := url.Parse(cfg.WorkerURL); err == nil && u.Path != dispatch.WorkerPath {
+				s.log.Warn("server: the worker URL's path is not the route this process serves QStash deliveries on; they will be answered 404 unless a proxy rewrites the path. Set HUBSYNC_WORKER_URL to https://<public host>"+dispatch.WorkerPath,
+					"worker_url_path", u.Path, "route", dispatch.WorkerPath)
 			}
 			wake = append(wake, pub)
 		} else {
