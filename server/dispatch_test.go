@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -237,5 +238,21 @@ func TestPollModeHasNoWorkerEndpoint(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Fatalf("poll mode answers %d on the worker endpoint, want 404", resp.StatusCode)
+	}
+}
+
+// TestWorkerURLWithAnotherPathIsWarned: a worker URL whose path is not the
+// route QStash deliveries are served on starts (a proxy may rewrite it), with
+// a warning naming the route; the route itself starts quietly.
+func TestWorkerURLWithAnotherPathIsWarned(t *testing.T) {
+	for path, warned := range map[string]bool{"/qstash": true, dispatch.WorkerPath: false} {
+		q := newRelayQStash(t)
+		db := dbtest.New(t, store.SQLite)
+		var logs syncBuffer
+		startServer(t, Config{DatabaseURL: db.URL, Dispatch: DispatchQStash, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			QStashURL: q.srv.URL, QStashToken: testQStashToken, QStashCurrentSigningKey: testSigningKey, WorkerURL: "https://worker.test" + path})
+		if got := strings.Contains(logs.String(), "worker URL's path"); got != warned {
+			t.Errorf("worker URL path %s: warned %v, want %v\n%s", path, got, warned, logs.String())
+		}
 	}
 }
