@@ -82,8 +82,11 @@ type Config struct {
 	// limit at its midnight, and so does the budget (a DAILY 429 pauses the
 	// key until then). The SQL budget records it with each key's day, so nil
 	// (unknown: HubSpot did not say) takes the zone another replica
-	// recorded, else UTC. A day ends where the replica that began it said;
-	// replicas told different zones agree on each day, whoever began it.
+	// recorded, else UTC. A day begun in a zone ends at its midnight,
+	// whatever zone the replica that sees it was told (tell them all the
+	// same one); a day begun in UTC days (by a replica without a zone, or a
+	// version before zones were kept) ends at the account's first midnight
+	// after it began, for a replica that knows the zone.
 	TimeZone *time.Location
 	// SearchLimit is the number of calls per SearchWindow (1 s) for keys that end
 	// in SearchKeySuffix. Default SearchLimitDefault (5).

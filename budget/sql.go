@@ -194,10 +194,7 @@ func (b *SQL) updateTx(ctx context.Context, key string, l limits, fn func(s *sta
 	if !fn(&s, now) {
 		return nil // the deferred Rollback releases the lock
 	}
-	// DayNumber keeps the UTC day of the day's last instant, for a replica
-	// of an older version that reads it.
-	legacyDay := floorDiv(s.dayEnd-1, dayMicros)
-	if _, err := tx.ExecContext(ctx, b.q.save, s.width, s.head, encodeCounts(s.counts), legacyDay, s.dayCount, s.pausedUntil, s.clock, s.shortAt, s.dayEnd, s.zone, key); err != nil {
+	if _, err := tx.ExecContext(ctx, b.q.save, s.width, s.head, encodeCounts(s.counts), s.legacyDayNumber(), s.dayCount, s.pausedUntil, s.clock, s.shortAt, s.dayEnd, s.zone, key); err != nil {
 		return fmt.Errorf("save: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

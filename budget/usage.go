@@ -38,8 +38,8 @@ func (b *SQL) Usage(ctx context.Context) ([]Usage, error) {
 		if err := rows.Scan(&u.Key, &day, &count, &paused, &dayEnd, &u.TimeZone); err != nil {
 			return nil, fmt.Errorf("read budget use: %w", err)
 		}
-		if dayEnd == 0 && day > 0 { // a row written before DayEndMicros: a UTC day
-			dayEnd = (day + 1) * dayMicros
+		if end, legacy := legacyDayEnd(day, dayEnd); legacy { // counted by an older version: a UTC day
+			dayEnd, u.TimeZone = end, ""
 		}
 		if now < dayEnd {
 			u.CallsToday = count

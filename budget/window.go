@@ -61,14 +61,30 @@ func (l limits) dayEndAfter(now int64, rowZone string) int64 {
 	return hubspot.NextMidnight(time.UnixMicro(now), zone).UnixMicro()
 }
 
-// fromLegacyDay sets the day's end of a row written before DayEndMicros, whose
-// DayNumber counted UTC days: the end of that UTC day (a replica that knows
-// the account's zone then ends it sooner, see advance).
+// fromLegacyDay reads a row's day written by a version before DayEndMicros,
+// which counted UTC days in DayNumber: the row is from before the column
+// (DayEndMicros 0), or such a replica began a later UTC day than the stored
+// day's end (during a rolling upgrade). The day is then that UTC day, begun
+// in no zone (a replica that knows the account's zone ends it sooner, see
+// advance), and its count is kept.
 func (s *state) fromLegacyDay(day int64) {
-	if s.dayEnd == 0 && day > 0 {
-		s.dayEnd = (day + 1) * dayMicros
+	if end, legacy := legacyDayEnd(day, s.dayEnd); legacy {
+		s.dayEnd, s.zone = end, ""
 	}
 }
+
+// legacyDayEnd returns the end of UTC day day, and true, when the row's
+// DayNumber day says an older version began it (see fromLegacyDay).
+func legacyDayEnd(day, dayEnd int64) (int64, bool) {
+	if day > 0 && (dayEnd == 0 || day > floorDiv(dayEnd-1, dayMicros)) {
+		return (day + 1) * dayMicros, true
+	}
+	return dayEnd, false
+}
+
+// legacyDayNumber is the DayNumber a row is written with, for versions before
+// DayEndMicros: the UTC day of the latest clock, as they count days.
+func (s *state) legacyDayNumber() int64 { return floorDiv(s.clock, dayMicros) }
 
 func newLimits(limit int, window time.Duration, daily int) limits {
 	return newPacedLimits(limit, window, daily, 0, 0, -1)
@@ -162,15 +178,17 @@ func (s *state) advance(l limits, now int64) int64 {
 		s.counts, s.head = c, hi
 	}
 	if l.zone != nil {
-		if name := l.zone.String(); s.zone != name {
-			// The day began under another zone, or none (a replica that
-			// could not learn it, a row of UTC days): it ends at the
-			// account's first midnight after it began, if that is sooner.
-			if s.dayEnd != 0 {
-				s.dayEnd = min(s.dayEnd, l.dayEndAfter(s.dayEnd-dayMicros, ""))
-			}
-			s.zone = name
+		if s.zone == "" && s.dayEnd != 0 {
+			// The day was begun in UTC days (by a replica that could not
+			// learn the zone, or a version before zones were kept): it
+			// began a whole UTC day before its end, and ends at the
+			// account's first midnight after that, if sooner. A day begun
+			// in a zone is ended by it, whatever this replica's zone (or
+			// that zone's other name: HubSpot says US/Eastern for
+			// America/New_York).
+			s.dayEnd = min(s.dayEnd, l.dayEndAfter(s.dayEnd-dayMicros, ""))
 		}
+		s.zone = l.zone.String()
 	}
 	if eff >= s.dayEnd {
 		s.dayEnd, s.dayCount = l.dayEndAfter(eff, s.zone), 0
