@@ -416,6 +416,11 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		}
 		if !survivorExists && !gone {
 			// Re-point: the merged record becomes the survivor's local record.
+			if mr, ok := r.tx.(MergeRecorder); ok {
+				if err := mr.MergedAway(ctx, ch.ObjectType, id, id); err != nil {
+					return Result{}, err
+				}
+			}
 			if survivorLinked {
 				if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, target); err != nil {
 					return Result{}, err

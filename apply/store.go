@@ -122,12 +122,14 @@ type SQLRecordTx interface {
 }
 
 // MergeRecorder is a RecordTx that keeps what a merge leaves on the survivor
-// of a record it deletes: MergedAway is called, in the merge's transaction,
-// before the record mergedID, merged into survivorID's object whose local
-// record is survivorID, is deleted. HubSpot keeps the merged object's email
-// on the survivor (hs_additional_emails), so an upsert by that email would
-// write over the survivor: the records service keeps it as held by the
-// survivor.
+// of a record it deletes or re-points: MergedAway is called, in the merge's
+// transaction, before the record mergedID, merged into the object whose
+// local record is survivorID, is deleted; or, with survivorID == mergedID,
+// before it is re-pointed to a survivor without a local record (the merge's
+// fields may then replace its email). HubSpot keeps the merged object's
+// email on the survivor (hs_additional_emails), so an upsert by that email
+// would write over the survivor: the records service keeps it as held by the
+// survivor's record.
 type MergeRecorder interface {
 	MergedAway(ctx context.Context, objectType, mergedID, survivorID string) error
 }

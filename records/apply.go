@@ -270,11 +270,17 @@ func (t *recordTx) UpdateRecord(ctx context.Context, objectType, id string, patc
 var _ apply.MergeRecorder = (*recordTx)(nil)
 
 // MergedAway keeps the email of a record merged into survivorID as held by
-// it (see checkEmailFree), where the mapping upserts the type by email.
+// it (see checkEmailFree), where the mapping upserts the type by email, with
+// the emails the merged record held.
 func (t *recordTx) MergedAway(ctx context.Context, objectType, mergedID, survivorID string) error {
 	before, err := t.lockedRecord(objectType, mergedID)
 	if err != nil {
 		return err
+	}
+	if mergedID != survivorID {
+		if _, err := t.tx.ExecContext(ctx, t.s.q.Get("email_alias_move"), survivorID, objectType, mergedID); err != nil {
+			return fmt.Errorf("records: hand the emails of %s/%s to %s: %w", objectType, mergedID, survivorID, err)
+		}
 	}
 	email, ok := before.Fields["email"].(string)
 	if !ok || email == "" || !t.s.upsertsByEmail(objectType) {
