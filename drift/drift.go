@@ -305,15 +305,17 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 			Reason: "no HubSpot link and nothing queued for HubSpot: HubSpot never accepted the record", Repair: ToHubSpot,
 		}
 		// A record's state is resent once: when its write and a resend of
-		// it are both dead letters, HubSpot refuses that state, and another
-		// resend would only add a dead letter at every run.
+		// it are both dead letters (whatever the cause: a refusal, or an
+		// outage that outlasted the retries), another resend would add a
+		// dead letter at every run; the operator retries them once the
+		// cause is fixed.
 		failed, err := s.failedSince(ctx, obj.ObjectType, r.ID, r.UpdatedAt)
 		if err != nil {
 			return err
 		}
 		if failed >= 2 {
 			d.Repair = ""
-			d.Reason = fmt.Sprintf("no HubSpot link: HubSpot refused the record's state %d times (its write and a resend are dead letters); fix the cause, then hubsync dlq retry, or edit the record", failed)
+			d.Reason = fmt.Sprintf("no HubSpot link: the record's write and a resend of it are dead letters (%d since its last write); see why with hubsync dlq list, fix the cause, then hubsync dlq retry, or edit the record", failed)
 			rep.add(d)
 			continue
 		}

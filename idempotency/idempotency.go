@@ -37,6 +37,10 @@ const (
 	// MaxBodyBytes bounds the body the middleware hashes; a larger one is
 	// passed on unhashed for the handler to refuse.
 	MaxBodyBytes = 1 << 20
+	// StaleAfter is how long after its claim a key still in progress is
+	// taken for a request whose process stopped: the 409 then says to check
+	// the resource and use a new key, instead of inviting a retry.
+	StaleAfter = 5 * time.Minute
 )
 
 // Store holds the keys in the hubsync_idempotency table of a store's database.
@@ -196,6 +200,10 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 				httpjson.Error(w, http.StatusConflict, "the Idempotency-Key is being reused concurrently; retry")
 			case e.hash != hash:
 				httpjson.Error(w, http.StatusConflict, fmt.Sprintf("Idempotency-Key %q was already used for a different request (another method, path or body); use a new key for a new request", key))
+			case e.status == 0 && e.created.Before(cfg.Store.st.Now().Add(-StaleAfter)):
+				// Longer than any request runs: its process stopped, maybe
+				// after writing. No retry under this key can tell.
+				httpjson.Error(w, http.StatusConflict, fmt.Sprintf("the first request with Idempotency-Key %q never finished (its process stopped, perhaps after writing): check whether the resource exists, and send a new request under a new key", key))
 			case e.status == 0:
 				w.Header().Set("Retry-After", "1")
 				httpjson.Error(w, http.StatusConflict, fmt.Sprintf("a request with Idempotency-Key %q is still in progress; retry later", key))
