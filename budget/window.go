@@ -166,6 +166,7 @@ func (s *state) advance(l limits, now int64) int64 {
 	if s.width != l.width {
 		s.rebucket(l)
 	}
+	last := s.clock // the latest call or answer counted, before now
 	eff := max(now, s.clock)
 	s.clock = eff
 	cur := floorDiv(eff, l.width)
@@ -181,14 +182,21 @@ func (s *state) advance(l limits, now int64) int64 {
 		if s.zone == "" && s.dayEnd != 0 {
 			// The day was begun in UTC days (by a replica that could not
 			// learn the zone, or a version before zones were kept): it
-			// began a whole UTC day before its end, and ends at the
-			// account's first midnight after that, if sooner. A day begun
-			// in a zone is ended by it, whatever this replica's zone (or
-			// that zone's other name: HubSpot says US/Eastern for
-			// America/New_York).
-			s.dayEnd = min(s.dayEnd, l.dayEndAfter(s.dayEnd-dayMicros, ""))
+			// ends at the account's first midnight after the last call it
+			// counted, if sooner. Its calls may straddle an account
+			// midnight; counting them all in the account's current day
+			// errs on the side of fewer calls. A day begun in a zone is
+			// ended by it, whatever this replica's zone (or that zone's
+			// other name: HubSpot says US/Eastern for America/New_York).
+			s.dayEnd = min(s.dayEnd, l.dayEndAfter(max(last, s.dayEnd-dayMicros), ""))
 		}
 		s.zone = l.zone.String()
+	}
+	if s.pausedUntil > s.dayEnd && s.dayEnd != 0 && s.pausedUntil%dayMicros == 0 && l.daily > 0 && s.dayCount >= l.daily {
+		// A DAILY 429 seen by a version that counted UTC days (its pause
+		// ends at a UTC midnight, with the day's count full) paused the key
+		// past the day's end: HubSpot resets at the account's midnight.
+		s.pausedUntil = s.dayEnd
 	}
 	if eff >= s.dayEnd {
 		s.dayEnd, s.dayCount = l.dayEndAfter(eff, s.zone), 0

@@ -108,3 +108,61 @@ func TestRollingUpgradeKeepsAnOlderReplicasDay(t *testing.T) {
 		t.Fatalf("granted %d calls on Mar 5, DailyLimit 10: the new replica must keep the older one's 8 and grant 2", granted)
 	}
 }
+
+// A row of UTC days whose calls came after the account's midnight (10:00 in
+// New York, its Dec 3) keeps its count once a replica that knows the zone
+// sees it: the day then ends at New York's next midnight.
+func TestUTCDayAfterTheAccountsMidnightKeepsItsCount(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db := dbtest.Migrated(t, store.SQLite)
+	clock := &fakeClock{t: time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)} // 10:00 in New York, Dec 3
+	old := newSQL(t, db, Config{Limit: 10, Window: time.Second, DailyLimit: 15, Now: clock.Now, CallLead: -1, RetrySpread: -1})
+	for range 15 {
+		if r, err := old.Reserve(ctx, "k", 1); err != nil || !r.Granted {
+			t.Fatalf("reserve: %+v %v", r, err)
+		}
+		clock.Advance(time.Second)
+	}
+	if _, err := db.DB.Exec("UPDATE hubsync_budget SET DayEndMicros = 0, TimeZone = ''"); err != nil {
+		t.Fatal(err)
+	}
+	zoned := newSQL(t, db, Config{Limit: 10, Window: time.Second, DailyLimit: 15, TimeZone: ny, Now: clock.Now, CallLead: -1, RetrySpread: -1})
+	clock.t = time.Date(2026, 12, 3, 16, 0, 0, 0, time.UTC) // 11:00 in New York, the same day
+	if r, err := zoned.Reserve(ctx, "k", 1); err != nil || r.Granted {
+		t.Fatalf("a 16th call in New York's Dec 3 = %+v, %v; want refused", r, err)
+	}
+	clock.t = time.Date(2026, 12, 4, 5, 0, 0, 0, time.UTC) // New York's midnight
+	if r, err := zoned.Reserve(ctx, "k", 1); err != nil || !r.Granted {
+		t.Fatalf("the first call of New York's Dec 4 = %+v, %v; want granted", r, err)
+	}
+}
+
+// A version that counted UTC days saw a DAILY 429 and paused the key until
+// UTC midnight, 19 hours past New York's: the pause ends at the day's end.
+func TestOlderReplicasDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
+	ny, err := time.LoadLocation("America/New_York")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	db := dbtest.Migrated(t, store.SQLite)
+	clock := &fakeClock{t: time.Date(2026, 12, 4, 1, 0, 0, 0, time.UTC)} // 20:00 in New York, Dec 3
+	nw := newSQL(t, db, Config{Limit: 10, Window: time.Second, DailyLimit: 15, TimeZone: ny, Now: clock.Now, CallLead: -1, RetrySpread: -1})
+	if r, err := nw.Reserve(ctx, "k", 1); err != nil || !r.Granted {
+		t.Fatal(r, err)
+	}
+	// What the older version writes on a DAILY 429: the day's count full,
+	// paused until the next UTC midnight.
+	utcMidnight := time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)
+	if _, err := db.DB.Exec("UPDATE hubsync_budget SET DayCount = 15, PausedUntilMicros = ? WHERE BudgetKey = 'k'", utcMidnight.UnixMicro()); err != nil {
+		t.Fatal(err)
+	}
+	clock.t = time.Date(2026, 12, 4, 6, 0, 0, 0, time.UTC) // an hour after New York's midnight
+	if r, err := nw.Reserve(ctx, "k", 1); err != nil || !r.Granted {
+		t.Fatalf("an hour after the account's midnight = %+v, %v; want granted, not paused until %s", r, err, utcMidnight)
+	}
+}

@@ -513,7 +513,16 @@ func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs 
 	default:
 		// 429, 423, 5xx, timeouts, resets, and anything unexplained: retry with
 		// backoff, no sooner than HubSpot asked.
-		c.retry(recs, err.Error(), hubspot.RetryAfterOf(err))
+		delay := hubspot.RetryAfterOf(err)
+		var he *hubspot.Error
+		if errors.As(err, &he) && strings.EqualFold(he.PolicyName, budget.PolicyDaily) && !he.RetryAfterHeader {
+			// HubSpot named no wait: the client's guess of the account's
+			// midnight is UTC's on a replica that could not learn the zone.
+			// The budget, paused until the end of the day it keeps (in the
+			// zone every replica shares), holds the records until then.
+			delay = 0
+		}
+		c.retry(recs, err.Error(), delay)
 	}
 }
 

@@ -74,3 +74,21 @@ func TestEmailAliasKeptWhenTheMergedRecordIsRepointed(t *testing.T) {
 		}
 	})
 }
+
+// A merge of a contact whose email is longer than MaxAliasEmailLength (the
+// records API accepts it) applies: no alias is kept, rather than the merge
+// failing at every retry and holding the survivor's later changes.
+func TestMergeOfAVeryLongEmailApplies(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{Mapping: mapping.Default()})
+		t0 := b.clock.Now().Add(-time.Hour)
+		long := strings.Repeat("x", MaxAliasEmailLength) + "@example.com"
+		mustApply(t, b, change(store.EventCreate, "1080", t0, map[string]any{"email": long}))
+		mustApply(t, b, change(store.EventCreate, "1081", t0, map[string]any{"email": "keeper@example.com"}))
+		m := change(store.EventMerge, "1081", t0.Add(time.Minute), map[string]any{"email": "keeper@example.com"})
+		m.MergedIDs = []string{"1080"}
+		if res := mustApply(t, b, m); res.Outcome != apply.Merged {
+			t.Fatalf("merge = %+v", res)
+		}
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 	"time"
 
 	"github.com/hubsync/hubsync/apply"
@@ -269,6 +270,10 @@ func (t *recordTx) UpdateRecord(ctx context.Context, objectType, id string, patc
 
 var _ apply.MergeRecorder = (*recordTx)(nil)
 
+// MaxAliasEmailLength is the longest email (in characters) kept as held by a
+// merge's survivor (hubsync_email_alias.Email); RFC 5321 allows 254.
+const MaxAliasEmailLength = 320
+
 // MergedAway keeps the email of a record merged into survivorID as held by
 // it (see checkEmailFree), where the mapping upserts the type by email, with
 // the emails the merged record held.
@@ -284,6 +289,12 @@ func (t *recordTx) MergedAway(ctx context.Context, objectType, mergedID, survivo
 	}
 	email, ok := before.Fields["email"].(string)
 	if !ok || email == "" || !t.s.upsertsByEmail(objectType) {
+		return nil
+	}
+	if utf8.RuneCountInString(email) > MaxAliasEmailLength {
+		// Longer than any address HubSpot keeps: the merge must not fail
+		// for it (and every later change of the survivor wait behind it).
+		t.s.log.Warn("records: the email of a merged record is too long to keep as held by its survivor", "object_type", objectType, "record", mergedID, "survivor", survivorID, "length", len(email))
 		return nil
 	}
 	if _, err := t.tx.ExecContext(ctx, t.s.q.Get("email_alias_put"), objectType, strings.ToLower(email), survivorID); err != nil {

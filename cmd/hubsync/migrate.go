@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -76,13 +77,21 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "%s schema at version %d of %d", db.Dialect, st.Current, st.Latest)
+	// Exit 1 unless the schema is what this binary runs with, so that a
+	// deploy script can gate on `hubsync migrate status`.
 	switch {
 	case len(st.Unknown) > 0:
 		fmt.Fprintf(stdout, " (database is NEWER than this binary: upgrade hubsync)\n")
+		return errSchemaNotCurrent
 	case len(st.Pending) > 0:
 		fmt.Fprintf(stdout, " (%d pending: run `hubsync migrate`)\n", len(st.Pending))
+		return errSchemaNotCurrent
 	default:
 		fmt.Fprintln(stdout)
 	}
 	return nil
 }
+
+// errSchemaNotCurrent makes `hubsync migrate status` exit 1 when the schema
+// is not the one this binary runs with; the reason is on stdout.
+var errSchemaNotCurrent = errors.New("the schema is not current (see above)")

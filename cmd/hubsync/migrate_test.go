@@ -31,6 +31,11 @@ func TestMigrateArguments(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "sqlite schema at version") || strings.Contains(out, "pending") {
 		t.Fatalf("status after the flags' database = %d %q; want it up to date", code, out)
 	}
+	// A deploy can gate on it: pending migrations exit 1.
+	fresh := "sqlite:" + filepath.Join(dir, "fresh.db")
+	if code, out, _ := runCmd(t, baseEnv(), "migrate", "status", "-database-url", fresh); code != 1 || !strings.Contains(out, "pending: run `hubsync migrate`") {
+		t.Fatalf("status of an unmigrated database = %d %q; want exit 1 naming the pending migrations", code, out)
+	}
 	for _, args := range [][]string{{"migrate", "status", "extra"}, {"migrate", "sideways"}, {"migrate", "up", "-nosuchflag"}} {
 		if code, _, errOut := runCmd(t, baseEnv(), args...); code == 0 || !strings.Contains(errOut, "usage: hubsync migrate") {
 			t.Errorf("%v = exit %d, stderr %q; want the usage and a failure", args, code, errOut)
