@@ -515,11 +515,12 @@ func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs 
 		// backoff, no sooner than HubSpot asked.
 		delay := hubspot.RetryAfterOf(err)
 		var he *hubspot.Error
-		if errors.As(err, &he) && strings.EqualFold(he.PolicyName, budget.PolicyDaily) && !he.RetryAfterHeader {
+		if c.w.cfg.Budget != nil && errors.As(err, &he) && strings.EqualFold(he.PolicyName, budget.PolicyDaily) && !he.RetryAfterHeader {
 			// HubSpot named no wait: the client's guess of the account's
 			// midnight is UTC's on a replica that could not learn the zone.
 			// The budget, paused until the end of the day it keeps (in the
-			// zone every replica shares), holds the records until then.
+			// zone every replica shares), holds the records until then;
+			// without a budget, the guess stands.
 			delay = 0
 		}
 		c.retry(recs, err.Error(), delay)
