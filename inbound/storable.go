@@ -26,40 +26,14 @@ func storable(raw []byte) ([]byte, bool) {
 		return raw, true
 	}
 	var out []byte // the repaired copy, once one is needed
-	depth, maxDepth := 0, 0
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if !inString {
-			switch c {
-			case '"':
-				inString = true
-			case '[', '{':
-				depth++
-				maxDepth = max(maxDepth, depth)
-			case ']', '}':
-				depth--
-			}
-			continue
+	depth := textcheck.WalkJSON(raw, func(i int) bool {
+		if out == nil {
+			out = bytes.Clone(raw)
 		}
-		switch c {
-		case '"':
-			inString = false
-		case '\\':
-			if n, lone := textcheck.UnicodeEscape(raw, i); n > 0 {
-				if lone {
-					if out == nil {
-						out = bytes.Clone(raw)
-					}
-					copy(out[i:i+6], `\ufffd`)
-				}
-				i += n - 1
-				continue
-			}
-			i++ // the escaped character
-		}
-	}
-	if maxDepth > MaxEventDepth {
+		copy(out[i:i+6], `\ufffd`)
+		return true
+	})
+	if depth > MaxEventDepth {
 		return nil, false
 	}
 	if out == nil {

@@ -13,18 +13,25 @@ import (
 	"github.com/hubsync/hubsync/store/storetest"
 )
 
+// setupOn is setup on a database of dialect d.
+func setupOn(t *testing.T, d store.Dialect) *bundle {
+	t.Helper()
+	clock := storetest.NewClock(time.Time{})
+	st, err := hubsync.NewStore(dbtest.Migrated(t, d).DB, d, store.Config{Now: clock.Now, Retry: store.RetryPolicy{BackoffBase: time.Second, NoJitter: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bundle{st: st, clock: clock, bus: NewBus()}
+}
+
 // A dead letter re-queued after a later event of its record reached the bus
 // is not delivered (it would undo the later one on the subscribers' side):
 // it is marked processed. A re-queued dead letter with nothing later
 // delivered is delivered as usual.
 func TestRequeuedDeadLetterAfterALaterDeliveryIsNotDelivered(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-		clock := storetest.NewClock(time.Time{})
-		st, err := hubsync.NewStore(dbtest.Migrated(t, d).DB, d, store.Config{Now: clock.Now, Retry: store.RetryPolicy{BackoffBase: time.Second, NoJitter: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := &bundle{st: st, clock: clock, bus: NewBus()}
+		b := setupOn(t, d)
+		st := b.st
 		ctx := context.Background()
 		stale := b.enqueue(t, "r1", 2) // v1, v2
 		alone := b.enqueue(t, "r2", 1)
@@ -81,12 +88,8 @@ func TestRequeuedDeadLetterAfterALaterDeliveryIsNotDelivered(t *testing.T) {
 // not marked processed until the batch ends.
 func TestRequeuedDeadLetterInTheSameBatchAsItsLaterEvent(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-		clock := storetest.NewClock(time.Time{})
-		st, err := hubsync.NewStore(dbtest.Migrated(t, d).DB, d, store.Config{Now: clock.Now, Retry: store.RetryPolicy{BackoffBase: time.Second, NoJitter: true}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := &bundle{st: st, clock: clock, bus: NewBus()}
+		b := setupOn(t, d)
+		st := b.st
 		ctx := context.Background()
 		ids := b.enqueue(t, "r1", 2) // v1, v2
 		evs, err := st.Internal().Claim(ctx, store.ClaimParams{Limit: 10, LeaseDuration: time.Minute, Owner: "test"})

@@ -123,25 +123,35 @@ func TestSyncWorkerSpendsTheSharedBudget(t *testing.T) {
 	})
 }
 
-// TestDailyPauseEndsAtTheAccountsMidnight: the server asks HubSpot for the
-// account's time zone at start, and a DAILY 429 pauses the shared budget
-// until midnight there (HubSpot's reset), not until midnight UTC.
-func TestDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
-	db := dbtest.Migrated(t, store.SQLite)
+// tokyoDay is a test of the account's day in Asia/Tokyo: a simulator whose
+// account is there, and Tokyo's next midnight.
+type tokyoDay struct {
+	db    *dbtest.DB
+	sim   *hubspotsim.Server
+	tokyo *time.Location
+}
+
+func newTokyoDay(t *testing.T, dailyLimit int) tokyoDay {
+	t.Helper()
 	tokyo, err := time.LoadLocation("Asia/Tokyo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One call a day: the server's question for the zone takes it, so the
-	// SyncWorker's read is refused with a DAILY 429.
-	sim := hubspotsim.NewTest(t, hubspotsim.Config{TimeZone: "Asia/Tokyo", DailyLimit: 1})
-	midnight := func() time.Time {
-		y, m, d := time.Now().In(tokyo).Date()
-		return time.Date(y, m, d+1, 0, 0, 0, 0, tokyo)
-	}
-	before := midnight()
+	return tokyoDay{db: dbtest.Migrated(t, store.SQLite), sim: hubspotsim.NewTest(t, hubspotsim.Config{TimeZone: "Asia/Tokyo", DailyLimit: dailyLimit}), tokyo: tokyo}
+}
+
+// midnight is Tokyo's next midnight.
+func (d tokyoDay) midnight() time.Time {
+	y, m, dd := time.Now().In(d.tokyo).Date()
+	return time.Date(y, m, dd+1, 0, 0, 0, 0, d.tokyo)
+}
+
+// serve starts a server (SyncWorker, no outbound worker) against the
+// simulator and points its webhooks at it.
+func (d tokyoDay) serve(t *testing.T) *Server {
+	t.Helper()
 	srv, err := New(Config{
-		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
+		DatabaseURL: d.db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: d.sim.URL(),
 		HubSpotAccessToken: hubspotsim.AccessTokenDefault, HubSpotClientSecret: hubspotsim.ClientSecretDefault,
 		DisableOutboundWorker: true, Logger: slog.New(slog.DiscardHandler),
 	})
@@ -156,16 +166,21 @@ func TestDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
 			t.Errorf("stop: %v", err)
 		}
 	})
-	if n := sim.Counters().RequestsByPath["GET /account-info/v3/details"]; n != 1 {
-		t.Fatalf("the server asked for the account's details %d times at start; want once", n)
-	}
-	if err := sim.SetWebhookURL("http://" + srv.Addr() + "/webhooks/hubspot"); err != nil {
+	return srv
+}
+
+// pauseOfARead has HubSpot create a contact, whose webhook makes the
+// SyncWorker read it, and returns the budget's pause once that read's DAILY
+// 429 has set it.
+func (d tokyoDay) pauseOfARead(t *testing.T, srv *Server) time.Time {
+	t.Helper()
+	if err := d.sim.SetWebhookURL("http://" + srv.Addr() + "/webhooks/hubspot"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sim.UserCreate("contacts", map[string]string{"email": "late@example.com"}); err != nil {
+	if _, err := d.sim.UserCreate("contacts", map[string]string{"email": "late@example.com"}); err != nil {
 		t.Fatal(err)
 	}
-	bud, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{})
+	bud, err := budget.NewSQL(d.db.DB, store.SQLite, budget.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,12 +198,27 @@ func TestDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
 		}
 		return false
 	})
+	return paused
+}
+
+// TestDailyPauseEndsAtTheAccountsMidnight: the server asks HubSpot for the
+// account's time zone at start, and a DAILY 429 pauses the shared budget
+// until midnight there (HubSpot's reset), not until midnight UTC.
+func TestDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
+	// One call a day: the server's question for the zone takes it, so the
+	// SyncWorker's read is refused with a DAILY 429.
+	d := newTokyoDay(t, 1)
+	before := d.midnight()
+	srv := d.serve(t)
+	if n := d.sim.Counters().RequestsByPath["GET /account-info/v3/details"]; n != 1 {
+		t.Fatalf("the server asked for the account's details %d times at start; want once", n)
+	}
+	paused := d.pauseOfARead(t, srv)
 	// The client's Retry-After for a DAILY 429 runs to midnight from its
 	// answer; the budget observes it a moment later: a pause past midnight by
 	// that moment is fine, one ending at midnight UTC is the bug.
-	after := midnight()
-	if paused.Before(before) || paused.After(after.Add(time.Second)) {
-		t.Fatalf("paused until %s (%s in Tokyo); want the account's next midnight, %s", paused, paused.In(tokyo), before)
+	if after := d.midnight(); paused.Before(before) || paused.After(after.Add(time.Second)) {
+		t.Fatalf("paused until %s (%s in Tokyo); want the account's next midnight, %s", paused, paused.In(d.tokyo), before)
 	}
 }
 
@@ -197,72 +227,29 @@ func TestDailyPauseEndsAtTheAccountsMidnight(t *testing.T) {
 // HubSpot answers 429) keeps the day another replica recorded in the shared
 // budget: a DAILY 429 pauses until the account's midnight, not UTC's.
 func TestZoneUnknownAtStartKeepsTheRecordedDay(t *testing.T) {
-	db := dbtest.Migrated(t, store.SQLite)
-	tokyo, err := time.LoadLocation("Asia/Tokyo")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim := hubspotsim.NewTest(t, hubspotsim.Config{TimeZone: "Asia/Tokyo", DailyLimit: 1})
+	d := newTokyoDay(t, 1)
 	// Another replica, which knew the zone, began the day in the shared budget.
-	earlier, err := budget.NewSQL(db.DB, store.SQLite, budget.Config{TimeZone: tokyo})
+	earlier, err := budget.NewSQL(d.db.DB, store.SQLite, budget.Config{TimeZone: d.tokyo})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := earlier.Reserve(context.Background(), BudgetKeyDefault, 1); err != nil {
 		t.Fatal(err)
 	}
-	c, err := hubspot.NewClient(hubspot.Config{BaseURL: sim.URL(), AccessToken: hubspotsim.AccessTokenDefault})
+	c, err := hubspot.NewClient(hubspot.Config{BaseURL: d.sim.URL(), AccessToken: hubspotsim.AccessTokenDefault})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.AccountDetails(context.Background()); err != nil { // the day's one call
 		t.Fatal(err)
 	}
-	midnight := func() time.Time {
-		y, m, d := time.Now().In(tokyo).Date()
-		return time.Date(y, m, d+1, 0, 0, 0, 0, tokyo)
-	}
-	before := midnight()
-	srv, err := New(Config{
-		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(),
-		HubSpotAccessToken: hubspotsim.AccessTokenDefault, HubSpotClientSecret: hubspotsim.ClientSecretDefault,
-		DisableOutboundWorker: true, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	if n := sim.Counters().RateLimited429["DAILY"]; n != 1 {
+	before := d.midnight()
+	srv := d.serve(t)
+	if n := d.sim.Counters().RateLimited429["DAILY"]; n != 1 {
 		t.Fatalf("%d DAILY 429s at start; want the question for the zone refused", n)
 	}
-	if err := sim.SetWebhookURL("http://" + srv.Addr() + "/webhooks/hubspot"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sim.UserCreate("contacts", map[string]string{"email": "late@example.com"}); err != nil {
-		t.Fatal(err)
-	}
-	var paused time.Time
-	testwait.For(t, "the budget paused by the DAILY 429 to the SyncWorker's read", func() bool {
-		use, err := earlier.Usage(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, u := range use {
-			if u.PausedUntil != nil {
-				paused = *u.PausedUntil
-				return true
-			}
-		}
-		return false
-	})
-	if after := midnight(); paused.Before(before) || paused.After(after.Add(time.Second)) {
-		t.Fatalf("paused until %s (%s in Tokyo); want the recorded day's end, the account's midnight %s", paused, paused.In(tokyo), before)
+	paused := d.pauseOfARead(t, srv)
+	if after := d.midnight(); paused.Before(before) || paused.After(after.Add(time.Second)) {
+		t.Fatalf("paused until %s (%s in Tokyo); want the recorded day's end, the account's midnight %s", paused, paused.In(d.tokyo), before)
 	}
 }

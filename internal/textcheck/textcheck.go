@@ -36,6 +36,21 @@ const MaxJSONDepth = 31
 // stored would not be the one sent), or arrays and objects nested deeper than
 // MaxJSONDepth. It does not check that raw is valid JSON.
 func JSONProblem(raw []byte) string {
+	problem := ""
+	if depth := WalkJSON(raw, func(i int) bool {
+		problem = fmt.Sprintf("holds a UTF-16 surrogate escape without its pair (%s), which would be stored as U+FFFD; send the character itself, or the whole pair", raw[i:i+6])
+		return false
+	}); problem == "" && depth > MaxJSONDepth {
+		problem = fmt.Sprintf("nests arrays and objects more than %d deep", MaxJSONDepth)
+	}
+	return problem
+}
+
+// WalkJSON scans the JSON text raw (without checking that it is valid JSON)
+// and returns the deepest nesting of its arrays and objects. It calls lone
+// with the offset of each UTF-16 surrogate escape without its pair
+// (raw[i:i+6], "\ud83d"); when lone returns false, the scan stops there.
+func WalkJSON(raw []byte, lone func(i int) bool) (maxDepth int) {
 	depth := 0
 	inString := false
 	for i := 0; i < len(raw); i++ {
@@ -45,9 +60,8 @@ func JSONProblem(raw []byte) string {
 			case '"':
 				inString = true
 			case '[', '{':
-				if depth++; depth > MaxJSONDepth {
-					return fmt.Sprintf("nests arrays and objects more than %d deep", MaxJSONDepth)
-				}
+				depth++
+				maxDepth = max(maxDepth, depth)
 			case ']', '}':
 				depth--
 			}
@@ -57,9 +71,9 @@ func JSONProblem(raw []byte) string {
 		case '"':
 			inString = false
 		case '\\':
-			if n, lone := UnicodeEscape(raw, i); n > 0 {
-				if lone {
-					return fmt.Sprintf("holds a UTF-16 surrogate escape without its pair (%s), which would be stored as U+FFFD; send the character itself, or the whole pair", raw[i:i+6])
+			if n, isLone := UnicodeEscape(raw, i); n > 0 {
+				if isLone && !lone(i) {
+					return maxDepth
 				}
 				i += n - 1
 				continue
@@ -67,7 +81,7 @@ func JSONProblem(raw []byte) string {
 			i++ // the escaped character
 		}
 	}
-	return ""
+	return maxDepth
 }
 
 // UnicodeEscape reads the \uXXXX escape at raw[i:] inside a JSON string: n
