@@ -112,7 +112,8 @@ type Config struct {
 	// HubSpotTimeZone is the HubSpot account's time zone (an IANA name such
 	// as America/New_York): HubSpot resets the daily limit at its midnight,
 	// and so does the shared budget. Empty means ask HubSpot at start (GET
-	// /account-info/v3/details), and UTC when it cannot say.
+	// /account-info/v3/details); when it cannot say, the budget takes the
+	// zone another replica recorded, else UTC (budget.Config.TimeZone).
 	HubSpotTimeZone string
 	// BudgetCallLead is how long after the budget grants a call it may start
 	// (budget.Config.CallLead): each grant is counted for 10 s plus this, so a
