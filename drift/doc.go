@@ -15,7 +15,12 @@
 // local records with no link (and nothing queued for HubSpot), linked
 // objects gone from HubSpot, and HubSpot objects no record is linked to
 // whose id property (hubsync_record_id, or the mapped one such as email)
-// names no local record: orphans.
+// names no local record: orphans. For an object type upserted by email it
+// reads hs_additional_emails too, and makes each linked record hold the
+// emails HubSpot keeps on its contact besides its own
+// (records.Service.HoldEmails): merges applied before hubsync kept them, or
+// whose webhook never came, would otherwise let a new record's upsert write
+// over the survivor.
 //
 // # Verdicts
 //

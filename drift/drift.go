@@ -332,8 +332,12 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 		extIDs[i] = linked[r.ID]
 	}
 	props := obj.HubSpotProperties()
+	read := props
+	if obj.IDField == "email" {
+		read = append(slices.Clip(props), additionalEmails)
+	}
 	res, err := s.read(ctx, rep, func() (*hubspot.BatchResult, error) {
-		return s.cfg.HubSpot.BatchReadWithHistory(ctx, hubspot.ObjectType(obj.HubSpotType), extIDs, props, props)
+		return s.cfg.HubSpot.BatchReadWithHistory(ctx, hubspot.ObjectType(obj.HubSpotType), extIDs, read, props)
 	})
 	if err != nil {
 		return fmt.Errorf("drift: read %d %s from HubSpot: %w", len(extIDs), obj.HubSpotType, err)
@@ -347,6 +351,11 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 				Reason: "the linked HubSpot object is gone (deleted or merged) and no change says when; restore it in HubSpot or delete the record",
 			})
 			continue
+		}
+		if obj.IDField == "email" {
+			if err := s.holdEmails(ctx, obj, dry, r, o, rep); err != nil {
+				return err
+			}
 		}
 		diffs, err := s.compare(obj, r, o, clocks[r.ID])
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
@@ -111,7 +112,7 @@ func setup(t *testing.T, d store.Dialect, cfg drift.Config) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b.recs, err = records.New(st, nil, records.Config{}); err != nil {
+	if b.recs, err = records.New(st, nil, records.Config{Mapping: mapping.Default()}); err != nil {
 		t.Fatal(err)
 	}
 	syncBudget, err := budget.NewMemory(budget.Config{})

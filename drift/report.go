@@ -25,6 +25,9 @@ const (
 	// KindOrphan: a HubSpot object no local record is linked to, whose
 	// hubsync_record_id (or mapped id property) points at no local record.
 	KindOrphan Kind = "orphan"
+	// KindMergedEmail: an email HubSpot keeps on a linked contact besides
+	// its own (hs_additional_emails) that the local record did not hold.
+	KindMergedEmail Kind = "merged_email"
 )
 
 // Verdict says which side holds the value to keep.
@@ -89,8 +92,11 @@ func (d Difference) Key() string {
 func (d Difference) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s local=%s hubspot=%s", d.ObjectType, d.Key(), cmp.Or(d.RecordID, "-"), cmp.Or(d.HubSpotID, "-"))
-	if d.Kind == KindField {
+	switch d.Kind {
+	case KindField:
 		fmt.Fprintf(&b, " (%q here, %q in HubSpot)", d.Local, d.HubSpot)
+	case KindMergedEmail:
+		fmt.Fprintf(&b, " (%q)", d.HubSpot)
 	}
 	fmt.Fprintf(&b, ": %s, %s", d.Verdict, d.Reason)
 	switch {

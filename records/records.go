@@ -447,7 +447,7 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 	case err != nil:
 		return fmt.Errorf("records: look up the merged emails of %s: %w", objectType, err)
 	}
-	return fmt.Errorf("%w: %s record %s holds email %q: HubSpot merged the contact that had it into that record's, and keeps it there; update that record instead of writing the email here", ErrEmailTaken, objectType, other, email)
+	return fmt.Errorf("%w: %s record %s holds email %q: HubSpot keeps it on that record's contact (a contact merged into it had it, or it was added there); update that record instead of writing the email here", ErrEmailTaken, objectType, other, email)
 }
 
 // upsertsByEmail reports whether the mapping writes objectType to HubSpot by
