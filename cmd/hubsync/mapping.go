@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
@@ -26,7 +28,7 @@ func runMapping(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	e.string(&apiBase, "hubspot-api-base", "HUBSPOT_API_BASE", hubspot.BaseURLDefault, "HubSpot API base URL")
 	e.secret(&token, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "private app access token (needs the CRM schema read scopes)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hubsync mapping check [flags]\n\nReads the portal's property definitions and reports, per mapped object,\nproperties that do not exist, read-only properties mapped to_hubspot,\ntype mismatches and an id_property without unique values. Exits 1 on any.")
+		fmt.Fprintln(stderr, "usage: hubsync mapping check [flags]\n\nReads the portal's property definitions and reports, per mapped object,\nproperties that do not exist, read-only properties mapped to_hubspot,\ntype mismatches and an id_property without unique values; and, when the\nmapping maps subscriptions, subscription ids that are not an active\nsubscription type of the portal or of another business unit. Exits 1 on any.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args[1:]); err != nil {
@@ -71,10 +73,67 @@ func runMapping(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			fmt.Fprintf(stdout, "  - %s\n", p)
 		}
 	}
+	if subs := m.Subscriptions(); len(subs) > 0 {
+		defs, err := client.SubscriptionDefinitions(ctx)
+		if err != nil {
+			return fmt.Errorf("read the portal's subscription types (the private app needs the communication_preferences.read scope): %w", err)
+		}
+		problems, unchecked := checkSubscriptions(subs, defs)
+		total += len(problems)
+		if len(problems) == 0 {
+			fmt.Fprintf(stdout, "subscriptions: ok, %d mapped\n", len(subs)-len(unchecked))
+		} else {
+			fmt.Fprintf(stdout, "subscriptions: %d problem(s)\n", len(problems))
+			for _, p := range problems {
+				fmt.Fprintf(stdout, "  - %s\n", p)
+			}
+		}
+		for _, u := range unchecked {
+			fmt.Fprintf(stdout, "  - not checked: %s\n", u)
+		}
+	}
 	if total > 0 {
 		return fmt.Errorf("%d mapping problem(s); fix the portal or the mapping file", total)
 	}
 	return nil
+}
+
+// checkSubscriptions checks each mapped subscription against the portal's
+// subscription types: it must be one of them, active, and of the business
+// unit the mapping names. The types HubSpot lists are its default unit's,
+// so a subscription mapped to another unit and not among them is returned
+// as unchecked rather than as a problem.
+func checkSubscriptions(subs []mapping.Subscription, defs []hubspot.SubscriptionDefinition) (problems, unchecked []string) {
+	byID := map[string]hubspot.SubscriptionDefinition{}
+	var known []string
+	for _, d := range defs {
+		byID[trimZeros(d.ID)] = d
+		known = append(known, fmt.Sprintf("%s (%s)", d.ID, d.Name))
+	}
+	for _, sub := range subs {
+		what := fmt.Sprintf("subscription_id %s (brand %s, product %s)", sub.SubscriptionID, sub.BrandID, sub.ProductID)
+		unit := trimZeros(sub.BusinessUnitID)
+		d, ok := byID[trimZeros(sub.SubscriptionID)]
+		switch {
+		case !ok && unit != "0":
+			unchecked = append(unchecked, fmt.Sprintf("%s of business unit %s: HubSpot lists its default unit's subscription types only", what, sub.BusinessUnitID))
+		case !ok:
+			problems = append(problems, fmt.Sprintf("%s is not a subscription type of the portal; its types are %s", what, strings.Join(known, ", ")))
+		case !d.IsActive:
+			problems = append(problems, fmt.Sprintf("%s is the inactive type %q; activate it in HubSpot or map another", what, d.Name))
+		case trimZeros(d.BusinessUnitID) != unit:
+			problems = append(problems, fmt.Sprintf("%s belongs to business unit %s, not %s; set business_unit_id: %s", what, cmp.Or(d.BusinessUnitID, "0"), cmp.Or(sub.BusinessUnitID, "0 (the default)"), cmp.Or(d.BusinessUnitID, "0")))
+		}
+	}
+	return problems, unchecked
+}
+
+// trimZeros is a numeric HubSpot id without leading zeros ("0" for "" and "0").
+func trimZeros(id string) string {
+	if t := strings.TrimLeft(id, "0"); t != "" {
+		return t
+	}
+	return "0"
 }
 
 // compatibleTypes lists, per local field type, the HubSpot property types a

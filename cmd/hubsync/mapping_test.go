@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/mapping"
 )
 
 // mappingCheck runs `hubsync mapping check` through run against sim.
@@ -128,5 +131,72 @@ func TestMappingCheckUsage(t *testing.T) {
 	stderr.Reset()
 	if code := run([]string{"mapping", "check", "-hubspot-api-base", sim.URL()}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "HUBSPOT_ACCESS_TOKEN is empty") {
 		t.Errorf("no token: exit %d, stderr %q", code, stderr.String())
+	}
+}
+
+// TestMappingCheckSubscriptions: a mapped subscription must be a
+// subscription type of the portal; one of another business unit, which
+// HubSpot does not list, is named as not checked.
+func TestMappingCheckSubscriptions(t *testing.T) {
+	t.Parallel()
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	path := filepath.Join(t.TempDir(), "mapping.yaml")
+	if err := os.WriteFile(path, []byte(`objects:
+  contacts:
+    fields: {email: email}
+subscriptions:
+  - {brand_id: acme, product_id: news, subscription_id: "01"}
+  - {brand_id: acme, product_id: offers, subscription_id: 99}
+  - {brand_id: zen, product_id: news, subscription_id: 4, business_unit_id: "5"}
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := mappingCheck(t, sim, "-mapping", path)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"subscriptions: 1 problem(s)",
+		"subscription_id 99 (brand acme, product offers) is not a subscription type of the portal; its types are 1 (Marketing Information), 2 (One to One), 3 (Customer Service Communication)",
+		"not checked: subscription_id 4 (brand zen, product news) of business unit 5",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "subscription_id 01") {
+		t.Errorf("subscription 01 (type 1) reported:\n%s", out)
+	}
+
+	ok := filepath.Join(t.TempDir(), "ok.yaml")
+	if err := os.WriteFile(ok, []byte("objects:\n  contacts:\n    fields: {email: email}\nsubscriptions:\n  - {brand_id: acme, product_id: news, subscription_id: 2, business_unit_id: \"0\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := mappingCheck(t, sim, "-mapping", ok); code != 0 || !strings.Contains(out, "subscriptions: ok, 1 mapped") {
+		t.Fatalf("a mapped portal type: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestCheckSubscriptions(t *testing.T) {
+	defs := []hubspot.SubscriptionDefinition{
+		{ID: "1", Name: "News", IsActive: true, BusinessUnitID: "0"},
+		{ID: "2", Name: "Old", IsActive: false, BusinessUnitID: "0"},
+		{ID: "3", Name: "Zen news", IsActive: true, BusinessUnitID: "7"},
+	}
+	subs := []mapping.Subscription{
+		{BrandID: "a", ProductID: "p", SubscriptionID: "1"},
+		{BrandID: "a", ProductID: "q", SubscriptionID: "2"},
+		{BrandID: "a", ProductID: "r", SubscriptionID: "3"},
+		{BrandID: "z", ProductID: "r", SubscriptionID: "3", BusinessUnitID: "7"},
+		{BrandID: "b", ProductID: "p", SubscriptionID: "1", BusinessUnitID: "7"},
+	}
+	problems, unchecked := checkSubscriptions(subs, defs)
+	want := []string{
+		`subscription_id 2 (brand a, product q) is the inactive type "Old"; activate it in HubSpot or map another`,
+		"subscription_id 3 (brand a, product r) belongs to business unit 7, not 0 (the default); set business_unit_id: 7",
+		"subscription_id 1 (brand b, product p) belongs to business unit 0, not 7; set business_unit_id: 0",
+	}
+	if !slices.Equal(problems, want) || len(unchecked) != 0 {
+		t.Fatalf("problems:\n%s\nunchecked %v; want:\n%s", strings.Join(problems, "\n"), unchecked, strings.Join(want, "\n"))
 	}
 }
