@@ -114,7 +114,8 @@ type ReceiverConfig struct {
 	AppID string
 	// Mapping resolves local object types; default mapping.Default().
 	Mapping *mapping.Set
-	// Logger receives warnings about rejected requests; default discards.
+	// Logger receives warnings about rejected requests and store failures;
+	// default slog.Default().
 	Logger *slog.Logger
 	// Hooks are optional metrics callbacks.
 	Hooks ReceiverHooks
@@ -165,7 +166,7 @@ func (c ReceiverConfig) withDefaults() ReceiverConfig {
 		c.Mapping = mapping.Default()
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.Default()
 	}
 	if c.Signatures == nil {
 		c.Signatures = hubspot.SignatureVersionsDefault

@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/hubsync/hubsync/internal/testcheck"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/testcheck"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -633,5 +634,26 @@ func TestReceiverEveryBackend(t *testing.T) {
 				t.Fatalf("statuses %v", got)
 			}
 		})
+	}
+}
+
+// TestReceiverLogsByDefault: a Receiver without a Logger logs its refusals
+// to slog.Default(), as the other services do, so that a wrong client
+// secret is not a silence. Not parallel: it swaps the default logger.
+func TestReceiverLogsByDefault(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	b := setup(t)
+	req := httptest.NewRequest(http.MethodPost, WebhookPath, strings.NewReader(`[]`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	b.receiver.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnauthorized {
+		t.Fatalf("unsigned delivery = %d; want 401", rec.Code)
+	}
+	if !strings.Contains(buf.String(), "webhook rejected") {
+		t.Fatalf("the default logger got %q; want the refusal", buf.String())
 	}
 }

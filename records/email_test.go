@@ -66,6 +66,20 @@ func TestEmailTaken(t *testing.T) {
 		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ANN@example.com"}); err != nil {
 			t.Fatalf("insert of a deleted contact's email: %v", err)
 		}
+		// The outbound worker upserts by the trimmed address: one with white
+		// space around it is refused, naming the fix.
+		for _, email := range []string{" bob2@example.com", "bob2@example.com\t"} {
+			if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `write "bob2@example.com"`) {
+				t.Fatalf("insert of %q: %v; want ErrInvalid naming the trimmed address", email, err)
+			}
+		}
+		// Capitals beyond ASCII, which SQLite's lower() leaves alone.
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "äda@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ÄDA@example.com"}); !errors.Is(err, ErrEmailTaken) {
+			t.Fatalf("insert of ÄDA@example.com beside äda@example.com: %v; want ErrEmailTaken", err)
+		}
 		// The records API answers 409 with the reason.
 		srv := httptest.NewServer(b.svc.Handler())
 		defer srv.Close()

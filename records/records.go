@@ -431,8 +431,14 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 	if !ok || email == "" || !s.upsertsByEmail(objectType) {
 		return nil
 	}
+	if t := strings.TrimSpace(email); t != email {
+		// The outbound worker upserts by the trimmed address, so " ann@…"
+		// would land on ann@…'s contact past the check below.
+		return fmt.Errorf("%w: email %q has white space around it; HubSpot finds contacts by the address without it, so write %q", ErrInvalid, email, t)
+	}
+	// Lower-cased here as well as in SQL: SQLite's lower() folds ASCII only.
 	var other string
-	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, email, id)...).Scan(&other)
+	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, strings.ToLower(email), id)...).Scan(&other)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:

@@ -157,6 +157,11 @@ func (s *Server) cronReconcile(sched ops.Scheduler) http.Handler {
 		if !auth.check(w, r) {
 			return
 		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET")
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the reconciliation sweep is GET "+CronReconcilePath+" (as Vercel Cron sends it)")
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), time.Minute)
 		defer cancel()
 		res, err := ops.Repair(ctx, s.st, ops.ReconcileRequest{OlderThan: s.cfg.ReconcileAfter.String(), Limit: ops.ReconcileLimitDefault}, sched)

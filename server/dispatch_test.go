@@ -83,8 +83,9 @@ func TestCronReconcileAuth(t *testing.T) {
 	db := dbtest.New(t, store.SQLite)
 	srv := startServer(t, Config{DatabaseURL: db.URL, CronSecret: testCronSecret, APITokens: []string{testAPIToken}})
 	url := "http://" + srv.Addr() + CronReconcilePath
+	method := http.MethodGet
 	call := func(auth string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req, _ := http.NewRequest(method, url, nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
@@ -109,6 +110,15 @@ func TestCronReconcileAuth(t *testing.T) {
 	if _, ok := got["checked"]; !ok {
 		t.Fatalf("answer %s has no checked", body)
 	}
+	// Another method: the cron's own answers, not the records API's.
+	method = http.MethodPost
+	if code, body := call("Bearer " + testCronSecret); code != http.StatusMethodNotAllowed || !strings.Contains(body, "GET "+CronReconcilePath) {
+		t.Fatalf("POST with the right secret: %d %s; want 405 naming GET", code, body)
+	}
+	if code, _ := call("Bearer " + testAPIToken); code != http.StatusUnauthorized {
+		t.Fatalf("POST with the api token: %d; want 401", code)
+	}
+	method = http.MethodGet
 
 	db2 := dbtest.New(t, store.SQLite)
 	off := startServer(t, Config{DatabaseURL: db2.URL, APITokens: []string{testAPIToken}})

@@ -367,7 +367,7 @@ func (s *Server) build(ctx context.Context) error {
 	}
 	admin.sched = s.scheduler(pub)
 	admin.register(mux)
-	mux.Handle("GET "+CronReconcilePath, s.cronReconcile(admin.sched))
+	mux.Handle(CronReconcilePath, s.cronReconcile(admin.sched))
 
 	if !cfg.DisableRelay {
 		p, r, err := s.relayPart(st)
