@@ -108,7 +108,9 @@ func ParseDatabaseURL(raw string) (store.DatabaseURL, error) {
 
 // NewStore returns the backend of dialect over an open database: sqlitestore,
 // pgstore or mysqlstore. Open uses it; so can an application that opens its own
-// *sql.DB.
+// *sql.DB. A SQLite database must be opened as sqlitestore.OpenDB opens it
+// (its driver and a DSN from sqlitestore.ParseURL, which set the busy timeout
+// and immediate transactions); another is refused with an error that says so.
 func NewStore(db *sql.DB, dialect store.Dialect, cfg store.Config) (store.Store, error) {
 	switch dialect {
 	case store.SQLite:

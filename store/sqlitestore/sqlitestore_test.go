@@ -2,8 +2,11 @@ package sqlitestore_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,5 +87,35 @@ func TestInboundDuplicate(t *testing.T) {
 	dup, err := s.Inbound().Enqueue(ctx, ev)
 	if err != nil || dup.Inserted || dup.ID != first.ID {
 		t.Fatalf("duplicate = %+v, %v; want Inserted false and id %s", dup, err, first.ID)
+	}
+}
+
+// TestNewRefusesAnotherOpening: a database opened with modernc's own driver
+// (deferred transactions), or with ours but a DSN without a busy timeout, is
+// refused with an error naming OpenDB: two writers on it would fail with
+// SQLITE_BUSY instead of waiting.
+func TestNewRefusesAnotherOpening(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "app.db")
+	for name, open := range map[string]func() (*sql.DB, error){
+		"modernc driver": func() (*sql.DB, error) { return sql.Open("sqlite", path) },
+		"no busy timeout": func() (*sql.DB, error) { return sql.Open(sqlitestore.DriverName, "file:"+path) },
+	} {
+		db, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = sqlitestore.New(db, store.Config{})
+		db.Close()
+		if err == nil || !strings.Contains(err.Error(), "sqlitestore.OpenDB") {
+			t.Errorf("%s: New = %v; want a refusal naming sqlitestore.OpenDB", name, err)
+		}
+	}
+	db, err := sqlitestore.OpenDB(context.Background(), "sqlite:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := sqlitestore.New(db, store.Config{}); err != nil {
+		t.Fatalf("OpenDB's database: %v", err)
 	}
 }
