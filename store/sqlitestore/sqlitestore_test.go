@@ -97,7 +97,7 @@ func TestInboundDuplicate(t *testing.T) {
 func TestNewRefusesAnotherOpening(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "app.db")
 	for name, open := range map[string]func() (*sql.DB, error){
-		"modernc driver": func() (*sql.DB, error) { return sql.Open("sqlite", path) },
+		"modernc driver":  func() (*sql.DB, error) { return sql.Open("sqlite", path) },
 		"no busy timeout": func() (*sql.DB, error) { return sql.Open(sqlitestore.DriverName, "file:"+path) },
 	} {
 		db, err := open()
