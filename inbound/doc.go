@@ -100,7 +100,10 @@
 //   - delete, privacy_delete: passed on as such; the Applier's documented policy
 //     decides between deleting and anonymising.
 //   - association and unknown types, unmapped object types: completed without
-//     applying, kept for audit.
+//     applying, kept for audit. An event stored under an object type the
+//     Worker's mapping lacks, but whose webhook name it maps (a Receiver
+//     given another mapping, or a type renamed since), is applied as the
+//     Worker's mapping says, with one warning.
 //   - echoes, events whose changeSource is INTEGRATION or API with sourceId equal
 //     to this app's id (our own writes coming back): never applied, kept for
 //     audit. The decision needs nothing but the event, so the Receiver makes it

@@ -223,6 +223,9 @@ type Worker struct {
 	svc    startstop.Service
 	// unfenced is set once the Applier answered ErrFenceUnsupported.
 	unfenced atomic.Bool
+	// mismatch warns once of an event stored under a type the mapping
+	// does not have, but applied by its webhook name.
+	mismatch sync.Once
 	tracer   trace.Tracer
 }
 
@@ -429,6 +432,18 @@ func (c *cycle) prepare(ctx context.Context, t *task) prepared {
 		return resolved
 	}
 	obj, ok := c.w.cfg.Mapping.Lookup(t.ev.ObjectType)
+	if !ok {
+		if obj, ok = c.w.cfg.Mapping.ForWebhook(t.canon.SubscriptionType); ok {
+			// The receiver resolved the local type with another mapping (or
+			// the mapping renamed it since): this worker's mapping decides,
+			// rather than dropping a change it maps.
+			c.w.mismatch.Do(func() {
+				c.log.Warn("inbound: an event was stored under an object type this worker does not map; it is applied as the worker's mapping says: give the Receiver and the Worker the same mapping",
+					"stored_as", t.ev.ObjectType, "subscription_type", t.canon.SubscriptionType, "applied_as", obj.ObjectType)
+			})
+			t.ev.ObjectType = obj.ObjectType
+		}
+	}
 	if !ok {
 		c.complete(t, OutcomeIgnored)
 		return resolved

@@ -692,3 +692,37 @@ func TestWorkerBookedReadWaitsOutAPause(t *testing.T) {
 		t.Fatalf("under a pause: %d reads, event %s; want no read and the event released", reader.calls, ev.Status)
 	}
 }
+
+// TestWorkerAppliesByItsOwnMapping: a receiver with the default mapping
+// stores contact events as "contacts"; a worker whose mapping calls
+// HubSpot's contacts "people" applies them as people (the HubSpot object is
+// what the event is about), instead of completing them as unmapped.
+func TestWorkerAppliesByItsOwnMapping(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	people, err := mapping.Parse([]byte("objects:\n  people:\n    hubspot_type: contacts\n    webhook_name: contact\n    id_property: email\n    id_field: email\n    fields:\n      email: email\n      given: firstname\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := &fakeReader{objects: map[string]hubspot.Object{"1": contactObj("1", "ada@example.com", "Ada", time.UnixMilli(t0))}}
+	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Mapping = people })
+	b.deliverEvents(t,
+		whEvent("contact.creation", 1, t0),
+		whEvent("contact.propertyChange", 1, t0+10, prop("firstname", "Grace")),
+		whEvent("ticket.creation", 1, t0+13),
+	)
+	drain(t, w)
+	if got := b.statusCounts(t); got["processed"] != 3 {
+		t.Fatalf("statuses %v, want 3 processed", got)
+	}
+	ada, ok := b.applier.record("people", "1")
+	if !ok || ada.Fields["given"] != "Grace" || ada.Fields["email"] != "ada@example.com" {
+		t.Fatalf("people 1 = %+v, %v; want the creation and the edit applied as people", ada, ok)
+	}
+	if _, ok := b.applier.record("contacts", "1"); ok {
+		t.Fatal("applied as contacts, which the worker's mapping does not have")
+	}
+	if n := b.applier.numCalls(); n != 2 {
+		t.Errorf("Applier called %d times, want 2 (the ticket is unmapped)", n)
+	}
+}
