@@ -90,7 +90,7 @@ func TestInboundChangeNotEchoed(t *testing.T) {
 // left leased to be re-claimed forever; the first stays linked and correct.
 func TestLinkConflictDeadLetters(t *testing.T) {
 	t.Parallel()
-	b := setup(t, options{})
+	b := setup(t, options{sharedEmails: true})
 	w := b.worker(t, nil)
 	ctx := context.Background()
 	wl := newWorkload(b, 4)

@@ -38,6 +38,10 @@ type options struct {
 	mapping     *mapping.Set
 	timeout     time.Duration // client timeout; default 2 s
 	token       string        // client token; default the simulator's
+	// sharedEmails lets the records service give two contacts one email,
+	// as two concurrent writes of one new email can (the check each makes
+	// sees neither): its mapping upserts no type by email.
+	sharedEmails bool
 }
 
 type bundle struct {
@@ -85,7 +89,13 @@ func setup(t *testing.T, o options) *bundle {
 	}
 	b.client = b.newClient(t, o.token)
 	b.links = links.New(b.st)
-	if b.recs, err = records.New(b.st, b.links, records.Config{}); err != nil {
+	var recsMapping *mapping.Set
+	if o.sharedEmails {
+		if recsMapping, err = mapping.Parse([]byte("objects:\n  contacts:\n    fields: {email: email}\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.recs, err = records.New(b.st, b.links, records.Config{Mapping: recsMapping}); err != nil {
 		t.Fatal(err)
 	}
 	return b

@@ -76,7 +76,7 @@ func TestResolveReadFindsNothing(t *testing.T) {
 // unrelated later change (first_name) must still reach HubSpot: the write is
 // made again without the owed field, which stays owed.
 func TestRefusedOwedFieldDoesNotBlockLaterWrites(t *testing.T) {
-	b := setup(t, options{})
+	b := setup(t, options{sharedEmails: true})
 	wl := newWorkload(b, 3)
 	w := b.worker(t, nil)
 	a := wl.insert(t, "contacts", map[string]any{"email": "a@example.com", "first_name": "A"})

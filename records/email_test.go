@@ -202,3 +202,24 @@ func TestEmailOfAContactMergedAway(t *testing.T) {
 		}
 	})
 }
+
+// TestEmailCheckedByDefault: a Service configured with the zero Config
+// sends to HubSpot through the outbound worker's default mapping, so it
+// checks emails as that mapping upserts contacts; one with no destination
+// has nothing to check against.
+func TestEmailCheckedByDefault(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, store.SQLite, Config{})
+	if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ann@example.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ANN@example.com"}); !errors.Is(err, ErrEmailTaken) {
+		t.Fatalf("the zero Config: a second contact with one email: %v; want ErrEmailTaken", err)
+	}
+	none := setup(t, store.SQLite, Config{Destinations: []string{}})
+	for range 2 {
+		if _, err := none.svc.Insert(ctx, "contacts", map[string]any{"email": "ann@example.com"}); err != nil {
+			t.Fatalf("no destination: %v", err)
+		}
+	}
+}

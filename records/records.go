@@ -107,12 +107,14 @@ type Config struct {
 	// ObjectTypes, when set, is the allow-list of object types; others fail with
 	// ErrUnknownObjectType. Empty allows every valid name.
 	ObjectTypes []string
-	// Mapping, when set, is the mapping the outbound worker sends records
-	// through: every record the API answers with lists the fields it will not
-	// send to HubSpot ("unsynced_fields"), so a misspelt field shows at once.
-	// It restricts no object type; ObjectTypes does. Insert and Update then
-	// also refuse an email another record holds for object types it upserts
-	// by email (ErrEmailTaken).
+	// Mapping is the mapping the outbound worker sends records through:
+	// every record the API answers with lists the fields it will not send to
+	// HubSpot ("unsynced_fields"), so a misspelt field shows at once. It
+	// restricts no object type; ObjectTypes does. Insert and Update also
+	// refuse an email another record holds for object types it upserts by
+	// email (ErrEmailTaken). Default: mapping.Default() when Destinations
+	// has "hubspot" (as the outbound worker's default), else none. Give the
+	// records service and the workers the same mapping.
 	Mapping *mapping.Set
 	// Now stamps records and local field clocks. Default: the store's clock.
 	Now func() time.Time
@@ -133,6 +135,9 @@ func (c Config) withDefaults(st store.Store) Config {
 	}
 	if c.Now == nil {
 		c.Now = st.Now
+	}
+	if c.Mapping == nil && slices.Contains(c.Destinations, outbox.SyncSourceHubSpot) {
+		c.Mapping = mapping.Default()
 	}
 	c.MaxFieldsBytes = cmp.Or(c.MaxFieldsBytes, MaxFieldsBytesDefault)
 	c.MaxFields = cmp.Or(c.MaxFields, MaxFieldsDefault)
