@@ -646,8 +646,19 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 			}
 		}
 		if ul, ok := cfg.Links.(Unlinker); ok && op == OpUpdate {
-			// The linked object was deleted or merged away in HubSpot: forget the
-			// link; the retry creates (or upserts) the record afresh.
+			if retries(r) < NotFoundWaits {
+				// HubSpot deleted or merged the object away, and its webhook
+				// has not been applied yet: keep the link, by which the
+				// SyncWorker finds the record to delete or move to the
+				// survivor (then the tombstone above supersedes this
+				// update). Unlinked now, the record would outlive the
+				// deletion, or its fresh upsert by email would find the
+				// merge's survivor and write over it.
+				c.retry([]*RecordPlan{r}, "HubSpot object "+r.HubSpotID+" not found; waiting for HubSpot's deletion or merge of it before writing the record afresh: "+msg, cfg.NotFoundWait)
+				return
+			}
+			// No deletion or merge came: forget the link; the retry creates
+			// (or upserts) the record afresh.
 			ctx, cancel := c.storeCtx()
 			err := ul.Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
 			cancel()
@@ -1404,4 +1415,13 @@ func unresolved(recs []*RecordPlan) []*RecordPlan {
 		}
 	}
 	return rest
+}
+
+// retries is the most failed attempts of a record's events.
+func retries(r *RecordPlan) int {
+	n := 0
+	for _, e := range r.Events {
+		n = max(n, e.RetryCount)
+	}
+	return n
 }

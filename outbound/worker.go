@@ -77,6 +77,13 @@ const (
 	NarrowFor = budget.WindowDefault
 	// AuthRetryDelayDefault is how long events wait after HubSpot refused the token.
 	AuthRetryDelayDefault = time.Minute
+	// NotFoundWaitDefault is how long an update whose HubSpot object is not
+	// found waits, each of NotFoundWaits times, for HubSpot's deletion or
+	// merge of it to be applied (Config.NotFoundWait).
+	NotFoundWaitDefault = 30 * time.Second
+	// NotFoundWaits is how many times an update whose HubSpot object is not
+	// found waits, keeping its link, before the record is written afresh.
+	NotFoundWaits = 2
 	// HoldDefault is Config.Hold's default: a call then carries about two
 	// seconds of its (object type, operation)'s changes, and a change waits
 	// at most about four seconds for its call.
@@ -328,6 +335,14 @@ type Config struct {
 	PollInterval time.Duration
 	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
 	AuthRetryDelay time.Duration
+	// NotFoundWait is how long an update whose HubSpot object is gone (404)
+	// waits, up to NotFoundWaits times and keeping the record's link, for
+	// the SyncWorker to apply HubSpot's deletion or merge of the object:
+	// found by its link, the record is then deleted or moved to the
+	// survivor, and the update is superseded. Only then, if no deletion or
+	// merge came, is the record unlinked and written afresh. Default
+	// NotFoundWaitDefault; each wait uses one of the store's attempts.
+	NotFoundWait time.Duration
 	// Owner names this worker in leases; default "host/pid/outbound-random".
 	Owner string
 	// Logger receives the worker's logs; default slog.Default().
@@ -368,6 +383,7 @@ func (c Config) withDefaults() Config {
 	c.Hold = cmp.Or(c.Hold, HoldDefault)
 	c.BudgetAhead = cmp.Or(c.BudgetAhead, BudgetAheadDefault)
 	c.AuthRetryDelay = cmp.Or(c.AuthRetryDelay, AuthRetryDelayDefault)
+	c.NotFoundWait = cmp.Or(c.NotFoundWait, NotFoundWaitDefault)
 	b := service.NewBase("outbound", service.Base{Logger: c.Logger, Now: c.Now, Owner: c.Owner})
 	c.Logger, c.Now, c.Owner = b.Logger, b.Now, b.Owner
 	if c.Metrics == nil {
@@ -396,7 +412,7 @@ func (c Config) validate() error {
 	if c.Concurrency < 0 {
 		errs = append(errs, fmt.Errorf("Config.Concurrency is %d; use a positive number (0 means %d)", c.Concurrency, ConcurrencyDefault))
 	}
-	if c.LeaseDuration < 0 || c.HTTPTimeout < 0 || c.PollInterval < 0 || c.AuthRetryDelay < 0 {
+	if c.LeaseDuration < 0 || c.HTTPTimeout < 0 || c.PollInterval < 0 || c.AuthRetryDelay < 0 || c.NotFoundWait < 0 {
 		errs = append(errs, errors.New("Config durations must not be negative; use 0 for the defaults"))
 	}
 	if c.FillWait > FillWaitMax {

@@ -1,0 +1,122 @@
+package outbound_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestMergeAppliedAfterThe404: R_A is linked to HubSpot contact A, R_B to
+// B. A HubSpot user merges A into B; before the merge's webhook is applied,
+// the outbound worker sends R_A's local edit and meets A's 404. It must keep
+// R_A's link and wait: the SyncWorker then finds R_A by it and deletes it
+// (B has its own record), and the edit is superseded. Before, the 404
+// unlinked R_A at once: the merge found no record to delete, R_A lived on
+// unlinked, and its fresh upsert by email found B and wrote over it.
+func TestMergeAppliedAfterThe404(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	ra, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	rb, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
+	in := b.inboundSide(t)
+
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", ra.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, nil)
+	if _, err := w.RunOnce(ctx); err != nil {
+		t.Logf("cycle: %v", err)
+	}
+	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID); !ok || ext != aID {
+		t.Fatalf("after the 404, R_A links to %q (%v); want it kept on %s", ext, ok, aID)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	b.drain(t, w)
+	drainInbound(t, b, in)
+
+	if _, err := b.recs.Get(ctx, "contacts", ra.ID); err == nil {
+		t.Error("R_A lives on after A was merged into B, which has its own record")
+	}
+	o, _ := b.sim.Object("contacts", bID)
+	if o.Properties["email"] != "lovelace@example.com" || o.Properties["firstname"] != "Augusta" {
+		t.Errorf("HubSpot's survivor %s has email %q firstname %q; want lovelace@example.com, Augusta", bID, o.Properties["email"], o.Properties["firstname"])
+	}
+	got, err := b.recs.Get(ctx, "contacts", rb.ID)
+	if err != nil || got.Fields["email"] != "lovelace@example.com" || got.Fields["first_name"] != "Augusta" {
+		t.Errorf("R_B = %v, %v; want lovelace@example.com, Augusta", got.Fields, err)
+	}
+	if n := b.counts(t)[store.StatusFailed]; n != 0 {
+		t.Errorf("%d dead letters", n)
+	}
+}
+
+// TestDeletionAppliedAfterThe404: as above, with A deleted in HubSpot: R
+// is deleted when the deletion is applied, not left unlinked and created
+// again in HubSpot.
+func TestDeletionAppliedAfterThe404(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	in := b.inboundSide(t)
+
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserDelete("contacts", aID); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, nil)
+	if _, err := w.RunOnce(ctx); err != nil {
+		t.Logf("cycle: %v", err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	b.drain(t, w)
+	drainInbound(t, b, in)
+
+	if _, err := b.recs.Get(ctx, "contacts", rec.ID); err == nil {
+		t.Error("R lives on after HubSpot deleted its contact")
+	}
+	if live := liveContacts(b); len(live) != 0 {
+		t.Errorf("HubSpot has live contacts %v; want none", live)
+	}
+	if n := b.counts(t)[store.StatusFailed]; n != 0 {
+		t.Errorf("%d dead letters", n)
+	}
+}
+
+// TestNotFoundWithoutWebhookWritesAfresh: an object gone from HubSpot with
+// no deletion or merge ever applied (its webhook lost) is written afresh
+// once the waits are over, as before.
+func TestNotFoundWithoutWebhookWritesAfresh(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.sim.UserDelete("contacts", aID); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t, b.worker(t, nil))
+	ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	if !ok || ext == aID {
+		t.Fatalf("R links to %q (%v); want a new HubSpot contact", ext, ok)
+	}
+	if o, _ := b.sim.Object("contacts", ext); o.Properties["firstname"] != "Ada2" {
+		t.Errorf("the new contact has firstname %q; want Ada2", o.Properties["firstname"])
+	}
+}
