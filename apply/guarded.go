@@ -236,6 +236,14 @@ func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error
 		if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID); err != nil {
 			return Result{}, err
 		}
+		if !ch.Partial {
+			// Matched by its id property (an object created in HubSpot
+			// while the record's own write waits): HubSpot never had the
+			// record's values, so a property it has no value for was never
+			// set there, not cleared. Keep the local value; the record's
+			// write sends it.
+			ch.Fields = withoutNil(ch.Fields)
+		}
 	}
 	// Lock the row first, then read the clocks, so a concurrent writer's clocks
 	// are seen.
@@ -506,5 +514,16 @@ func keys(m map[string]any) []string {
 		out = append(out, k)
 	}
 	slices.Sort(out)
+	return out
+}
+
+// withoutNil returns fields without its nil values.
+func withoutNil(fields map[string]any) map[string]any {
+	out := make(map[string]any, len(fields))
+	for k, v := range fields {
+		if v != nil {
+			out[k] = v
+		}
+	}
 	return out
 }

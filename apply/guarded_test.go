@@ -64,6 +64,32 @@ func TestGuardAppliesOnlyNewerFields(t *testing.T) {
 	}
 }
 
+// TestGuardMatchKeepsLocalOnlyValues: an object created in HubSpot that
+// matches an unlinked local record by email (the record's own write still
+// waits to go out) carries no value for the properties only the record has
+// set. Read whole, they come as nil at the creation's newer time; they must
+// not clear the record's values, which HubSpot never had. Its values win.
+func TestGuardMatchKeepsLocalOnlyValues(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	local := mustApply(t, g, change(store.EventCreate, "x", at(1), map[string]any{"email": "c@example.com", "first_name": "Carol", "phone": "555"}))
+	delete(m.state.links, extKey{"hubspot", "contacts", "x"}) // a record made locally, never linked
+	ch := change(store.EventCreate, "77", at(5), map[string]any{"email": "c@example.com", "company": "Acme", "first_name": nil, "phone": nil})
+	ch.MatchField, ch.MatchValue = "email", "c@example.com"
+	if res := mustApply(t, g, ch); res.RecordID != local.RecordID {
+		t.Fatalf("matched creation = %+v; want record %s", res, local.RecordID)
+	}
+	if _, f := m.record("hubspot", "contacts", "77"); f["first_name"] != "Carol" || f["phone"] != "555" || f["company"] != "Acme" {
+		t.Fatalf("record = %v; want first_name Carol and phone 555 kept, company Acme added", f)
+	}
+	// Once linked, a whole read's nil clears: HubSpot cleared it.
+	up := change(store.EventCreate, "77", at(9), map[string]any{"email": "c@example.com", "phone": nil})
+	mustApply(t, g, up)
+	if _, f := m.record("hubspot", "contacts", "77"); f["phone"] != nil {
+		t.Fatalf("record = %v; want phone cleared by the linked object's read", f)
+	}
+}
+
 func TestGuardMatchesUnlinkedRecord(t *testing.T) {
 	t.Parallel()
 	m, g := setup(t)
