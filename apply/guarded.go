@@ -366,6 +366,12 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 			return Result{}, err
 		}
 		res.Outcome = Deleted
+	} else if pf, ok := r.tx.(PrivacyForgetter); ok && privacy {
+		// Deleted before (a deletion, then the privacy deletion): what the
+		// record left outside its row goes now.
+		if err := pf.ForgetRecord(ctx, ch.ObjectType, id); err != nil {
+			return Result{}, err
+		}
 	}
 	if err := r.tx.AdvanceClocks(ctx, ch.ObjectType, id, []string{DeletedClock}, at); err != nil {
 		return Result{}, err

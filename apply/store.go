@@ -133,3 +133,12 @@ type SQLRecordTx interface {
 type MergeRecorder interface {
 	MergedAway(ctx context.Context, objectType, mergedID, survivorID string) error
 }
+
+// PrivacyForgetter is a RecordTx that keeps values of a record outside its
+// row (states pushed to HubSpot, emails it holds): ForgetRecord is called, in
+// the privacy deletion's transaction, for a linked record deleted before the
+// privacy deletion came (DeleteRecord with privacy forgets them for a live
+// one).
+type PrivacyForgetter interface {
+	ForgetRecord(ctx context.Context, objectType, id string) error
+}

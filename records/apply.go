@@ -303,6 +303,14 @@ func (t *recordTx) MergedAway(ctx context.Context, objectType, mergedID, survivo
 	return nil
 }
 
+var _ apply.PrivacyForgetter = (*recordTx)(nil)
+
+// ForgetRecord forgets what record id, deleted before, left outside its row
+// (see forgetTx), for a privacy deletion that came after its deletion.
+func (t *recordTx) ForgetRecord(ctx context.Context, objectType, id string) error {
+	return t.s.forgetTx(ctx, t.tx.Tx, objectType, id)
+}
+
 func (t *recordTx) DeleteRecord(ctx context.Context, objectType, id string, privacy bool) error {
 	before, err := t.lockedRecord(objectType, id)
 	if err != nil {

@@ -540,22 +540,30 @@ func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, priv
 	if privacy {
 		before.Fields = map[string]any{}
 		after.Fields = map[string]any{}
-		// The states pushed to each destination hold the record's values.
-		dests := slices.Clone(s.cfg.Destinations)
-		if src := outbox.SyncSource(ctx); src != "" && !slices.Contains(dests, src) {
-			dests = append(dests, src)
-		}
-		for _, d := range dests {
-			if err := s.links.ForgetPushedTx(ctx, tx.Tx, d, before.ObjectType, before.ID); err != nil {
-				return fmt.Errorf("records: %w", err)
-			}
-		}
-		// And the merged-away emails it holds.
-		if _, err := tx.ExecContext(ctx, s.q.Get("email_alias_forget"), before.ObjectType, before.ID); err != nil {
-			return fmt.Errorf("records: forget the merged emails of %s/%s: %w", before.ObjectType, before.ID, err)
+		if err := s.forgetTx(ctx, tx.Tx, before.ObjectType, before.ID); err != nil {
+			return err
 		}
 	}
 	return s.emitTx(ctx, tx, store.EventRecordDeleted, store.EventDelete, &before, after)
+}
+
+// forgetTx forgets what a privacy-deleted record left outside its row: the
+// states pushed to each destination, which hold its values, and the
+// merged-away emails it holds.
+func (s *Service) forgetTx(ctx context.Context, tx *sql.Tx, objectType, id string) error {
+	dests := slices.Clone(s.cfg.Destinations)
+	if src := outbox.SyncSource(ctx); src != "" && !slices.Contains(dests, src) {
+		dests = append(dests, src)
+	}
+	for _, d := range dests {
+		if err := s.links.ForgetPushedTx(ctx, tx, d, objectType, id); err != nil {
+			return fmt.Errorf("records: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, s.q.Get("email_alias_forget"), objectType, id); err != nil {
+		return fmt.Errorf("records: forget the merged emails of %s/%s: %w", objectType, id, err)
+	}
+	return nil
 }
 
 // goneVersion returns the version a record of this id was deleted at, 0
