@@ -58,10 +58,12 @@ type Server struct {
 	in       *instruments
 	failures *authFailures
 	zone     *time.Location // the HubSpot account's, whose midnight resets the daily limit
-	bus      *relay.Bus
-	ln       net.Listener
-	http     *http.Server
-	parts    []part // in start order
+	// newerSchema warns once that readyz found a schema newer than the binary's.
+	newerSchema sync.Once
+	bus         *relay.Bus
+	ln          net.Listener
+	http        *http.Server
+	parts       []part // in start order
 	// outboundCycles is the polling outbound worker's Concurrency, logged
 	// when the server starts serving; 0 without one.
 	outboundCycles int
@@ -480,7 +482,15 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 		fail("database unreachable", err)
 		return
 	}
-	if err := hubsync.CheckSchema(ctx, s.db); err != nil {
+	if err := hubsync.CheckSchema(ctx, s.db); errors.Is(err, migrate.ErrDatabaseNewer) {
+		// A rolling upgrade: the new binary's migrate ran, and this replica,
+		// started on the schema it knows, keeps working until it is
+		// replaced. Not ready, every old replica would leave the load
+		// balancer at once, before any new one can start.
+		s.newerSchema.Do(func() {
+			s.log.Warn("hubsync: the database schema is newer than this binary; serving until this replica is replaced by the new version", "err", err)
+		})
+	} else if err != nil {
 		fail("migrations not current", err)
 		return
 	}

@@ -121,6 +121,22 @@ func testReadyzAndMetrics(t *testing.T, d store.Dialect) {
 	if !strings.Contains(logs.String(), "migrations not current") {
 		t.Fatalf("the log does not say why the replica is not ready:\n%s", logs.String())
 	}
+
+	// A schema ahead of the binary (a rolling upgrade's migrate ran) keeps
+	// the running replica ready, with a warning: otherwise every old
+	// replica would leave the load balancer before a new one could start.
+	if _, err := db.DB.Exec(dialectsql.Rebind(d, "INSERT INTO hubsync_migration (version, name, applied_at) VALUES (?, ?, ?)"), last, "back", "2026-12-03T00:00:00Z"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.DB.Exec(dialectsql.Rebind(d, "INSERT INTO hubsync_migration (version, name, applied_at) VALUES (?, ?, ?)"), last+1, "from_a_newer_binary", "2026-12-03T00:00:00Z"); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz on a newer schema = %d %s, want 200", code, body)
+	}
+	if !strings.Contains(logs.String(), "schema is newer than this binary") {
+		t.Fatalf("the log does not warn of the newer schema:\n%s", logs.String())
+	}
 }
 
 func grepLines(s, sub string) string {
