@@ -8,6 +8,7 @@
 package migrate
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -49,11 +50,31 @@ type Status struct {
 	Unknown []int       // applied but unknown to this binary
 }
 
+// LockTimeoutDefault is Migrator.LockTimeout's default.
+const LockTimeoutDefault = 5 * time.Second
+
+// lockRetryPause is how long a migration that gave up waiting for a lock
+// lets the table's users work before it asks again.
+const lockRetryPause = 2 * time.Second
+
 // Migrator applies migrations of one dialect to one database.
 type Migrator struct {
 	db         *sql.DB
 	dialect    store.Dialect
 	migrations []Migration
+
+	// LockTimeout bounds each wait of a migration's statement for a table
+	// lock on PostgreSQL and MySQL/MariaDB (default LockTimeoutDefault). A
+	// schema change waits for every open transaction on its table, and
+	// every later statement on the table waits behind it: unbounded, one
+	// long report or backup transaction would stall every replica for as
+	// long as it runs. Bounded, the migration gives up, lets the replicas
+	// work for a moment, and asks again, until it gets the lock or its
+	// context ends.
+	LockTimeout time.Duration
+	// OnLockWait, if set, is told each time a migration gave up waiting for
+	// a lock and will ask again (attempt counts from 1).
+	OnLockWait func(mg Migration, attempt int, err error)
 }
 
 // New returns a Migrator for db.
@@ -160,9 +181,17 @@ func (m *Migrator) Up(ctx context.Context) ([]int, error) {
 	if len(st.Unknown) > 0 {
 		return nil, fmt.Errorf("%w (database has version %d, this binary knows up to %d)", ErrDatabaseNewer, st.Current, st.Latest)
 	}
+	if len(st.Pending) == 0 {
+		return nil, nil
+	}
+	reset, err := m.boundLockWaits(ctx, conn)
+	if err != nil {
+		return nil, err
+	}
+	defer reset()
 	var done []int
 	for _, mg := range st.Pending {
-		applied, err := m.apply(ctx, conn, mg)
+		applied, err := m.applyWaiting(ctx, conn, mg)
 		if err != nil {
 			return done, err
 		}
@@ -171,6 +200,63 @@ func (m *Migrator) Up(ctx context.Context) ([]int, error) {
 		}
 	}
 	return done, nil
+}
+
+// boundLockWaits sets the session's lock timeout to LockTimeout and returns
+// what sets it back (the connection goes back to the pool).
+func (m *Migrator) boundLockWaits(ctx context.Context, conn *sql.Conn) (func(), error) {
+	timeout := cmp.Or(m.LockTimeout, LockTimeoutDefault)
+	var set, unset string
+	switch m.dialect {
+	case store.Postgres:
+		set, unset = fmt.Sprintf("SET lock_timeout = '%dms'", timeout.Milliseconds()), "SET lock_timeout TO DEFAULT"
+	case store.MySQL:
+		set, unset = fmt.Sprintf("SET SESSION lock_wait_timeout = %d", max(1, int(timeout.Round(time.Second)/time.Second))), "SET SESSION lock_wait_timeout = DEFAULT"
+	default:
+		return func() {}, nil
+	}
+	if _, err := conn.ExecContext(ctx, set); err != nil {
+		return nil, fmt.Errorf("migrate: bound lock waits (%s): %w", set, err)
+	}
+	return func() { _, _ = conn.ExecContext(context.WithoutCancel(ctx), unset) }, nil
+}
+
+// applyWaiting applies mg, asking again after lockRetryPause each time a
+// statement gave up waiting for a lock.
+func (m *Migrator) applyWaiting(ctx context.Context, conn *sql.Conn, mg Migration) (bool, error) {
+	for attempt := 1; ; attempt++ {
+		applied, err := m.apply(ctx, conn, mg)
+		if err == nil || !isLockTimeout(err) {
+			return applied, err
+		}
+		if m.OnLockWait != nil {
+			m.OnLockWait(mg, attempt, err)
+		}
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("migrate: %03d_%s stopped while waiting for a table lock that an open transaction holds (%v): %w", mg.Version, mg.Name, err, ctx.Err())
+		case <-time.After(lockRetryPause):
+		}
+	}
+}
+
+// isLockTimeout reports a statement that gave up waiting for a lock:
+// MySQL/MariaDB's ER_LOCK_WAIT_TIMEOUT (metadata locks too), PostgreSQL's
+// lock_not_available.
+func isLockTimeout(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "Error 1205") || strings.Contains(s, "SQLSTATE 55P03")
+}
+
+// LockWaitHint says how to find what holds a lock a migration waits for.
+func LockWaitHint(d store.Dialect) string {
+	switch d {
+	case store.Postgres:
+		return "SELECT pid, xact_start, state, query FROM pg_stat_activity WHERE xact_start IS NOT NULL ORDER BY xact_start"
+	case store.MySQL:
+		return "SELECT trx_mysql_thread_id, trx_started, trx_query FROM information_schema.INNODB_TRX ORDER BY trx_started"
+	}
+	return ""
 }
 
 // apply runs one migration and records it. It reports false when another

@@ -23,6 +23,7 @@ const databaseURLDefault = "sqlite:hubsync.db"
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", stderr)
 	dbURL := databaseURLFlag(fs)
+	lockTimeout := fs.Duration("lock-timeout", migrate.LockTimeoutDefault, "how long one schema change waits for a table lock before it lets the replicas work and asks again")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: hubsync migrate [flags] [up|status]")
 		fs.PrintDefaults()
@@ -59,6 +60,14 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	m, err := migrate.New(db.SQL, db.Dialect)
 	if err != nil {
 		return err
+	}
+	if *lockTimeout <= 0 {
+		return fmt.Errorf("-lock-timeout is %s; use a positive duration such as 5s", *lockTimeout)
+	}
+	m.LockTimeout = *lockTimeout
+	m.OnLockWait = func(mg migrate.Migration, attempt int, err error) {
+		fmt.Fprintf(stderr, "migrate: %03d_%s waited %s for a table lock and asks again (attempt %d): an open transaction on the table holds it (a report, a backup, a long query); the replicas keep working meanwhile. Find it with: %s\n  (%v)\n",
+			mg.Version, mg.Name, *lockTimeout, attempt, migrate.LockWaitHint(db.Dialect), err)
 	}
 	if action == "up" {
 		applied, err := m.Up(ctx)
