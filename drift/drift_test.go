@@ -353,7 +353,8 @@ func testResumeAfterKill(t *testing.T, d store.Dialect) {
 		t.Fatalf("resumed run scanned %d records (complete=%v); want the 5 after the cursor", rep.Scanned["contacts"], rep.Complete)
 	}
 	var text strings.Builder
-	if err := rep.WriteText(&text); err != nil || rep.ResumedAfter["contacts records"] != ids[1] || !strings.Contains(text.String(), "resumed an interrupted scan: contacts records after") {
+	if err := rep.WriteText(&text); err != nil || rep.ResumedAfter["contacts records"] != ids[1] || !strings.Contains(text.String(), "resumed an interrupted scan: contacts records after") ||
+		!strings.Contains(text.String(), "5 records scanned, 0 HubSpot objects walked for orphans") {
 		t.Fatalf("resumed run's report: resumed_after %v\n%s; want it to say it resumed after %s", rep.ResumedAfter, text.String(), ids[1])
 	}
 	if cur, _ := b.scanner.Cursor(context.Background(), "contacts"); cur != "" {

@@ -191,7 +191,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "drift report%s\n", mode)
 	for _, t := range slices.Sorted(maps.Keys(r.Scanned)) {
-		fmt.Fprintf(&b, "  %-12s %d records scanned, %d HubSpot objects checked, %d in flight skipped\n", t, r.Scanned[t], r.HubSpotScanned[t], r.Skipped[t])
+		fmt.Fprintf(&b, "  %-12s %d records scanned, %d HubSpot objects walked for orphans, %d in flight skipped\n", t, r.Scanned[t], r.HubSpotScanned[t], r.Skipped[t])
 	}
 	for _, t := range slices.Sorted(maps.Keys(r.ByObject)) {
 		by := r.ByObject[t]
