@@ -61,6 +61,15 @@ func TestDiscardDeadLetters(t *testing.T) {
 		if res, err := DiscardDeadLetters(ctx, b.st, DiscardRequest{Direction: store.DirectionOutbound, IDs: ids[:2], Reason: "again"}); err != nil || res.Discarded != 0 {
 			t.Fatalf("second discard = %+v, %v; want 0", res, err)
 		}
+		// Where each id is, for the operator whose retry or discard matched nothing.
+		for id, want := range map[string]string{
+			ids[0]: `a discarded outbound dead letter`, pending.ID: "a pending event of the outbound queue",
+			ids[2]: "a dead letter of the outbound queue", "no-such-id": "no event has this id",
+		} {
+			if got, err := LocateEvent(ctx, b.st, id); err != nil || !strings.HasPrefix(got, id+": "+want) {
+				t.Errorf("LocateEvent(%s) = %q, %v; want %q", id, got, err, want)
+			}
+		}
 	})
 }
 

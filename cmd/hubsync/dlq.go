@@ -84,7 +84,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return fmt.Errorf("-id/-reason: %w", err)
 		}
 		fmt.Fprintf(stdout, "discarded %d %s dead letters\n", res.Discarded, dir)
-		return noneMatched(len(ids), res.Discarded, dir)
+		return noneMatched(ctx, db.Store, ids, res.Discarded, dir)
 	}
 	if action == "retry" {
 		res, err := ops.RetryDeadLetters(ctx, db.Store, ops.RetryRequest{Direction: dir, IDs: ids, Key: *key, All: *all})
@@ -92,7 +92,7 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		fmt.Fprintf(stdout, "re-queued %d %s dead letters\n", res.Requeued, dir)
-		return noneMatched(len(ids), res.Requeued, dir)
+		return noneMatched(ctx, db.Store, ids, res.Requeued, dir)
 	}
 	dls, err := ops.ListDeadLetters(ctx, db.Store, ops.DeadLetterQuery{Direction: dir, Key: *key, Limit: *limit, After: *after})
 	if err != nil {
@@ -111,11 +111,24 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // among dir's dead letters: most often ids of another direction's queue
 // (-direction defaults to outbound), which would otherwise exit 0 having
 // done nothing.
-func noneMatched(asked int, done int64, dir store.Direction) error {
-	if asked == 0 || done > 0 {
+func noneMatched(ctx context.Context, st store.Store, ids []string, done int64, dir store.Direction) error {
+	if len(ids) == 0 || done > 0 {
 		return nil
 	}
-	return fmt.Errorf("none of the %d ids is a dead letter of the %s queue; list those with hubsync dlq list -direction %s, or give the -direction (inbound, outbound, internal) the ids belong to", asked, dir, dir)
+	// Say where they are: discarded, retried and processed since, or in
+	// another queue.
+	var where []string
+	for _, id := range ids[:min(len(ids), 5)] {
+		w, err := ops.LocateEvent(ctx, st, id)
+		if err != nil {
+			w = fmt.Sprintf("%s: %v", id, err)
+		}
+		where = append(where, "  "+w)
+	}
+	if len(ids) > 5 {
+		where = append(where, fmt.Sprintf("  (and %d more)", len(ids)-5))
+	}
+	return fmt.Errorf("none of the %d ids is a dead letter of the %s queue; list those with hubsync dlq list -direction %s, or give the -direction (inbound, outbound, internal) the ids belong to:\n%s", len(ids), dir, dir, strings.Join(where, "\n"))
 }
 
 func printDeadLetters(w io.Writer, dir store.Direction, dls []ops.DeadLetter) {

@@ -45,8 +45,8 @@ func TestDLQDiscardCommand(t *testing.T) {
 	for _, action := range [][]string{{"retry"}, {"discard", "-reason", "x"}} {
 		args := append([]string{"dlq"}, action...)
 		args = append(args, "-direction", "inbound", "-id", evs[0].ID)
-		if code, out, errOut := runCmd(t, env, args...); code == 0 || !strings.Contains(errOut, "-direction") {
-			t.Fatalf("dlq %s of an outbound id as inbound = %d\n%s%s; want a failure naming -direction", action[0], code, out, errOut)
+		if code, out, errOut := runCmd(t, env, args...); code == 0 || !strings.Contains(errOut, "-direction") || !strings.Contains(errOut, evs[0].ID+": a dead letter of the outbound queue") {
+			t.Fatalf("dlq %s of an outbound id as inbound = %d\n%s%s; want a failure naming -direction and the queue the id is in", action[0], code, out, errOut)
 		}
 	}
 	if code, out, errOut := runCmd(t, env, "dlq", "discard", "-direction", "outbound", "-id", evs[0].ID, "-reason", "test contact"); code != 0 || !strings.Contains(out, "discarded 1") {
@@ -55,5 +55,11 @@ func TestDLQDiscardCommand(t *testing.T) {
 	got, err := ops.ListDiscarded(ctx, st, 0)
 	if err != nil || len(got) != 1 || got[0].ID != evs[0].ID || got[0].Reason != "test contact" {
 		t.Fatalf("discarded = %+v, %v", got, err)
+	}
+	// Discarded already, or never an event's id: each is said.
+	for id, want := range map[string]string{evs[0].ID: `a discarded outbound dead letter`, "no-such-id": "no event has this id"} {
+		if code, out, errOut := runCmd(t, env, "dlq", "retry", "-id", id); code == 0 || !strings.Contains(errOut, id+": "+want) {
+			t.Fatalf("dlq retry of %s = %d\n%s%s; want it to say %q", id, code, out, errOut, want)
+		}
 	}
 }
