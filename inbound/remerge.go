@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
@@ -48,4 +49,20 @@ func EnqueueMerge(ctx context.Context, q store.InboundRepository, source string,
 		return fmt.Errorf("inbound: queue the merge of %s %s into %s again: %w", obj.ObjectType, merged, survivor, err)
 	}
 	return nil
+}
+
+// Remerger returns an outbound.Config.OnLinkedMergedAway that queues the
+// merge again on q (EnqueueMerge) for the object types m maps, as serve
+// sets it. m nil means mapping.Default().
+func Remerger(q store.InboundRepository, m *mapping.Set) func(ctx context.Context, objectType, recordID, hubspotID string, t links.Tombstone) error {
+	if m == nil {
+		m = mapping.Default()
+	}
+	return func(ctx context.Context, objectType, _, hubspotID string, t links.Tombstone) error {
+		obj, ok := m.Lookup(objectType)
+		if !ok {
+			return nil
+		}
+		return EnqueueMerge(ctx, q, t.Destination, obj, t.SurvivorID, hubspotID, t.OccurredAt)
+	}
 }

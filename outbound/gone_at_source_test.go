@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/inbound"
-	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
@@ -187,10 +186,7 @@ func TestMergeDuringCreate(t *testing.T) {
 	}
 	b.drain(t, b.worker(t, func(c *outbound.Config) {
 		c.Links = gl
-		c.OnLinkedMergedAway = func(ctx context.Context, objectType, _, hubspotID string, ts links.Tombstone) error {
-			obj, _ := b.mapping.Lookup(objectType)
-			return inbound.EnqueueMerge(ctx, b.st.Inbound(), ts.Destination, obj, ts.SurvivorID, hubspotID, ts.OccurredAt)
-		}
+		c.OnLinkedMergedAway = inbound.Remerger(b.st.Inbound(), b.mapping)
 	}))
 	drainInbound(t, b, in)
 

@@ -18,7 +18,6 @@ import (
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/startstop"
 	"github.com/hubsync/hubsync/links"
-	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/migrate"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
@@ -340,7 +339,7 @@ func (s *Server) build(ctx context.Context) error {
 			Store: st.Outbound(), HubSpot: client, Links: lk, Budget: bud, BudgetKey: cfg.BudgetKey,
 			HTTPTimeout: outboundCallTimeout(cfg.HubSpotTimeout), FillWait: cfg.OutboundFillWait, Hold: cfg.OutboundHold, Concurrency: cfg.OutboundConcurrency, BudgetAhead: cfg.OutboundBudgetAhead, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 			Handlers:           subscriptionHandlers(st, client, cfg.Mapping, s.log),
-			OnLinkedMergedAway: remerger(st, cfg.Mapping),
+			OnLinkedMergedAway: inbound.Remerger(st.Inbound(), cfg.Mapping),
 			TracerProvider:     cfg.TracerProvider,
 		})
 		if err != nil {
@@ -506,14 +505,3 @@ func noSniff(h http.Handler) http.Handler {
 	})
 }
 
-// remerger is the outbound worker's OnLinkedMergedAway: it queues the merge
-// again for the SyncWorker (inbound.EnqueueMerge).
-func remerger(st store.Store, m *mapping.Set) func(ctx context.Context, objectType, recordID, hubspotID string, t links.Tombstone) error {
-	return func(ctx context.Context, objectType, _, hubspotID string, t links.Tombstone) error {
-		obj, ok := m.Lookup(objectType)
-		if !ok {
-			return nil
-		}
-		return inbound.EnqueueMerge(ctx, st.Inbound(), t.Destination, obj, t.SurvivorID, hubspotID, t.OccurredAt)
-	}
-}
