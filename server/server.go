@@ -504,4 +504,3 @@ func noSniff(h http.Handler) http.Handler {
 		h.ServeHTTP(w, r)
 	})
 }
-
