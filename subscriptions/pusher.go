@@ -161,6 +161,11 @@ func (p *Pusher) Push(ctx context.Context, evs []store.OutboundEvent, calls outb
 		set(outbound.Outcome{Action: outbound.ActionRetry, Reason: fmt.Sprintf("subscriptions: HubSpot has no contact %s: %v", newest.ContactKey, err), Calls: 1})
 	case errors.Is(err, hubspot.ErrAuth):
 		set(outbound.Outcome{Action: outbound.ActionRelease, Delay: outbound.AuthRetryDelayDefault, Calls: 1})
+	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		// Our own stop (a hard stop, or a QStash delivery whose caller went
+		// away), not HubSpot's answer: released, as records are, without
+		// using an attempt.
+		set(outbound.Outcome{Action: outbound.ActionRelease, Calls: 1})
 	default:
 		set(outbound.Outcome{Action: outbound.ActionRetry, Reason: err.Error(), Delay: hubspot.RetryAfterOf(err), Calls: 1})
 	}

@@ -241,6 +241,23 @@ func TestHubSpotErrorCases(t *testing.T) {
 			t.Fatalf("cycle = %+v, %v; want one retried, request pending", sum, err)
 		}
 	})
+	t.Run("our own cancellation releases without an attempt", func(t *testing.T) {
+		b := setupPush(t, store.SQLite, hubspotsim.Config{})
+		if err := b.sim.SetFaults(hubspotsim.Faults{Latency: 2 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+		r, _ := b.s.Submit(ctx, req("cx@example.com", "subscribed"), "k1", 1)
+		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		_, _ = b.new("w").RunOnce(short)
+		evs, err := b.st.Outbound().GetPending(ctx, "hubspot", 10)
+		if err != nil || len(evs) != 1 || evs[0].RetryCount != 0 {
+			t.Fatalf("after a cycle stopped mid-call: pending %+v, %v; want the event pending with no attempt used", evs, err)
+		}
+		if got := b.status(t, r.ID); got.SyncStatus != "pending" {
+			t.Fatalf("request %+v; want pending", got)
+		}
+	})
 	t.Run("transient error retries", func(t *testing.T) {
 		b := setupPush(t, store.SQLite, hubspotsim.Config{})
 		if err := b.sim.SetFaults(hubspotsim.Faults{Error503: 1}); err != nil {
