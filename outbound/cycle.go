@@ -646,15 +646,18 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 			}
 		}
 		if ul, ok := cfg.Links.(Unlinker); ok && op == OpUpdate {
-			if retries(r) < NotFoundWaits {
+			if wait := c.w.notFoundWait(r.Key); wait > 0 {
 				// HubSpot deleted or merged the object away, and its webhook
 				// has not been applied yet: keep the link, by which the
 				// SyncWorker finds the record to delete or move to the
 				// survivor (then the tombstone above supersedes this
 				// update). Unlinked now, the record would outlive the
 				// deletion, or its fresh upsert by email would find the
-				// merge's survivor and write over it.
-				c.retry([]*RecordPlan{r}, "HubSpot object "+r.HubSpotID+" not found; waiting for HubSpot's deletion or merge of it before writing the record afresh: "+msg, cfg.NotFoundWait)
+				// merge's survivor and write over it. Released, not
+				// retried: the wait is no failure of the record's.
+				c.w.log.Info("outbound: the record's HubSpot object is not found; waiting for HubSpot's deletion or merge of it before writing the record afresh",
+					"record", r.Key.String(), "hubspot_id", r.HubSpotID, "wait", wait)
+				c.release([]*RecordPlan{r}, wait)
 				return
 			}
 			// No deletion or merge came: forget the link; the retry creates
@@ -1417,11 +1420,32 @@ func unresolved(recs []*RecordPlan) []*RecordPlan {
 	return rest
 }
 
-// retries is the most failed attempts of a record's events.
-func retries(r *RecordPlan) int {
-	n := 0
-	for _, e := range r.Events {
-		n = max(n, e.RetryCount)
+// notFoundWait returns how long an update of record key that met its
+// object's 404 (no tombstone) waits before the record is written afresh: at
+// most NotFoundWait, until NotFoundWaits of them have passed since the first
+// 404; 0 when they have (the wait is then forgotten).
+func (w *Worker) notFoundWait(key RecordKey) time.Duration {
+	now := w.cfg.Now()
+	total := time.Duration(NotFoundWaits) * w.cfg.NotFoundWait
+	w.notFoundMu.Lock()
+	defer w.notFoundMu.Unlock()
+	if w.notFound == nil {
+		w.notFound = map[RecordKey]time.Time{}
 	}
-	return n
+	for k, t := range w.notFound { // forget waits long over (records resolved elsewhere)
+		if now.Sub(t) > 10*total {
+			delete(w.notFound, k)
+		}
+	}
+	first, ok := w.notFound[key]
+	if !ok {
+		first = now
+		w.notFound[key] = now
+	}
+	left := total - now.Sub(first)
+	if left <= 0 {
+		delete(w.notFound, key)
+		return 0
+	}
+	return min(left, w.cfg.NotFoundWait)
 }

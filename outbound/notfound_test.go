@@ -2,9 +2,17 @@ package outbound_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync"
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -118,5 +126,89 @@ func TestNotFoundWithoutWebhookWritesAfresh(t *testing.T) {
 	}
 	if o, _ := b.sim.Object("contacts", ext); o.Properties["firstname"] != "Ada2" {
 		t.Errorf("the new contact has firstname %q; want Ada2", o.Properties["firstname"])
+	}
+}
+
+// unavailableClient is a HubSpot that answers every call 503.
+func unavailableClient(t *testing.T) *hubspot.Client {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"status":"error","message":"unavailable","category":"INTERNAL_ERROR"}`))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := hubspot.NewClient(hubspot.Config{BaseURL: srv.URL, AccessToken: hubspotsim.AccessTokenDefault, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestMergeAfterTransientFailuresStillWaits: the update failed twice on a
+// HubSpot outage before it met the 404; the wait is no failure count, so it
+// still keeps the link for the merge.
+func TestMergeAfterTransientFailuresStillWaits(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	ra, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	_, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
+	in := b.inboundSide(t)
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", ra.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	down := b.worker(t, func(c *outbound.Config) { c.HubSpot = unavailableClient(t) })
+	for range 2 {
+		_, _ = down.RunOnce(ctx)
+		b.clock.Advance(time.Minute)
+	}
+	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, nil)
+	_, _ = w.RunOnce(ctx) // meets A's 404
+	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID); !ok || ext != aID {
+		t.Fatalf("after the 404, R_A links to %q (%v); want it kept on %s", ext, ok, aID)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	b.drain(t, w)
+	drainInbound(t, b, in)
+	if _, err := b.recs.Get(ctx, "contacts", ra.ID); err == nil {
+		t.Errorf("R_A lives on after A was merged into B (live in HubSpot: %v)", liveContacts(b))
+	}
+}
+
+// TestNotFoundWaitUsesNoAttempt: with a store that dead-letters after three
+// attempts, an object gone without a deletion or merge applied is still
+// written afresh after the waits, not dead-lettered by them.
+func TestNotFoundWaitUsesNoAttempt(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	st, err := hubsync.NewStore(b.db.DB, b.db.Dialect, store.Config{Now: b.clock.Now,
+		Retry: store.RetryPolicy{MaxAttempts: 2, BackoffBase: time.Second, BackoffMax: 4 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.st, b.links = st, links.New(st)
+	if b.recs, err = records.New(st, b.links, records.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.sim.UserDelete("contacts", aID); err != nil {
+		t.Fatal(err)
+	}
+	b.drain(t, b.worker(t, nil))
+	if n := b.counts(t)[store.StatusFailed]; n != 0 {
+		t.Errorf("%d dead letters; want the record written afresh", n)
+	}
+	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID); !ok || ext == aID {
+		t.Errorf("R links to %q (%v); want a new HubSpot contact", ext, ok)
 	}
 }

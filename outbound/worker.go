@@ -81,8 +81,9 @@ const (
 	// found waits, each of NotFoundWaits times, for HubSpot's deletion or
 	// merge of it to be applied (Config.NotFoundWait).
 	NotFoundWaitDefault = 30 * time.Second
-	// NotFoundWaits is how many times an update whose HubSpot object is not
-	// found waits, keeping its link, before the record is written afresh.
+	// NotFoundWaits is how many NotFoundWait an update whose HubSpot object
+	// is not found waits, keeping its link, before the record is written
+	// afresh.
 	NotFoundWaits = 2
 	// HoldDefault is Config.Hold's default: a call then carries about two
 	// seconds of its (object type, operation)'s changes, and a change waits
@@ -336,12 +337,13 @@ type Config struct {
 	// AuthRetryDelay is how long events wait after a 401/403; default AuthRetryDelayDefault.
 	AuthRetryDelay time.Duration
 	// NotFoundWait is how long an update whose HubSpot object is gone (404)
-	// waits, up to NotFoundWaits times and keeping the record's link, for
-	// the SyncWorker to apply HubSpot's deletion or merge of the object:
-	// found by its link, the record is then deleted or moved to the
-	// survivor, and the update is superseded. Only then, if no deletion or
-	// merge came, is the record unlinked and written afresh. Default
-	// NotFoundWaitDefault; each wait uses one of the store's attempts.
+	// waits, NotFoundWaits times and keeping the record's link, for the
+	// SyncWorker to apply HubSpot's deletion or merge of the object: found by
+	// its link, the record is then deleted or moved to the survivor, and the
+	// update is superseded. Only then, if no deletion or merge came, is the
+	// record unlinked and written afresh. The record is released for each
+	// wait (no attempt used); the worker remembers when the wait began (in
+	// memory: a restarted worker waits again). Default NotFoundWaitDefault.
 	NotFoundWait time.Duration
 	// Owner names this worker in leases; default "host/pid/outbound-random".
 	Owner string
@@ -462,6 +464,11 @@ type Worker struct {
 	// testNarrowed, when set (tests only), runs each time a loop stands aside
 	// for NarrowFor.
 	testNarrowed func()
+	// notFound holds, per record, when (Config.Now) an update of it first met
+	// its object's 404 without a tombstone: the record waits (released, no
+	// attempt used) until NotFoundWaits × NotFoundWait past it.
+	notFoundMu sync.Mutex
+	notFound   map[RecordKey]time.Time
 
 	svc    startstop.Service
 	tracer trace.Tracer
