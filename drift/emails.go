@@ -2,6 +2,7 @@ package drift
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -31,6 +32,9 @@ func (s *Scanner) holdEmails(ctx context.Context, obj mapping.Object, dry bool, 
 		return nil
 	}
 	res, err := s.cfg.Records.HoldEmails(ctx, obj.ObjectType, r.ID, strings.Split(list, ";"), dry)
+	if errors.Is(err, records.ErrNotFound) {
+		return nil // deleted since the page was read
+	}
 	if err != nil {
 		return fmt.Errorf("drift: hold the additional emails of %s/%s: %w", obj.ObjectType, r.ID, err)
 	}

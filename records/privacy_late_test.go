@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -41,6 +42,33 @@ func TestPrivacyDeleteAfterDeleteForgets(t *testing.T) {
 		}
 		if n := b.count(t, "hubsync_email_alias"); n != 0 {
 			t.Fatalf("%d merged-away emails kept after the privacy deletion", n)
+		}
+	})
+}
+
+// TestDeleteForgetsHeldEmails: a record deleted here (then unlinked by its
+// archive) holds no merged-away emails any more: a new record may take them,
+// and a privacy deletion that comes after, which finds no link, has none to
+// forget.
+func TestDeleteForgetsHeldEmails(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "frank@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.HoldEmails(ctx, "contacts", rec.ID, []string{"old-secret@example.com"}, false); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "old-secret@example.com"}); !errors.Is(err, ErrEmailTaken) {
+			t.Fatalf("a held email: %v; want ErrEmailTaken (test setup)", err)
+		}
+		if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
+			t.Fatal(err)
+		}
+		if n := b.count(t, "hubsync_email_alias"); n != 0 {
+			t.Fatalf("%d merged-away emails kept after the record's deletion", n)
 		}
 	})
 }

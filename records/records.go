@@ -543,6 +543,12 @@ func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, priv
 		if err := s.forgetTx(ctx, tx.Tx, before.ObjectType, before.ID); err != nil {
 			return err
 		}
+	} else if _, err := tx.ExecContext(ctx, s.q.Get("email_alias_forget"), before.ObjectType, before.ID); err != nil {
+		// A deleted record holds no emails: none is refused for it, and no
+		// later privacy deletion has to find them (a record deleted here is
+		// unlinked by its archive). A HubSpot restore brings the record
+		// back; drift then holds its contact's emails again.
+		return fmt.Errorf("records: forget the merged emails of %s/%s: %w", before.ObjectType, before.ID, err)
 	}
 	return s.emitTx(ctx, tx, store.EventRecordDeleted, store.EventDelete, &before, after)
 }
