@@ -80,6 +80,13 @@ func TestEmailTaken(t *testing.T) {
 		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ÄDA@example.com"}); !errors.Is(err, ErrEmailTaken) {
 			t.Fatalf("insert of ÄDA@example.com beside äda@example.com: %v; want ErrEmailTaken", err)
 		}
+		// And the other way round: the capitals stored first.
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ÖTZI@example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ötzi@example.com"}); !errors.Is(err, ErrEmailTaken) {
+			t.Fatalf("insert of ötzi@example.com beside ÖTZI@example.com: %v; want ErrEmailTaken", err)
+		}
 		// The records API answers 409 with the reason.
 		srv := httptest.NewServer(b.svc.Handler())
 		defer srv.Close()

@@ -444,6 +444,10 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 	// Lower-cased here as well as in SQL: SQLite's lower() folds ASCII only.
 	var other string
 	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, strings.ToLower(email), id)...).Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) && s.dialect == store.SQLite && !isASCII(email) {
+		// A stored "ÄDA@…" is "Äda@…" to SQLite's lower(): compare in Go.
+		other, err = s.findEmailInGo(ctx, tx, objectType, email, id)
+	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
@@ -459,6 +463,40 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 		return fmt.Errorf("records: look up the merged emails of %s: %w", objectType, err)
 	}
 	return fmt.Errorf("%w: %s record %s holds email %q: HubSpot keeps it on that record's contact (a contact merged into it had it, or it was added there); update that record instead of writing the email here", ErrEmailTaken, objectType, other, email)
+}
+
+// findEmailInGo returns another record of objectType whose email is email
+// in Go's lower case, reading every record of the type (sql.ErrNoRows for
+// none): SQLite's lower() folds ASCII only.
+func (s *Service) findEmailInGo(ctx context.Context, tx *sql.Tx, objectType, email, id string) (string, error) {
+	rows, err := tx.QueryContext(ctx, s.q.Get("record_email_scan"), objectType, id)
+	if err != nil {
+		return "", err
+	}
+	defer rows.Close()
+	want := strings.ToLower(email)
+	for rows.Next() {
+		var rid, e string
+		if err := rows.Scan(&rid, &e); err != nil {
+			return "", err
+		}
+		if strings.ToLower(e) == want {
+			return rid, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return "", err
+	}
+	return "", sql.ErrNoRows
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // upsertsByEmail reports whether the mapping writes objectType to HubSpot by
