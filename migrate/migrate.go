@@ -148,11 +148,13 @@ func (m *Migrator) Check(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(st.Unknown) > 0 {
-		return fmt.Errorf("%w (database has version %d, this binary knows up to %d)", ErrDatabaseNewer, st.Current, st.Latest)
-	}
+	// Pending first: a database newer than the binary that also lacks one
+	// of its migrations (a gap) is not one this binary can run on.
 	if len(st.Pending) > 0 {
 		return fmt.Errorf("%w (%d pending, database at version %d of %d)", ErrNotMigrated, len(st.Pending), st.Current, st.Latest)
+	}
+	if len(st.Unknown) > 0 {
+		return fmt.Errorf("%w (database has version %d, this binary knows up to %d)", ErrDatabaseNewer, st.Current, st.Latest)
 	}
 	return nil
 }
