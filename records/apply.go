@@ -152,6 +152,10 @@ func (t *recordTx) MatchRecord(ctx context.Context, source, objectType, field, v
 			args = []any{source, objectType, value, value}
 		}
 		err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_find_unlinked_email"), args...).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) && t.s.dialect == store.SQLite && !isASCII(value) {
+			// A stored "ÄDA@…" is "Äda@…" to SQLite's lower(): compare in Go.
+			id, err = t.s.scanEmails(ctx, t.tx.Tx, "record_email_scan_unlinked", value, objectType, source)
+		}
 	default:
 		args := []any{objectType, field, value, source}
 		if t.s.dialect == store.MySQL { // positional: the join's destination first

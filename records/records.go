@@ -446,7 +446,7 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, strings.ToLower(email), id)...).Scan(&other)
 	if errors.Is(err, sql.ErrNoRows) && s.dialect == store.SQLite && !isASCII(email) {
 		// A stored "ÄDA@…" is "Äda@…" to SQLite's lower(): compare in Go.
-		other, err = s.findEmailInGo(ctx, tx, objectType, email, id)
+		other, err = s.scanEmails(ctx, tx, "record_email_scan", email, objectType, id)
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -465,11 +465,11 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 	return fmt.Errorf("%w: %s record %s holds email %q: HubSpot keeps it on that record's contact (a contact merged into it had it, or it was added there); update that record instead of writing the email here", ErrEmailTaken, objectType, other, email)
 }
 
-// findEmailInGo returns another record of objectType whose email is email
-// in Go's lower case, reading every record of the type (sql.ErrNoRows for
-// none): SQLite's lower() folds ASCII only.
-func (s *Service) findEmailInGo(ctx context.Context, tx *sql.Tx, objectType, email, id string) (string, error) {
-	rows, err := tx.QueryContext(ctx, s.q.Get("record_email_scan"), objectType, id)
+// scanEmails returns the first record that query (rows of id and email,
+// with args) lists whose email is email in Go's lower case, or
+// sql.ErrNoRows: SQLite's lower() folds ASCII only.
+func (s *Service) scanEmails(ctx context.Context, tx *sql.Tx, query, email string, args ...any) (string, error) {
+	rows, err := tx.QueryContext(ctx, s.q.Get(query), args...)
 	if err != nil {
 		return "", err
 	}
