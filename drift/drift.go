@@ -288,7 +288,7 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 	if err != nil {
 		return err
 	}
-	var toRead []records.Record
+	var toRead, missing []records.Record
 	for _, r := range page {
 		e := linked[r.ID]
 		if busy[r.ID] || (e != "" && busyExt[e]) {
@@ -300,30 +300,24 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 			toRead = append(toRead, r)
 			continue
 		}
-		d := Difference{
-			Kind: KindMissingLink, ObjectType: obj.ObjectType, RecordID: r.ID, Verdict: LocalNewer,
-			Reason: "no HubSpot link and nothing queued for HubSpot: HubSpot never accepted the record", Repair: ToHubSpot,
-		}
-		// A record's state is resent once: when its write and a resend of
-		// it are both dead letters (whatever the cause: a refusal, or an
-		// outage that outlasted the retries), another resend would add a
-		// dead letter at every run; the operator retries them once the
-		// cause is fixed.
-		failed, err := s.failedSince(ctx, obj.ObjectType, r.ID, r.UpdatedAt)
-		if err != nil {
-			return err
-		}
-		if failed >= 2 {
-			d.Repair = ""
-			d.Reason = fmt.Sprintf("no HubSpot link: the record's write and a resend of it are dead letters (%d since its last write); see why with hubsync dlq list, fix the cause, then hubsync dlq retry, or edit the record", failed)
-			rep.add(d)
-			continue
-		}
-		if err := s.resendWhole(ctx, obj, pol, dry, &d, r); err != nil {
-			return err
-		}
-		rep.add(d)
+		missing = append(missing, r)
 	}
+	if err := s.readAndCompare(ctx, obj, pol, dry, toRead, linked, clocks, asOf, rep); err != nil {
+		return err
+	}
+	// Last, so that the emails this page's contacts hold (holdEmails) are
+	// held before a record with one is resent.
+	for _, r := range missing {
+		if err := s.repairMissingLink(ctx, obj, pol, dry, r, rep); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readAndCompare reads the linked objects of toRead from HubSpot and
+// compares each with its record.
+func (s *Scanner) readAndCompare(ctx context.Context, obj mapping.Object, pol Policy, dry bool, toRead []records.Record, linked map[string]string, clocks map[string]map[string]time.Time, asOf time.Time, rep *Report) error {
 	if len(toRead) == 0 {
 		return nil
 	}
@@ -371,5 +365,51 @@ func (s *Scanner) comparePage(ctx context.Context, obj mapping.Object, pol Polic
 			rep.add(*d)
 		}
 	}
+	return nil
+}
+
+// repairMissingLink resends a record HubSpot never accepted (no link,
+// nothing queued), once: see KindMissingLink. A record upserted by an email
+// that another record holds (HubSpot keeps it on that record's contact) is
+// reported instead: its upsert would write over that contact.
+func (s *Scanner) repairMissingLink(ctx context.Context, obj mapping.Object, pol Policy, dry bool, r records.Record, rep *Report) error {
+	d := Difference{
+		Kind: KindMissingLink, ObjectType: obj.ObjectType, RecordID: r.ID, Verdict: LocalNewer,
+		Reason: "no HubSpot link and nothing queued for HubSpot: HubSpot never accepted the record", Repair: ToHubSpot,
+	}
+	// A record's state is resent once: when its write and a resend of
+	// it are both dead letters (whatever the cause: a refusal, or an
+	// outage that outlasted the retries), another resend would add a
+	// dead letter at every run; the operator retries them once the
+	// cause is fixed.
+	failed, err := s.failedSince(ctx, obj.ObjectType, r.ID, r.UpdatedAt)
+	if err != nil {
+		return err
+	}
+	if failed >= 2 {
+		d.Repair = ""
+		d.Reason = fmt.Sprintf("no HubSpot link: the record's write and a resend of it are dead letters (%d since its last write); see why with hubsync dlq list, fix the cause, then hubsync dlq retry, or edit the record", failed)
+		rep.add(d)
+		return nil
+	}
+	if email, ok := r.Fields["email"].(string); ok {
+		holder := rep.keptElsewhere[r.ID]
+		if holder == "" {
+			var err error
+			if holder, err = s.cfg.Records.EmailHeldBy(ctx, obj.ObjectType, r.ID, email); err != nil {
+				return fmt.Errorf("drift: %w", err)
+			}
+		}
+		if holder != "" {
+			d.Repair, d.Verdict = "", Ambiguous
+			d.Reason = fmt.Sprintf("no HubSpot link, and HubSpot keeps its email %s on the contact of record %s (merged into it, or added there): a resend would write over that contact; delete this record or give it another email", email, holder)
+			rep.add(d)
+			return nil
+		}
+	}
+	if err := s.resendWhole(ctx, obj, pol, dry, &d, r); err != nil {
+		return err
+	}
+	rep.add(d)
 	return nil
 }

@@ -46,10 +46,14 @@ func (s *Scanner) holdEmails(ctx context.Context, obj mapping.Object, dry bool, 
 		})
 	}
 	for _, e := range slices.Sorted(maps.Keys(res.Taken)) {
+		if rep.keptElsewhere == nil {
+			rep.keptElsewhere = map[string]string{}
+		}
+		rep.keptElsewhere[res.Taken[e]] = r.ID
 		rep.add(Difference{
 			Kind: KindMergedEmail, ObjectType: obj.ObjectType, RecordID: r.ID, HubSpotID: o.ID, HubSpot: e,
 			Verdict: Ambiguous,
-			Reason:  fmt.Sprintf("HubSpot keeps %s on this contact (merged into it, or added there), but local record %s has it as its email: that record's contact was merged into this one in HubSpot; delete or re-address it, then run drift again", e, res.Taken[e]),
+			Reason:  fmt.Sprintf("HubSpot keeps %s on this contact (merged into it, or added there), but local record %s has it as its email: that record's contact was merged into this one in HubSpot, or the record was given an email HubSpot keeps on this one; delete it or give it another email, then run drift again", e, res.Taken[e]),
 		})
 	}
 	return nil

@@ -94,3 +94,52 @@ func mergedEmails(rep *drift.Report) (held, taken map[string]string) {
 	}
 	return held, taken
 }
+
+// TestMissingLinkWithHeldEmailIsNotResent: a local contact HubSpot never
+// accepted whose email HubSpot keeps on another contact (merged into it) is
+// reported, not resent: its upsert by that email would write over the
+// survivor. The scan holds the survivor's emails before it looks at records
+// without a link.
+func TestMissingLinkWithHeldEmailIsNotResent(t *testing.T) { dbtest.Each(t, testMissingLinkWithHeldEmail) }
+
+func testMissingLinkWithHeldEmail(t *testing.T, d store.Dialect) {
+	b := setup(t, d, drift.Config{})
+	ctx := context.Background()
+	frank, fid := b.contact(t, "frank@example.com", "Frank")
+	eve, err := b.sim.UserCreate("contacts", map[string]string{"email": "eve@example.com", "firstname": "Eve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.sim.UserMerge("contacts", fid, eve); err != nil {
+		t.Fatal(err)
+	}
+	// A local Eve, made before any scan held the email; its write never
+	// reached HubSpot (a dead letter).
+	local, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "eve@example.com", "first_name": "Mallory"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.deadLetter(t, local.ID)
+	before := b.count(t, "SELECT COUNT(*) FROM _System_IntegrationOutbound WHERE RecordID = ?", local.ID)
+
+	rep := b.run(t, drift.Options{})
+	var found bool
+	for _, df := range rep.Differences {
+		if df.Kind == drift.KindMissingLink && df.RecordID == local.ID {
+			found = true
+			if df.Repair != "" || df.Repaired || !strings.Contains(df.Reason, frank.ID) {
+				t.Fatalf("the local Eve: %+v; want reported (naming %s), not resent", df, frank.ID)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("differences %+v; want the local Eve's missing link", rep.Differences)
+	}
+	if n := b.count(t, "SELECT COUNT(*) FROM _System_IntegrationOutbound WHERE RecordID = ?", local.ID); n != before {
+		t.Fatalf("%d outbound events of the local Eve after the scan, %d before: it was resent", n, before)
+	}
+	b.drain(t)
+	if got := b.prop(t, fid, "firstname"); got != "Frank" {
+		t.Fatalf("the survivor's firstname = %q; want Frank", got)
+	}
+}

@@ -143,6 +143,11 @@ type Report struct {
 	Remaining int `json:"remaining"`
 	// HubSpotCalls counts the calls made (each reserved from the budget).
 	HubSpotCalls int `json:"hubspot_calls"`
+
+	// keptElsewhere maps the records whose email HubSpot keeps on another
+	// linked contact, found by this scan, to that contact's record: not to
+	// be resent (see repairMissingLink).
+	keptElsewhere map[string]string
 }
 
 func newReport(dry bool) *Report {

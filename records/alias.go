@@ -101,3 +101,23 @@ func (s *Service) aliasHolder(ctx context.Context, tx *sql.Tx, objectType, email
 	}
 	return holder, nil
 }
+
+// EmailHeldBy returns the record that holds email as a merged-away email
+// (see HoldEmails) other than record id, or "" when none does or objectType
+// is not upserted by email. A record with such an email would be upserted
+// onto that record's contact.
+func (s *Service) EmailHeldBy(ctx context.Context, objectType, id, email string) (string, error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	if email == "" || !s.upsertsByEmail(objectType) {
+		return "", nil
+	}
+	var other string
+	err := s.db.QueryRowContext(ctx, s.q.Get("email_alias_holder"), objectType, email, id).Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("records: look up the merged emails of %s: %w", objectType, err)
+	}
+	return other, nil
+}
