@@ -100,7 +100,9 @@ func mergedEmails(rep *drift.Report) (held, taken map[string]string) {
 // reported, not resent: its upsert by that email would write over the
 // survivor. The scan holds the survivor's emails before it looks at records
 // without a link.
-func TestMissingLinkWithHeldEmailIsNotResent(t *testing.T) { dbtest.Each(t, testMissingLinkWithHeldEmail) }
+func TestMissingLinkWithHeldEmailIsNotResent(t *testing.T) {
+	dbtest.Each(t, testMissingLinkWithHeldEmail)
+}
 
 func testMissingLinkWithHeldEmail(t *testing.T, d store.Dialect) {
 	b := setup(t, d, drift.Config{})
