@@ -56,6 +56,24 @@ func TestMigrationWaitsForLocksInBoundedSteps(t *testing.T) {
 				if mg.Version != 30 {
 					t.Errorf("lock wait of migration %d; want 030", mg.Version)
 				}
+				table := migrate.LockWaitTable(err)
+				if table != "hubsync_budget" {
+					t.Errorf("LockWaitTable(%v) = %q; want hubsync_budget", err, table)
+				}
+				// The hint the operator is given finds the blocking session.
+				rows, qerr := db.DB.QueryContext(ctx, migrate.LockWaitHint(d, table))
+				if qerr != nil {
+					t.Errorf("the hint query: %v", qerr)
+				} else {
+					n := 0
+					for rows.Next() {
+						n++
+					}
+					rows.Close()
+					if n == 0 {
+						t.Errorf("the hint query %q lists no session while one holds %s", migrate.LockWaitHint(d, table), table)
+					}
+				}
 				waits.Add(1)
 				release()
 			}

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -250,13 +251,41 @@ func isLockTimeout(err error) bool {
 	return strings.Contains(s, "Error 1205") || strings.Contains(s, "SQLSTATE 55P03")
 }
 
-// LockWaitHint says how to find what holds a lock a migration waits for.
-func LockWaitHint(d store.Dialect) string {
+// lockedTable finds the table a schema change names ("" when it names none).
+var lockedTable = regexp.MustCompile(`(?i)\b(?:ALTER\s+TABLE|ON|DROP\s+TABLE|TRUNCATE(?:\s+TABLE)?)\s+(?:IF\s+EXISTS\s+|ONLY\s+)?([A-Za-z_][A-Za-z0-9_]*)`)
+
+// LockWaitTable returns the table a migration's statement that gave up
+// waiting for a lock names, from its error ("" when it cannot tell).
+func LockWaitTable(err error) string {
+	_, stmt, ok := strings.Cut(err.Error(), "\nstatement: ")
+	if !ok {
+		return ""
+	}
+	var lines []string
+	for _, l := range strings.Split(stmt, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			lines = append(lines, l)
+		}
+	}
+	if m := lockedTable.FindStringSubmatch(strings.Join(lines, " ")); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// LockWaitHint is a query that lists the sessions holding table (any table
+// of the database when ""), for the operator of a migration that waits.
+func LockWaitHint(d store.Dialect, table string) string {
 	switch d {
 	case store.Postgres:
-		return "SELECT pid, xact_start, state, query FROM pg_stat_activity WHERE xact_start IS NOT NULL ORDER BY xact_start"
+		if table == "" {
+			return "SELECT pid, xact_start, state, query FROM pg_stat_activity WHERE datname = current_database() AND xact_start IS NOT NULL AND pid <> pg_backend_pid() ORDER BY xact_start"
+		}
+		return fmt.Sprintf("SELECT a.pid, a.xact_start, a.state, a.query FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.relation = '%s'::regclass AND l.granted AND a.pid <> pg_backend_pid()", strings.ToLower(table))
 	case store.MySQL:
-		return "SELECT trx_mysql_thread_id, trx_started, trx_query FROM information_schema.INNODB_TRX ORDER BY trx_started"
+		// LOCK TABLES (a default mysqldump) holds no InnoDB transaction:
+		// the process list shows it, sleeping, with its age.
+		return "SELECT ID, USER, HOST, COMMAND, TIME, STATE, INFO FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID() ORDER BY TIME DESC"
 	}
 	return ""
 }

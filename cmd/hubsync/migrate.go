@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/migrate"
@@ -66,8 +67,13 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	m.LockTimeout = *lockTimeout
 	m.OnLockWait = func(mg migrate.Migration, attempt int, err error) {
-		fmt.Fprintf(stderr, "migrate: %03d_%s waited %s for a table lock and asks again (attempt %d): an open transaction on the table holds it (a report, a backup, a long query); the replicas keep working meanwhile. Find it with: %s\n  (%v)\n",
-			mg.Version, mg.Name, *lockTimeout, attempt, migrate.LockWaitHint(db.Dialect), err)
+		table := migrate.LockWaitTable(err)
+		if attempt > 1 {
+			fmt.Fprintf(stderr, "migrate: %03d_%s still waits for %s (attempt %d)\n", mg.Version, mg.Name, cmp.Or(table, "a table lock"), attempt)
+			return
+		}
+		fmt.Fprintf(stderr, "migrate: %03d_%s waited %s for a lock on %s and asks again every %s: a session holds the table (an open transaction, a report, a backup's LOCK TABLES); the replicas keep working meanwhile. Find it with:\n  %s\n  (%v)\n",
+			mg.Version, mg.Name, *lockTimeout, cmp.Or(table, "its table"), *lockTimeout+2*time.Second, migrate.LockWaitHint(db.Dialect, table), err)
 	}
 	if action == "up" {
 		applied, err := m.Up(ctx)
