@@ -38,13 +38,7 @@ func (r *deletingReader) BatchReadWithHistory(ctx context.Context, t hubspot.Obj
 func TestRecordDeletedDuringScanWithAdditionalEmails(t *testing.T) {
 	b := setup(t, store.SQLite, drift.Config{})
 	frank, fid := b.contact(t, "frank@example.com", "Frank")
-	eve, err := b.sim.UserCreate("contacts", map[string]string{"email": "eve@example.com", "firstname": "Eve"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.sim.UserMerge("contacts", fid, eve); err != nil {
-		t.Fatal(err)
-	}
+	mergeInHubSpot(t, b, fid, "eve@example.com")
 	sc, err := drift.New(drift.Config{Store: b.st, Records: b.recs, AppID: strconv.Itoa(appID), Budget: b.budget,
 		HubSpot: &deletingReader{Reader: b.hs, recs: b.recs, id: frank.ID}})
 	if err != nil {

@@ -26,13 +26,7 @@ func testMergedEmailsHeld(t *testing.T, d store.Dialect) {
 	ctx := context.Background()
 	frank, fid := b.contact(t, "frank@example.com", "Frank")
 	gus, gid := b.contact(t, "gus@example.com", "Gus")
-	eve, err := b.sim.UserCreate("contacts", map[string]string{"email": "Eve@Example.com", "firstname": "Eve"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.sim.UserMerge("contacts", fid, eve); err != nil {
-		t.Fatal(err)
-	}
+	mergeInHubSpot(t, b, fid, "Eve@Example.com")
 	if err := b.sim.UserMerge("contacts", fid, gid); err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +58,7 @@ func testMergedEmailsHeld(t *testing.T, d store.Dialect) {
 			t.Fatalf("gus@example.com: %+v; want reported as ambiguous, naming record %s", df, gus.ID)
 		}
 	}
-	_, err = b.recs.Insert(ctx, "contacts", map[string]any{"email": "eve@example.com", "first_name": "Mallory"})
+	_, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "eve@example.com", "first_name": "Mallory"})
 	if !errors.Is(err, records.ErrEmailTaken) || !strings.Contains(err.Error(), frank.ID) {
 		t.Fatalf("a new contact with the merged-away email: %v; want ErrEmailTaken naming %s", err, frank.ID)
 	}
@@ -108,13 +102,7 @@ func testMissingLinkWithHeldEmail(t *testing.T, d store.Dialect) {
 	b := setup(t, d, drift.Config{})
 	ctx := context.Background()
 	frank, fid := b.contact(t, "frank@example.com", "Frank")
-	eve, err := b.sim.UserCreate("contacts", map[string]string{"email": "eve@example.com", "firstname": "Eve"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.sim.UserMerge("contacts", fid, eve); err != nil {
-		t.Fatal(err)
-	}
+	mergeInHubSpot(t, b, fid, "eve@example.com")
 	// A local Eve, made before any scan held the email; its write never
 	// reached HubSpot (a dead letter).
 	local, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "eve@example.com", "first_name": "Mallory"})
@@ -143,5 +131,18 @@ func testMissingLinkWithHeldEmail(t *testing.T, d store.Dialect) {
 	b.drain(t)
 	if got := b.prop(t, fid, "firstname"); got != "Frank" {
 		t.Fatalf("the survivor's firstname = %q; want Frank", got)
+	}
+}
+
+// mergeInHubSpot creates a contact with email in HubSpot (no webhook: the
+// bundle's simulator sends none) and merges it into contact survivor.
+func mergeInHubSpot(t *testing.T, b *bundle, survivor, email string) {
+	t.Helper()
+	id, err := b.sim.UserCreate("contacts", map[string]string{"email": email, "firstname": "Eve"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.sim.UserMerge("contacts", survivor, id); err != nil {
+		t.Fatal(err)
 	}
 }
