@@ -3,11 +3,13 @@ package records
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
@@ -112,4 +114,38 @@ func mustFind(t *testing.T, b *bundle, email string) string {
 	}
 	t.Fatalf("no contact with %s", email)
 	return ""
+}
+
+// TestAliasForgetReadsTheIndex: forgetting (on every deletion) and moving
+// (on merges) a record's held emails read them by record (migration 032),
+// not every alias of the type: on MySQL/MariaDB such a statement locks what
+// it reads, so concurrent deletions would wait for each other.
+func TestAliasForgetReadsTheIndex(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		db := b.st.DB()
+		for i := range 300 {
+			if _, err := db.Exec(dialectsql.Rebind(d, "INSERT INTO hubsync_email_alias (ObjectType, Email, RecordID) VALUES (?, ?, ?)"),
+				"contacts", fmt.Sprintf("e%d@example.com", i), fmt.Sprintf("r%d", i%100)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, stmt := range map[store.Dialect][]string{
+			store.SQLite:   {"ANALYZE"},
+			store.Postgres: {"ANALYZE hubsync_email_alias"},
+			store.MySQL:    {"ANALYZE TABLE hubsync_email_alias"},
+		}[d] {
+			if _, err := db.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for name, args := range map[string][]any{
+			"email_alias_forget": {"contacts", "r7"},
+			"email_alias_move":   {"r8", "contacts", "r7"},
+		} {
+			if plan := dbtest.Explain(t, db, d, b.svc.q.Get(name), args...); !strings.Contains(plan, "idx_hubsync_email_alias_record") {
+				t.Errorf("%s does not read idx_hubsync_email_alias_record:\n%s", name, plan)
+			}
+		}
+	})
 }
