@@ -48,3 +48,30 @@ func LocateEvent(ctx context.Context, st store.Store, id string) (string, error)
 	}
 	return fmt.Sprintf("%s: no event has this id (a processed event past its retention is cleaned up)", id), nil
 }
+
+// NotDeadLetters returns, for the ids that are not dead letters of
+// direction dir's queue, where each is (LocateEvent), for a retry or discard
+// by id to say which ids it leaves alone and why. It reads up to 4 rows per
+// id.
+func NotDeadLetters(ctx context.Context, st store.Store, dir store.Direction, ids []string) ([]string, error) {
+	qu, err := queueOf(st, dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		h, err := qu.get(ctx, id)
+		if err == nil && h.Status == store.StatusFailed {
+			continue
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("ops: look up %s event %s: %w", dir, id, err)
+		}
+		where, err := LocateEvent(ctx, st, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, where)
+	}
+	return out, nil
+}

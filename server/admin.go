@@ -160,12 +160,24 @@ func (a *adminAPI) retry(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeBody(w, r, &req); err != nil {
 		return err
 	}
+	req.Direction = cmp.Or(req.Direction, store.DirectionOutbound) // as GET and hubsync dlq
+	// Which ids the retry leaves alone, and why, read before it runs; best
+	// effort: ids the retry refuses (bad text, too many) get its 400.
+	var skipped []string
+	if len(req.IDs) > 0 && len(req.IDs) <= ops.DiscardIDsMax {
+		skipped, _ = ops.NotDeadLetters(r.Context(), a.st, req.Direction, req.IDs)
+	}
 	res, err := ops.RetryDeadLetters(r.Context(), a.st, req)
 	if err != nil {
 		return err
 	}
 	a.log.Info("admin: dead letters re-queued", "direction", req.Direction, "key", req.Key, "ids", len(req.IDs), "all", req.All, "requeued", res.Requeued)
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, struct {
+		ops.RetryResult
+		// NotDeadLetters says, for each id that was not a dead letter of
+		// the direction's queue, where it is.
+		NotDeadLetters []string `json:"not_dead_letters,omitempty"`
+	}{res, skipped})
 	return nil
 }
 

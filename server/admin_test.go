@@ -152,8 +152,14 @@ func testAdminDeadLettersAndRetry(t *testing.T, d store.Dialect) {
 	}
 
 	code, body = call(t, "POST", srv.URL+"/admin/deadletters/retry", "tok", `{"direction":"outbound","ids":["`+ids[0]+`"]}`)
-	if code != 200 || !strings.Contains(body, `"requeued": 1`) {
+	if code != 200 || !strings.Contains(body, `"requeued": 1`) || strings.Contains(body, "not_dead_letters") {
 		t.Fatalf("retry ids = %d %s", code, body)
+	}
+	// Without a direction, outbound (as GET and hubsync dlq); each id left
+	// alone is said, with where it is.
+	code, body = call(t, "POST", srv.URL+"/admin/deadletters/retry", "tok", `{"ids":["`+ids[0]+`","no-such-id"]}`)
+	if code != 200 || !strings.Contains(body, `"requeued": 0`) || !strings.Contains(body, ids[0]+`: a pending event of the outbound queue`) || !strings.Contains(body, "no-such-id: no event has this id") {
+		t.Fatalf("retry of ids that are no dead letters = %d %s", code, body)
 	}
 	code, body = call(t, "POST", srv.URL+"/admin/deadletters/retry", "tok", `{"direction":"outbound","key":"hubspot","all":true}`)
 	if code != 200 || !strings.Contains(body, `"requeued": 2`) {

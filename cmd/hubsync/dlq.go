@@ -78,13 +78,24 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer db.Close()
 
+	// Which ids the action will leave alone, and why, said before it runs
+	// (afterwards a discarded or re-queued id no longer looks like one).
+	// Best effort: ids the action refuses (bad text) get its own error.
+	var skipped []string
+	if (action == "discard" || action == "retry") && len(ids) > 0 && len(ids) <= ops.DiscardIDsMax {
+		skipped, _ = ops.NotDeadLetters(ctx, db.Store, dir, ids)
+	}
 	if action == "discard" {
 		res, err := ops.DiscardDeadLetters(ctx, db.Store, ops.DiscardRequest{Direction: dir, IDs: ids, Reason: *reason})
 		if err != nil {
 			return fmt.Errorf("-id/-reason: %w", err)
 		}
 		fmt.Fprintf(stdout, "discarded %d %s dead letters\n", res.Discarded, dir)
-		return noneMatched(ctx, db.Store, ids, res.Discarded, dir)
+		if res.Discarded == 0 {
+			return noneMatched(ids, skipped, dir)
+		}
+		printSkipped(stderr, skipped, dir)
+		return nil
 	}
 	if action == "retry" {
 		res, err := ops.RetryDeadLetters(ctx, db.Store, ops.RetryRequest{Direction: dir, IDs: ids, Key: *key, All: *all})
@@ -92,7 +103,11 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return err
 		}
 		fmt.Fprintf(stdout, "re-queued %d %s dead letters\n", res.Requeued, dir)
-		return noneMatched(ctx, db.Store, ids, res.Requeued, dir)
+		if res.Requeued == 0 {
+			return noneMatched(ids, skipped, dir)
+		}
+		printSkipped(stderr, skipped, dir)
+		return nil
 	}
 	dls, err := ops.ListDeadLetters(ctx, db.Store, ops.DeadLetterQuery{Direction: dir, Key: *key, Limit: *limit, After: *after})
 	if err != nil {
@@ -110,25 +125,32 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 // noneMatched fails a retry or discard by id that found none of its ids
 // among dir's dead letters: most often ids of another direction's queue
 // (-direction defaults to outbound), which would otherwise exit 0 having
-// done nothing.
-func noneMatched(ctx context.Context, st store.Store, ids []string, done int64, dir store.Direction) error {
-	if len(ids) == 0 || done > 0 {
+// done nothing. skipped says where each is (ops.NotDeadLetters).
+func noneMatched(ids, skipped []string, dir store.Direction) error {
+	if len(ids) == 0 {
 		return nil
 	}
-	// Say where they are: discarded, retried and processed since, or in
-	// another queue.
-	var where []string
-	for _, id := range ids[:min(len(ids), 5)] {
-		w, err := ops.LocateEvent(ctx, st, id)
-		if err != nil {
-			w = fmt.Sprintf("%s: %v", id, err)
-		}
-		where = append(where, "  "+w)
+	return fmt.Errorf("none of the %d ids is a dead letter of the %s queue; list those with hubsync dlq list -direction %s, or give the -direction (inbound, outbound, internal) the ids belong to:\n%s", len(ids), dir, dir, indentList(skipped))
+}
+
+// printSkipped says which ids a retry or discard that did act on some left
+// alone, and why.
+func printSkipped(w io.Writer, skipped []string, dir store.Direction) {
+	if len(skipped) > 0 {
+		fmt.Fprintf(w, "left alone, not dead letters of the %s queue:\n%s\n", dir, indentList(skipped))
 	}
-	if len(ids) > 5 {
-		where = append(where, fmt.Sprintf("  (and %d more)", len(ids)-5))
+}
+
+// indentList is up to 20 lines, indented, and how many more there are.
+func indentList(lines []string) string {
+	var out []string
+	for _, l := range lines[:min(len(lines), 20)] {
+		out = append(out, "  "+l)
 	}
-	return fmt.Errorf("none of the %d ids is a dead letter of the %s queue; list those with hubsync dlq list -direction %s, or give the -direction (inbound, outbound, internal) the ids belong to:\n%s", len(ids), dir, dir, strings.Join(where, "\n"))
+	if len(lines) > 20 {
+		out = append(out, fmt.Sprintf("  (and %d more)", len(lines)-20))
+	}
+	return strings.Join(out, "\n")
 }
 
 func printDeadLetters(w io.Writer, dir store.Direction, dls []ops.DeadLetter) {

@@ -56,6 +56,10 @@ func TestDLQDiscardCommand(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].ID != evs[0].ID || got[0].Reason != "test contact" {
 		t.Fatalf("discarded = %+v, %v", got, err)
 	}
+	// Some ids matched: done, and the others are said.
+	if code, out, errOut := runCmd(t, env, "dlq", "discard", "-id", evs[1].ID+",no-such-id", "-reason", "x"); code != 0 || !strings.Contains(out, "discarded 1") || !strings.Contains(errOut, "no-such-id: no event has this id") {
+		t.Fatalf("dlq discard of a dead letter and an unknown id = %d\n%s%s; want one discarded, the other named", code, out, errOut)
+	}
 	// Discarded already, or never an event's id: each is said.
 	for id, want := range map[string]string{evs[0].ID: `a discarded outbound dead letter`, "no-such-id": "no event has this id"} {
 		if code, out, errOut := runCmd(t, env, "dlq", "retry", "-id", id); code == 0 || !strings.Contains(errOut, id+": "+want) {
