@@ -86,8 +86,11 @@
 // record at once with HubSpot's message. 429, 423, 5xx, timeouts and resets
 // → IncrementRetry with at least HubSpot's implied wait; the budget learns
 // of a 429 through the client's response hook, so every replica pauses. 404 on an update by id
-// unlinks the record and retries, so the retry writes it afresh, unless the
-// object's tombstone says HubSpot deleted or merged it away (TombstoneLinks):
+// first keeps the link and releases the record (no attempt used) for
+// NotFoundWaits × Config.NotFoundWait, so that HubSpot's deletion or merge
+// of the object, applied through the link, deletes or re-points the record;
+// then it unlinks the record and retries, so the retry writes it afresh,
+// unless the object's tombstone says HubSpot deleted or merged it away (TombstoneLinks):
 // the inbound side then deleted or re-pointed the record, and its local
 // change completes unwritten (or, re-pointed, is written to the survivor).
 // Likewise a record with no link whose last pushed object has such a

@@ -30,10 +30,7 @@ func TestMergeAppliedAfterThe404(t *testing.T) {
 	rb, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
 	in := b.inboundSide(t)
 
-	b.clock.Advance(time.Second)
-	if _, err := b.recs.Update(ctx, "contacts", ra.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
-		t.Fatal(err)
-	}
+	editLocally(t, b, ra.ID)
 	b.clock.Advance(time.Second)
 	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
 		t.Fatal(err)
@@ -76,10 +73,7 @@ func TestDeletionAppliedAfterThe404(t *testing.T) {
 	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
 	in := b.inboundSide(t)
 
-	b.clock.Advance(time.Second)
-	if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
-		t.Fatal(err)
-	}
+	editLocally(t, b, rec.ID)
 	b.clock.Advance(time.Second)
 	if err := b.sim.UserDelete("contacts", aID); err != nil {
 		t.Fatal(err)
@@ -112,10 +106,7 @@ func TestNotFoundWithoutWebhookWritesAfresh(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, options{dialect: store.SQLite})
 	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
-	b.clock.Advance(time.Second)
-	if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
-		t.Fatal(err)
-	}
+	editLocally(t, b, rec.ID)
 	if err := b.sim.UserDelete("contacts", aID); err != nil {
 		t.Fatal(err)
 	}
@@ -154,10 +145,7 @@ func TestMergeAfterTransientFailuresStillWaits(t *testing.T) {
 	ra, aID := syncedContact(t, b, "ada@example.com", "Ada")
 	_, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
 	in := b.inboundSide(t)
-	b.clock.Advance(time.Second)
-	if _, err := b.recs.Update(ctx, "contacts", ra.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
-		t.Fatal(err)
-	}
+	editLocally(t, b, ra.ID)
 	down := b.worker(t, func(c *outbound.Config) { c.HubSpot = unavailableClient(t) })
 	for range 2 {
 		_, _ = down.RunOnce(ctx)
@@ -197,10 +185,7 @@ func TestNotFoundWaitUsesNoAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
-	b.clock.Advance(time.Second)
-	if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
-		t.Fatal(err)
-	}
+	editLocally(t, b, rec.ID)
 	if err := b.sim.UserDelete("contacts", aID); err != nil {
 		t.Fatal(err)
 	}
@@ -210,5 +195,15 @@ func TestNotFoundWaitUsesNoAttempt(t *testing.T) {
 	}
 	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID); !ok || ext == aID {
 		t.Errorf("R links to %q (%v); want a new HubSpot contact", ext, ok)
+	}
+}
+
+// editLocally changes a synced contact's first_name (at version 1) a second
+// later, so that an outbound update of it waits.
+func editLocally(t *testing.T, b *bundle, id string) {
+	t.Helper()
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(context.Background(), "contacts", id, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
 	}
 }

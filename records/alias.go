@@ -63,13 +63,11 @@ func (s *Service) HoldEmails(ctx context.Context, objectType, id string, emails 
 			if holder == id {
 				continue
 			}
-			var other string
-			err = tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, e, id)...).Scan(&other)
-			switch {
-			case errors.Is(err, sql.ErrNoRows):
-			case err != nil:
-				return fmt.Errorf("records: look up the email of %s: %w", objectType, err)
-			default:
+			other, err := s.emailOwner(ctx, tx.Tx, objectType, e, id)
+			if err != nil {
+				return err
+			}
+			if other != "" {
 				if out.Taken == nil {
 					out.Taken = map[string]string{}
 				}
@@ -107,17 +105,8 @@ func (s *Service) aliasHolder(ctx context.Context, tx *sql.Tx, objectType, email
 // is not upserted by email. A record with such an email would be upserted
 // onto that record's contact.
 func (s *Service) EmailHeldBy(ctx context.Context, objectType, id, email string) (string, error) {
-	email = strings.ToLower(strings.TrimSpace(email))
-	if email == "" || !s.upsertsByEmail(objectType) {
+	if strings.TrimSpace(email) == "" || !s.upsertsByEmail(objectType) {
 		return "", nil
 	}
-	var other string
-	err := s.db.QueryRowContext(ctx, s.q.Get("email_alias_holder"), objectType, email, id).Scan(&other)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("records: look up the merged emails of %s: %w", objectType, err)
-	}
-	return other, nil
+	return s.heldBy(ctx, s.db, objectType, strings.TrimSpace(email), id)
 }

@@ -441,6 +441,22 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 		// would land on ann@…'s contact past the check below.
 		return fmt.Errorf("%w: email %q has white space around it; HubSpot finds contacts by the address without it, so write %q", ErrInvalid, email, t)
 	}
+	other, err := s.emailOwner(ctx, tx, objectType, email, id)
+	if err != nil {
+		return err
+	}
+	if other != "" {
+		return fmt.Errorf("%w: %s record %s already has email %q; HubSpot keeps one contact per email, so update that record (or delete one of the two) instead of writing it here", ErrEmailTaken, objectType, other, email)
+	}
+	if other, err = s.heldBy(ctx, tx, objectType, email, id); err != nil || other == "" {
+		return err
+	}
+	return fmt.Errorf("%w: %s record %s holds email %q: HubSpot keeps it on that record's contact (a contact merged into it had it, or it was added there); update that record instead of writing the email here", ErrEmailTaken, objectType, other, email)
+}
+
+// emailOwner returns another record of objectType (not id) whose email is
+// email, whatever the case, or "" for none.
+func (s *Service) emailOwner(ctx context.Context, tx *sql.Tx, objectType, email, id string) (string, error) {
 	// Lower-cased here as well as in SQL: SQLite's lower() folds ASCII only.
 	var other string
 	err := tx.QueryRowContext(ctx, s.q.Get("record_find_email_holder"), s.emailHolderArgs(objectType, strings.ToLower(email), id)...).Scan(&other)
@@ -450,19 +466,25 @@ func (s *Service) checkEmailFree(ctx context.Context, tx *sql.Tx, objectType, id
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		return "", nil
 	case err != nil:
-		return fmt.Errorf("records: look up the email of %s: %w", objectType, err)
-	default:
-		return fmt.Errorf("%w: %s record %s already has email %q; HubSpot keeps one contact per email, so update that record (or delete one of the two) instead of writing it here", ErrEmailTaken, objectType, other, email)
+		return "", fmt.Errorf("records: look up the email of %s: %w", objectType, err)
 	}
-	err = tx.QueryRowContext(ctx, s.q.Get("email_alias_holder"), objectType, strings.ToLower(email), id).Scan(&other)
+	return other, nil
+}
+
+// heldBy returns the live record other than id that holds email as a
+// merged-away email (hubsync_email_alias), or "" for none.
+func (s *Service) heldBy(ctx context.Context, q store.DBTX, objectType, email, id string) (string, error) {
+	var other string
+	err := q.QueryRowContext(ctx, s.q.Get("email_alias_holder"), objectType, strings.ToLower(email), id).Scan(&other)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return nil
+		return "", nil
 	case err != nil:
-		return fmt.Errorf("records: look up the merged emails of %s: %w", objectType, err)
+		return "", fmt.Errorf("records: look up the merged emails of %s: %w", objectType, err)
 	}
-	return fmt.Errorf("%w: %s record %s holds email %q: HubSpot keeps it on that record's contact (a contact merged into it had it, or it was added there); update that record instead of writing the email here", ErrEmailTaken, objectType, other, email)
+	return other, nil
 }
 
 // scanEmails returns the first record that query (rows of id and email,
