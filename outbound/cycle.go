@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -646,7 +647,20 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 			}
 		}
 		if ul, ok := cfg.Links.(Unlinker); ok && op == OpUpdate {
-			if wait := c.w.notFoundWait(r.Key); wait > 0 {
+			wait, fresh := c.w.notFoundWait(r.Key)
+			if fresh || wait == 0 {
+				// Ask HubSpot what became of the object, once at the start of
+				// the wait and again before writing afresh: a merged-away id
+				// reads as its survivor.
+				switch c.readGone(r) {
+				case goneMerged, goneUnread:
+					return // settled by readGone
+				case goneLive:
+					c.retry([]*RecordPlan{r}, "HubSpot answered 404 to the update of object "+r.HubSpotID+" but reads it: "+msg, 0)
+					return
+				}
+			}
+			if wait > 0 {
 				// HubSpot deleted or merged the object away, and its webhook
 				// has not been applied yet: keep the link, by which the
 				// SyncWorker finds the record to delete or move to the
@@ -1423,29 +1437,138 @@ func unresolved(recs []*RecordPlan) []*RecordPlan {
 // notFoundWait returns how long an update of record key that met its
 // object's 404 (no tombstone) waits before the record is written afresh: at
 // most NotFoundWait, until NotFoundWaits of them have passed since the first
-// 404; 0 when they have (the wait is then forgotten).
-func (w *Worker) notFoundWait(key RecordKey) time.Duration {
+// 404; 0 when they have (the wait is then forgotten). fresh reports a wait
+// that starts now. A record whose object HubSpot reads as merged away
+// (notFoundMerged) waits NotFoundWait each time, for as long as it takes.
+func (w *Worker) notFoundWait(key RecordKey) (wait time.Duration, fresh bool) {
 	now := w.cfg.Now()
 	total := time.Duration(NotFoundWaits) * w.cfg.NotFoundWait
 	w.notFoundMu.Lock()
 	defer w.notFoundMu.Unlock()
 	if w.notFound == nil {
-		w.notFound = map[RecordKey]time.Time{}
+		w.notFound = map[RecordKey]notFound{}
 	}
-	for k, t := range w.notFound { // forget waits long over (records resolved elsewhere)
-		if now.Sub(t) > 10*total {
+	for k, nf := range w.notFound { // forget waits long over (records resolved elsewhere)
+		if now.Sub(nf.last) > 10*total {
 			delete(w.notFound, k)
 		}
 	}
-	first, ok := w.notFound[key]
+	nf, ok := w.notFound[key]
 	if !ok {
-		first = now
-		w.notFound[key] = now
+		nf = notFound{first: now}
+		fresh = true
 	}
-	left := total - now.Sub(first)
+	nf.last = now
+	w.notFound[key] = nf
+	if nf.merged {
+		return w.cfg.NotFoundWait, false
+	}
+	left := total - now.Sub(nf.first)
 	if left <= 0 {
 		delete(w.notFound, key)
-		return 0
+		return 0, false
 	}
-	return min(left, w.cfg.NotFoundWait)
+	return min(left, w.cfg.NotFoundWait), fresh
 }
+
+// notFoundMerged marks the wait of record key as one for a merge HubSpot
+// has made (notFoundWait).
+func (w *Worker) notFoundMerged(key RecordKey) {
+	w.notFoundMu.Lock()
+	defer w.notFoundMu.Unlock()
+	now := w.cfg.Now()
+	w.notFound[key] = notFound{first: now, last: now, merged: true}
+}
+
+// notFound is the wait of one record whose update met its object's 404.
+type notFound struct {
+	first, last time.Time // the first and latest 404 (Config.Now)
+	merged      bool      // HubSpot reads the object as merged away
+}
+
+// A goneState is what HubSpot answers a read of an object an update met
+// 404 for (readGone).
+type goneState int
+
+const (
+	goneMissing goneState = iota // not found: deleted, or the read said nothing
+	goneMerged                   // merged away; the record is released to wait
+	goneLive                     // read under its own id: the 404 was not the object's
+	goneUnread                   // not read (no budget, no lease, failed); the record is released or retried
+)
+
+// readGone reads r's object (one call, under its own budget grant) when its
+// update met a 404 without a tombstone. A merged-away id reads as its
+// survivor (HubSpot redirects merged ids), which lists the id in
+// hs_merged_object_ids: the merge is then queued to be applied
+// (Config.OnLinkedMergedAway, as its webhook would have), and the record
+// released to wait for it, however long the SyncWorker takes (the tombstone
+// it leaves settles the update). Written afresh instead, its upsert by
+// email would find the survivor and write over it.
+func (c *cycle) readGone(r *RecordPlan) goneState {
+	cfg := c.w.cfg
+	if _, ok := cfg.Links.(TombstoneLinks); !ok {
+		return goneMissing // nothing would settle the wait
+	}
+	need := cfg.callLease()
+	if c.leaseShort || !c.keep.Ensure(c.ctx, need) {
+		c.leaseShort = true
+		c.release([]*RecordPlan{r}, 0)
+		return goneUnread
+	}
+	if !c.reserve(1, []*RecordPlan{r}, need) {
+		return goneUnread // released by reserve
+	}
+	c.sum.Calls++
+	ctx, cancel := c.callCtx(c.underGrant(c.ctx))
+	res, err := cfg.HubSpot.BatchRead(ctx, r.HubSpotType, []string{r.HubSpotID}, []string{mergedIDsProperty}, "")
+	err = c.callErr(ctx, err)
+	cancel()
+	c.countRateLimited(err)
+	if err != nil {
+		cfg.Metrics.call(OpReadGone, outcomeOf(c.ctx, err))
+		c.retry([]*RecordPlan{r}, "HubSpot object "+r.HubSpotID+" not found; reading what became of it: "+err.Error(), 0)
+		return goneUnread
+	}
+	cfg.Metrics.call(OpReadGone, "ok")
+	for _, obj := range res.Results {
+		if obj.ID == r.HubSpotID {
+			return goneLive
+		}
+		if !slices.Contains(strings.Split(obj.Properties[mergedIDsProperty], ";"), r.HubSpotID) {
+			continue
+		}
+		ts := links.Tombstone{
+			Destination: cfg.Destination, ObjectType: r.Key.ObjectType, ExternalID: r.HubSpotID,
+			Kind: links.TombstoneMerged, SurvivorID: obj.ID,
+			// When the merge happened is not read; the survivor's last
+			// change is after it, and no change of the merged id is.
+			OccurredAt: obj.UpdatedAt,
+		}
+		if ts.OccurredAt.IsZero() {
+			ts.OccurredAt = cfg.Now()
+		}
+		if cfg.OnLinkedMergedAway == nil {
+			c.w.log.Warn("outbound: HubSpot merged the record's object away; waiting for the merge's webhook to be applied (Config.OnLinkedMergedAway would apply it now)",
+				"record", r.Key.String(), "hubspot_id", r.HubSpotID, "survivor", obj.ID)
+		} else {
+			ctx, cancel := c.storeCtx()
+			err := cfg.OnLinkedMergedAway(ctx, r.Key.ObjectType, r.Key.RecordID, r.HubSpotID, ts)
+			cancel()
+			if err != nil {
+				c.retry([]*RecordPlan{r}, "HubSpot merged object "+r.HubSpotID+" into "+obj.ID+"; queue the merge: "+err.Error(), 0)
+				return goneUnread
+			}
+			c.w.log.Info("outbound: HubSpot merged the record's object away; the merge is queued to be applied, and the record waits for it",
+				"record", r.Key.String(), "hubspot_id", r.HubSpotID, "survivor", obj.ID)
+		}
+		c.w.notFoundMerged(r.Key)
+		c.release([]*RecordPlan{r}, cfg.NotFoundWait)
+		return goneMerged
+	}
+	return goneMissing
+}
+
+// mergedIDsProperty lists, on a merge's survivor, the ids merged into it
+// (";"-separated).
+const mergedIDsProperty = "hs_merged_object_ids"

@@ -88,8 +88,13 @@
 // of a 429 through the client's response hook, so every replica pauses. 404 on an update by id
 // first keeps the link and releases the record (no attempt used) for
 // NotFoundWaits × Config.NotFoundWait, so that HubSpot's deletion or merge
-// of the object, applied through the link, deletes or re-points the record;
-// then it unlinks the record and retries, so the retry writes it afresh,
+// of the object, applied through the link, deletes or re-points the record.
+// At the start of the wait and before its end it reads the object (one
+// call, OpReadGone): a merged-away id reads as its survivor, which lists it
+// in hs_merged_object_ids; the merge is then queued
+// (Config.OnLinkedMergedAway) and the record waits until it is applied,
+// without end. An object that reads as missing after the waits is unlinked
+// and retried, so the retry writes it afresh,
 // unless the object's tombstone says HubSpot deleted or merged it away (TombstoneLinks):
 // the inbound side then deleted or re-pointed the record, and its local
 // change completes unwritten (or, re-pointed, is written to the survivor).

@@ -18,7 +18,8 @@ type Metrics struct {
 }
 
 // CallLabel labels HubSpot calls: Op is the plan operation ("update",
-// "upsert", "create", "archive", "resolve_archive", "resolve_upsert"),
+// "upsert", "create", "archive", "resolve_archive", "resolve_upsert", and
+// "read_gone" for the read of an object an update met 404 for),
 // Outcome is "ok", "partial" (207) or the hubspot.Kind of the failure
 // ("rate_limited", "retryable", "conflict", "validation", "not_found",
 // "auth", "permanent"), or "canceled".

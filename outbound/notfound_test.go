@@ -10,6 +10,7 @@ import (
 	"github.com/hubsync/hubsync"
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
@@ -205,5 +206,90 @@ func editLocally(t *testing.T, b *bundle, id string) {
 	b.clock.Advance(time.Second)
 	if _, err := b.recs.Update(context.Background(), "contacts", id, 1, map[string]any{"first_name": "Ada2"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMergeWithoutWebhookIsReadAndApplied: as TestMergeAppliedAfterThe404,
+// but the merge's webhook never comes (lost, or the SyncWorker is down for
+// longer than the waits). The 404's read finds A merged into B (a merged id
+// reads as its survivor) and queues the merge (OnLinkedMergedAway); R_A
+// keeps its link and waits, past every NotFoundWait, until the SyncWorker
+// applies it. Before, R_A was unlinked after the waits and upserted by
+// email, which found B and wrote R_A's edit over R_B's contact.
+func TestMergeWithoutWebhookIsReadAndApplied(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	ra, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	rb, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
+
+	editLocally(t, b, ra.ID)
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserMerge("contacts", bID, aID); err != nil { // no webhook URL: its webhook is lost
+		t.Fatal(err)
+	}
+	w := b.worker(t, func(c *outbound.Config) { c.OnLinkedMergedAway = inbound.Remerger(b.st.Inbound(), b.mapping) })
+	for range 6 { // three times the waits
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Logf("cycle: %v", err)
+		}
+		b.clock.Advance(outbound.NotFoundWaitDefault)
+	}
+	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID); !ok || ext != aID {
+		t.Fatalf("while the merge waits to be applied, R_A links to %q (%v); want it kept on %s", ext, ok, aID)
+	}
+	if o, _ := b.sim.Object("contacts", bID); o.Properties["firstname"] != "Augusta" {
+		t.Fatalf("HubSpot's survivor %s has firstname %q before the merge was applied; want Augusta", bID, o.Properties["firstname"])
+	}
+
+	in := b.inboundSide(t) // the SyncWorker is back
+	drainInbound(t, b, in)
+	b.drain(t, w)
+
+	if _, err := b.recs.Get(ctx, "contacts", ra.ID); err == nil {
+		t.Error("R_A lives on after A was merged into B, which has its own record")
+	}
+	if live := liveContacts(b); len(live) != 1 {
+		t.Errorf("HubSpot has live contacts %v; want B only", live)
+	}
+	o, _ := b.sim.Object("contacts", bID)
+	if o.Properties["email"] != "lovelace@example.com" || o.Properties["firstname"] != "Augusta" {
+		t.Errorf("HubSpot's survivor %s has email %q firstname %q; want lovelace@example.com, Augusta", bID, o.Properties["email"], o.Properties["firstname"])
+	}
+	got, err := b.recs.Get(ctx, "contacts", rb.ID)
+	if err != nil || got.Fields["first_name"] != "Augusta" {
+		t.Errorf("R_B = %v, %v; want first name Augusta", got.Fields, err)
+	}
+	if n := b.counts(t)[store.StatusFailed]; n != 0 {
+		t.Errorf("%d dead letters", n)
+	}
+}
+
+// TestMergeReadWithoutHookKeepsWaiting: a worker without OnLinkedMergedAway
+// cannot queue the merge it reads; it keeps R_A linked and waiting rather
+// than writing it afresh onto the survivor.
+func TestMergeReadWithoutHookKeepsWaiting(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	ra, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	_, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
+	editLocally(t, b, ra.ID)
+	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, nil)
+	for range 6 {
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Logf("cycle: %v", err)
+		}
+		b.clock.Advance(outbound.NotFoundWaitDefault)
+	}
+	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID); !ok || ext != aID {
+		t.Errorf("R_A links to %q (%v); want it kept on %s", ext, ok, aID)
+	}
+	if o, _ := b.sim.Object("contacts", bID); o.Properties["firstname"] != "Augusta" {
+		t.Errorf("HubSpot's survivor %s has firstname %q; want Augusta", bID, o.Properties["firstname"])
+	}
+	if c := b.counts(t); c[store.StatusPending] != 1 {
+		t.Errorf("outbound events by status %v; want R_A's edit pending", c)
 	}
 }

@@ -45,9 +45,12 @@ const (
 	// upserted by its latest value. An upsert by the latest value alone would
 	// create a second object.
 	OpResolveUpsert
+	// OpReadGone is never planned: it names (as a metric label) the read of
+	// an object an update met 404 for, which tells a merge from a deletion.
+	OpReadGone
 )
 
-var opNames = [...]string{"none", "fail", "update", "upsert", "create", "archive", "resolve_archive", "resolve_upsert"}
+var opNames = [...]string{"none", "fail", "update", "upsert", "create", "archive", "resolve_archive", "resolve_upsert", "read_gone"}
 
 // String names the operation, e.g. "upsert"; also the metric label.
 func (o Op) String() string {

@@ -359,7 +359,12 @@ type Config struct {
 	// (into t.SurvivorID) before the link was stored: that merge's apply
 	// found no record for the object and moved nothing. It should have the
 	// merge applied again (inbound.EnqueueMerge), now that the record is
-	// linked. Its error is logged. Optional; hubsync serve sets it.
+	// linked. It is called too when an update met its object's 404 and a
+	// read found the object merged away (t.OccurredAt is then the
+	// survivor's last change, the merge's own time being unknown): the
+	// merge's webhook may be lost, or not applied yet. Its error is logged,
+	// or retries the update. Optional; hubsync serve sets it (without it
+	// such an update waits for the webhook).
 	OnLinkedMergedAway func(ctx context.Context, objectType, recordID, hubspotID string, t links.Tombstone) error
 	// Metrics receives counters; several workers may share one. Default: a
 	// private one, see Worker.Metrics.
@@ -468,7 +473,7 @@ type Worker struct {
 	// its object's 404 without a tombstone: the record waits (released, no
 	// attempt used) until NotFoundWaits × NotFoundWait past it.
 	notFoundMu sync.Mutex
-	notFound   map[RecordKey]time.Time
+	notFound   map[RecordKey]notFound
 
 	svc    startstop.Service
 	tracer trace.Tracer
