@@ -263,6 +263,9 @@ func (s *Service) Insert(ctx context.Context, objectType string, fields map[stri
 	if err := s.checkNames(fields); err != nil {
 		return Record{}, err
 	}
+	if err := s.checkSendable(objectType, fields); err != nil {
+		return Record{}, err
+	}
 	ctx, span := s.startWrite(ctx, "insert", objectType, "")
 	defer span.End()
 	var rec Record
@@ -294,6 +297,9 @@ func (s *Service) Update(ctx context.Context, objectType, id string, expectedVer
 		return Record{}, fmt.Errorf("%w: version %d; versions start at 1", ErrInvalid, expectedVersion)
 	}
 	if err := s.checkNames(patch); err != nil {
+		return Record{}, err
+	}
+	if err := s.checkSendable(objectType, patch); err != nil {
 		return Record{}, err
 	}
 	ctx, span := s.startWrite(ctx, "update", objectType, id)
@@ -856,6 +862,25 @@ func (s *Service) checkNames(fields map[string]any) error {
 		if err := checkValue(k, v); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkSendable refuses values of mapped fields that the outbound worker
+// could never send (Config.Mapping): an object or array, a number beyond
+// float64's range. Accepted, such a value would dead-letter the record's
+// every write until the field changes, its other fields never reaching
+// HubSpot.
+func (s *Service) checkSendable(objectType string, fields map[string]any) error {
+	if s.cfg.Mapping == nil {
+		return nil
+	}
+	obj, ok := s.cfg.Mapping.Lookup(objectType)
+	if !ok {
+		return nil
+	}
+	if _, err := obj.ToHubSpot(fields); err != nil {
+		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return nil
 }

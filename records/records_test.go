@@ -331,3 +331,31 @@ func TestTouchClocksNeverBackwards(t *testing.T) {
 		}
 	})
 }
+
+// TestUnsendableValuesRefused: a mapped field's value the outbound worker
+// could never send (an object, an array, a number beyond float64) is
+// refused at the write (400), not accepted and then dead-lettered with every
+// later write of the record. Unmapped fields may hold anything.
+func TestUnsendableValuesRefused(t *testing.T) {
+	b := setup(t, store.SQLite, Config{})
+	ctx := context.Background()
+	for name, v := range map[string]any{
+		"object": map[string]any{"a": []any{1.0, 2.0}},
+		"array":  []any{"Ann"},
+		"huge":   json.Number("1e400"),
+	} {
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": name + "@example.com", "first_name": v}); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "first_name") {
+			t.Errorf("insert with a first_name %s: %v; want ErrInvalid naming first_name", name, err)
+		}
+	}
+	rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ann@example.com", "notes": map[string]any{"a": []any{1.0}}})
+	if err != nil {
+		t.Fatalf("unmapped field holding an object: %v", err)
+	}
+	if _, err := b.svc.Update(ctx, "contacts", rec.ID, rec.Version, map[string]any{"first_name": map[string]any{}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("update with an object first_name: %v; want ErrInvalid", err)
+	}
+	if n := b.count(t, "_System_IntegrationOutbound"); n != 1 {
+		t.Errorf("%d outbound events; want the one valid insert's", n)
+	}
+}
