@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"mime"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -112,6 +115,11 @@ type ReceiverConfig struct {
 	// their payload and stored processed, so that the Worker never claims
 	// them. Empty recognises none: every event is stored pending.
 	AppID string
+	// PortalID is the HubSpot account (portal) id whose events are synced;
+	// an event of another portal (an app installed in several accounts
+	// sends each account's events to the same URL, signed alike) is refused
+	// on its own (EventRejectForeignPortal). Empty checks none.
+	PortalID string
 	// Mapping resolves local object types; default mapping.Default().
 	Mapping *mapping.Set
 	// Logger receives warnings about rejected requests and store failures;
@@ -236,10 +244,14 @@ func (c ReceiverConfig) validate() error {
 // with its reason), the others are stored, and the answer is 200 with the
 // count of rejected events.
 type Receiver struct {
-	cfg    ReceiverConfig
-	group  *groupCommit  // nil when GroupCommitEvents is negative
-	sem    chan struct{} // without group commit; nil when MaxConcurrentStores is 0
-	tracer trace.Tracer
+	cfg ReceiverConfig
+	// refused counts signature refusals not yet logged; lastRefusalLog is
+	// when (Unix ns) the last was (logRefusal).
+	refused        atomic.Int64
+	lastRefusalLog atomic.Int64
+	group          *groupCommit  // nil when GroupCommitEvents is negative
+	sem            chan struct{} // without group commit; nil when MaxConcurrentStores is 0
+	tracer         trace.Tracer
 }
 
 // NewReceiver validates cfg and returns a Receiver.
@@ -263,6 +275,9 @@ type receiveResponse struct {
 	Received int `json:"received"`
 	Inserted int `json:"inserted"`
 	Rejected int `json:"rejected,omitempty"`
+	// Retry says why the delivery is answered 503 although its valid events
+	// are stored.
+	Retry string `json:"retry,omitempty"`
 }
 
 type errorResponse struct {
@@ -313,7 +328,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case errors.Is(err, hubspot.ErrTimestampStale):
 			reason = RejectTimestampStale
 		}
-		rc.cfg.Logger.Warn("inbound: webhook rejected", "reason", reason, "uri", logtext.URI(uri), "err", err)
+		rc.logRefusal(reason, uri, err)
 		rc.reject(w, http.StatusUnauthorized, reason, "signature verification failed")
 		return
 	}
@@ -350,6 +365,11 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		seen[p.IdempotencyKey] = true
 		if msg, ok := checkOccurredAt(p.Event.OccurredAt, now, rc.cfg.MaxEventSkew); !ok {
 			refuse(EventRejectFuture, fmt.Sprintf("event %s of %s: %s", p.Event.EventID, p.Event.ObjectID, msg), p.Raw)
+			rejects[len(rejects)-1].occurredAt = p.Event.OccurredAt
+			continue
+		}
+		if rc.cfg.PortalID != "" && p.Event.PortalID != rc.cfg.PortalID {
+			refuse(EventRejectForeignPortal, fmt.Sprintf("event %s of %s: portalId %q is not this account's (%s); an app installed in several accounts sends each its events, and hubsync syncs one", p.Event.EventID, p.Event.ObjectID, p.Event.PortalID, rc.cfg.PortalID), p.Raw)
 			continue
 		}
 		ev, err := p.Resolve(rc.cfg.Mapping, rc.cfg.AppID)
@@ -394,7 +414,56 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	span.SetAttributes(attribute.Int("hubsync.events.received", len(parsed)+len(bad)), attribute.Int("hubsync.events.inserted", inserted),
 		attribute.Int("hubsync.events.echoes", echoes), attribute.Int("hubsync.events.rejected", len(rejects)))
-	httpjson.Write(w, http.StatusOK, receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)})
+	resp := receiveResponse{Received: len(parsed) + len(bad), Inserted: inserted, Rejected: len(rejects)}
+	if wait, ok := futureWait(rejects, now, rc.cfg.MaxEventSkew); ok {
+		// An event ahead of this clock may be valid once the clock catches
+		// up (it lags HubSpot's): ask HubSpot to deliver again. The events
+		// stored now are stored once; a retry stores only the rest.
+		resp.Retry = "an event's occurredAt is ahead of this server's clock; deliver again (check the server's clock)"
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		httpjson.Write(w, http.StatusServiceUnavailable, resp)
+		return
+	}
+	httpjson.Write(w, http.StatusOK, resp)
+}
+
+// futureWait reports whether rejects hold an event refused for lying ahead
+// of the clock (EventRejectFuture), and how long until the furthest of them
+// is within skew.
+func futureWait(rejects []RejectedEvent, now time.Time, skew time.Duration) (time.Duration, bool) {
+	var wait time.Duration
+	found := false
+	for _, rj := range rejects {
+		if rj.Reason != EventRejectFuture {
+			continue
+		}
+		found = true
+		if rj.occurredAt > 0 {
+			wait = max(wait, time.UnixMilli(rj.occurredAt).Sub(now.Add(skew)))
+		}
+	}
+	return min(wait, maxFutureRetryAfter), found
+}
+
+// maxFutureRetryAfter bounds the Retry-After of a delivery refused for an
+// event ahead of the clock (an occurredAt may be absurd).
+const maxFutureRetryAfter = time.Hour
+
+// refusalLogEvery bounds how often the Receiver logs refused signatures: a
+// flood of forged requests must not flood the log (the metric counts each).
+const refusalLogEvery = 10 * time.Second
+
+// logRefusal logs a delivery refused for its signature, at most once per
+// refusalLogEvery, with the number refused since the last line.
+func (rc *Receiver) logRefusal(reason, uri string, err error) {
+	rc.refused.Add(1)
+	now := time.Now().UnixNano()
+	last := rc.lastRefusalLog.Load()
+	if last != 0 && now-last < int64(refusalLogEvery) || !rc.lastRefusalLog.CompareAndSwap(last, now) {
+		return
+	}
+	rc.cfg.Logger.Warn("inbound: webhook rejected", "reason", reason, "uri", logtext.URI(uri), "err", err,
+		"refused", rc.refused.Swap(0), "since", refusalLogEvery.String())
 }
 
 // checkOccurredAt refuses an occurredAt (epoch ms) that is not positive or

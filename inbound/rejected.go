@@ -29,7 +29,11 @@ const (
 	// representable time.
 	EventRejectOccurredAt = "occurred_at_invalid"
 	// EventRejectFuture: occurredAt lies more than MaxEventSkew ahead of now.
+	// The delivery is then answered 503, so that HubSpot delivers it again.
 	EventRejectFuture = "occurred_at_future"
+	// EventRejectForeignPortal: the event is of another HubSpot account than
+	// ReceiverConfig.PortalID.
+	EventRejectForeignPortal = "foreign_portal"
 )
 
 // MaxEventSkewDefault is how far ahead of the receiver's (or worker's) clock an
@@ -52,6 +56,8 @@ type RejectedEvent struct {
 	RawPayload string `json:"rawPayload"`
 	// ReceivedAt is when the receiver got the delivery.
 	ReceivedAt time.Time `json:"receivedAt"`
+
+	occurredAt int64 // the event's occurredAt (ms), for EventRejectFuture
 }
 
 // RejectedRecorder keeps rejected events where an operator can see them;

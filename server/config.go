@@ -86,6 +86,12 @@ type Config struct {
 	// HubSpotAppID is the app's numeric id; with it, webhook
 	// events caused by hubsync's own writes are recognised as echoes.
 	HubSpotAppID string
+	// HubSpotPortalID is the HubSpot account (portal) id; webhook events of
+	// another account are refused (an app installed in several accounts
+	// sends every account's events to one URL). Empty: serve asks HubSpot
+	// at start (the access token's account); when it cannot, no event is
+	// refused for its portal.
+	HubSpotPortalID string
 	// AdminToken is the bearer token of the admin API; empty turns it off (404).
 	// It must be at least TokenMinLength characters.
 	AdminToken string
@@ -344,6 +350,11 @@ func (c Config) Validate() error {
 	if c.HubSpotAppID != "" {
 		if n, err := strconv.ParseInt(c.HubSpotAppID, 10, 64); err != nil || n <= 0 {
 			add("HubSpotAppID %q is not a positive number; set it to your app's numeric id (app settings, \"App ID\")", c.HubSpotAppID)
+		}
+	}
+	if c.HubSpotPortalID != "" {
+		if n, err := strconv.ParseInt(c.HubSpotPortalID, 10, 64); err != nil || n <= 0 {
+			add("HubSpotPortalID %q is not a positive number; set it to your HubSpot account's id (the number in app.hubspot.com/contacts/<id>), or leave it empty to ask HubSpot", c.HubSpotPortalID)
 		}
 	}
 	if err := c.Drift.validate(); err != nil {

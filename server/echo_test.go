@@ -26,9 +26,9 @@ func TestWebhookEchoesCountedAtReceipt(t *testing.T) {
 	base := "http://" + srv.Addr()
 	now := time.Now()
 	body, err := json.Marshal([]hubspot.WebhookEvent{
-		{EventID: 1, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "firstname",
+		{EventID: 1, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "firstname",
 			PropertyValue: "Ours", ChangeSource: "INTEGRATION", SourceID: "1000"},
-		{EventID: 2, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "lastname",
+		{EventID: 2, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "lastname",
 			PropertyValue: "Theirs", ChangeSource: "CRM_UI"},
 	})
 	if err != nil {

@@ -294,7 +294,10 @@ func (s *Server) build(ctx context.Context) error {
 
 	var client *hubspot.Client
 	var bud budget.Budget
-	s.zone = s.accountZone(ctx)
+	var portal string
+	if s.zone, portal, err = s.account(ctx); err != nil {
+		return err
+	}
 	if cfg.callsHubSpot() {
 		b, err := newBudget(db, cfg, s.zone)
 		if err != nil {
@@ -403,7 +406,7 @@ func (s *Server) build(ctx context.Context) error {
 		}
 		rc, err := inbound.NewReceiver(inbound.ReceiverConfig{
 			Store: st.Inbound(), ClientSecret: cfg.HubSpotClientSecret, PublicURL: cfg.PublicURL,
-			AppID: cfg.HubSpotAppID, Mapping: cfg.Mapping, Signatures: cfg.WebhookSignatures,
+			AppID: cfg.HubSpotAppID, PortalID: portal, Mapping: cfg.Mapping, Signatures: cfg.WebhookSignatures,
 			TrustedProxies: cfg.TrustedProxies, Logger: s.log, Hooks: hooks, MaxConcurrentStores: maxStores,
 			MaxEventSkew: cfg.MaxEventSkew, Rejected: rejected, TracerProvider: cfg.TracerProvider,
 		})

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,18 +41,81 @@ func newBudget(db *hubsync.DB, cfg Config, zone *time.Location) (budget.Budget, 
 // accountZoneTimeout bounds the question for the account's time zone at start.
 const accountZoneTimeout = 5 * time.Second
 
-// accountZone returns the HubSpot account's time zone, whose midnight resets
-// the daily limit (see AccountZone); nil when it is unknown, as for a replica
-// that never calls HubSpot and was not told the zone.
-func (s *Server) accountZone(ctx context.Context) *time.Location {
-	if s.cfg.HubSpotTimeZone == "" && !s.cfg.callsHubSpot() {
-		return nil
+// account returns what the configuration does not say of the HubSpot
+// account and HubSpot does, asked once at start (GET
+// /account-info/v3/details, outside any budget): its time zone, whose
+// midnight resets the daily limit (see AccountZone), and its portal id,
+// whose webhook events alone are applied. zone is nil when unknown, as for
+// a replica that never calls HubSpot and was not told it; portal is ""
+// when unknown. A configured portal id HubSpot contradicts is an error.
+func (s *Server) account(ctx context.Context) (zone *time.Location, portal string, err error) {
+	cfg := s.cfg
+	portal = cfg.HubSpotPortalID
+	askZone := cfg.HubSpotTimeZone == "" && cfg.callsHubSpot()
+	askPortal := !cfg.DisableWebhooks && cfg.HubSpotAccessToken != ""
+	if !askZone && !askPortal {
+		if cfg.HubSpotTimeZone != "" {
+			zone, _ = time.LoadLocation(cfg.HubSpotTimeZone) // validated by Config.Validate
+		}
+		return zone, portal, nil
 	}
-	loc, err := AccountZone(ctx, s.cfg.HubSpotTimeZone, s.cfg.HubSpotAPIBase, s.cfg.HubSpotAccessToken, s.log)
-	if err != nil { // validated by Config.Validate
-		return nil
+	var d *hubspot.AccountDetails
+	c, err := hubspot.NewClient(hubspot.Config{BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken, Timeout: accountZoneTimeout})
+	if err == nil {
+		actx, cancel := context.WithTimeout(ctx, accountZoneTimeout)
+		d, err = c.AccountDetails(actx)
+		cancel()
 	}
-	return loc
+	if cfg.HubSpotTimeZone != "" {
+		zone, _ = time.LoadLocation(cfg.HubSpotTimeZone)
+	} else if cfg.callsHubSpot() {
+		zone = s.detailsZone(d, err)
+	}
+	switch {
+	case !askPortal:
+	case err != nil:
+		if portal == "" {
+			s.log.Warn("HubSpot did not say the account's portal id: webhook events of other HubSpot accounts are not refused; set HUBSPOT_PORTAL_ID", "err", err)
+		}
+	case d.PortalID <= 0:
+		if portal == "" {
+			s.log.Warn("HubSpot's account details carry no portal id: webhook events of other HubSpot accounts are not refused; set HUBSPOT_PORTAL_ID")
+		}
+	case portal == "":
+		portal = strconv.FormatInt(d.PortalID, 10)
+		s.log.Info("HubSpot account: webhook events of other accounts are refused", "portal_id", portal)
+	case portal != strconv.FormatInt(d.PortalID, 10):
+		return nil, "", fmt.Errorf("HubSpotPortalID is %s, but the access token (HubSpotAccessToken) belongs to HubSpot account %d; set it to %d, or use that account's token", portal, d.PortalID, d.PortalID)
+	}
+	return zone, portal, nil
+}
+
+// detailsZone is the time zone of the account's details d (read with err),
+// or nil with a warning (see AccountZone).
+func (s *Server) detailsZone(d *hubspot.AccountDetails, err error) *time.Location {
+	if err == nil {
+		if d.TimeZone == "" {
+			err = errors.New("no timeZone in the account's details")
+		} else {
+			var loc *time.Location
+			if loc, err = time.LoadLocation(d.TimeZone); err == nil {
+				s.log.Info("HubSpot account time zone: the daily limit resets at its midnight", "zone", loc.String())
+				return loc
+			}
+			err = fmt.Errorf("the account's timeZone %q: %w", d.TimeZone, err)
+		}
+	}
+	warnZone(s.log, err)
+	return nil
+}
+
+// warnZone logs why the account's time zone is unknown.
+func warnZone(log *slog.Logger, err error) {
+	if errors.Is(err, hubspot.ErrAuth) {
+		log.Warn("HubSpot refused the access token (HUBSPOT_ACCESS_TOKEN) when asked for the account's time zone; check the token and the app's scopes", "err", err)
+	} else {
+		log.Warn("HubSpot did not say the account's time zone: the budget counts days in the zone another replica recorded, else in UTC; set HUBSYNC_HUBSPOT_TIME_ZONE to the account's zone", "err", err)
+	}
 }
 
 // AccountZone returns the HubSpot account's time zone, at whose midnight
@@ -78,11 +142,7 @@ func AccountZone(ctx context.Context, name, apiBase, token string, log *slog.Log
 			return loc, nil
 		}
 	}
-	if errors.Is(err, hubspot.ErrAuth) {
-		log.Warn("HubSpot refused the access token (HUBSPOT_ACCESS_TOKEN) when asked for the account's time zone; check the token and the app's scopes", "err", err)
-	} else {
-		log.Warn("HubSpot did not say the account's time zone: the budget counts days in the zone another replica recorded, else in UTC; set HUBSYNC_HUBSPOT_TIME_ZONE to the account's zone", "err", err)
-	}
+	warnZone(log, err)
 	return nil, nil
 }
 

@@ -17,6 +17,7 @@ var configNames = map[string]string{
 	"HubSpotAccessToken":    "HUBSPOT_ACCESS_TOKEN",
 	"HubSpotClientSecret":   "HUBSPOT_CLIENT_SECRET",
 	"HubSpotAppID":          "HUBSPOT_APP_ID",
+	"HubSpotPortalID":       "HUBSPOT_PORTAL_ID",
 	"AdminToken":            "HUBSYNC_ADMIN_TOKEN",
 	"APITokens":             "HUBSYNC_API_TOKEN",
 	"RateLimit":             "HUBSYNC_HUBSPOT_RATE_LIMIT",

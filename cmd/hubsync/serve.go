@@ -135,6 +135,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.secret(&cfg.HubSpotAccessToken, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "private app access token")
 	e.secret(&cfg.HubSpotClientSecret, "hubspot-client-secret", "HUBSPOT_CLIENT_SECRET", "app client secret that signs webhooks")
 	e.string(&cfg.HubSpotAppID, "hubspot-app-id", "HUBSPOT_APP_ID", "", "app id, to recognise webhooks caused by hubsync's own writes")
+	e.string(&cfg.HubSpotPortalID, "hubspot-portal-id", "HUBSPOT_PORTAL_ID", "", "HubSpot account id whose webhook events are applied (others are refused); empty asks HubSpot at start")
 	e.secret(&cfg.AdminToken, "admin-token", "HUBSYNC_ADMIN_TOKEN", "bearer token of the admin API, at least 16 characters; empty turns it off")
 	var apiTokens string
 	e.secret(&apiTokens, "api-token", "HUBSYNC_API_TOKEN", "bearer token(s) of the records API and every /api route, comma-separated for rotation, each at least 16 characters; empty turns them off")

@@ -1,0 +1,78 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/hubspot/hubspotsim"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/store"
+)
+
+// TestWebhooksOfAnotherPortalRefused: serve learns the access token's
+// HubSpot account at start; a signed delivery mixing that account's event
+// with another account's (an app installed in both) stores the first only.
+func TestWebhooksOfAnotherPortalRefused(t *testing.T) {
+	db := dbtest.Migrated(t, store.SQLite)
+	srv := startServer(t, Config{DatabaseURL: db.URL, DisableOutboundWorker: true, DisableSyncWorker: true})
+	base := "http://" + srv.Addr()
+	now := time.Now()
+	body, err := json.Marshal([]hubspot.WebhookEvent{
+		{EventID: 1, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7},
+		{EventID: 2, PortalID: 99999, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 8},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
+	req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), `"inserted":1`) || !strings.Contains(string(answer), `"rejected":1`) {
+		t.Fatalf("delivery answered %d %s; want 200 storing 1, rejecting 1", resp.StatusCode, answer)
+	}
+	var ext string
+	if err := srv.st.DB().QueryRowContext(context.Background(), "SELECT ExternalID FROM _System_IntegrationInbound").Scan(&ext); err != nil || ext != "7" {
+		t.Fatalf("stored event of %q (%v); want the account's object 7 only", ext, err)
+	}
+}
+
+// TestPortalIDContradictedByHubSpot: a HUBSPOT_PORTAL_ID that is not the
+// access token's account stops serve at start, naming both.
+func TestPortalIDContradictedByHubSpot(t *testing.T) {
+	db := dbtest.Migrated(t, store.SQLite)
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	srv, err := New(Config{
+		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), HubSpotAccessToken: hubspotsim.AccessTokenDefault,
+		HubSpotClientSecret: hubspotsim.ClientSecretDefault, HubSpotPortalID: "777", Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = srv.Start(context.Background())
+	if err == nil {
+		_ = srv.Stop(context.Background())
+		t.Fatal("serve started with a portal id HubSpot contradicts")
+	}
+	if want := "HubSpotPortalID is 777, but the access token (HubSpotAccessToken) belongs to HubSpot account 12345"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("start: %v; want it to say %q", err, want)
+	}
+}
