@@ -616,6 +616,7 @@ func (c *cycle) recordError(op Op, r *RecordPlan, kind hubspot.Kind, msg, existi
 			}
 			cfg.Metrics.add(&cfg.Metrics.adopted, 1)
 			c.w.log.Info("outbound: adopted existing HubSpot object", "record", r.Key.String(), "hubspot_id", existingID)
+			c.deletedMeanwhile([]*RecordPlan{r}, map[*RecordPlan]string{r: existingID})
 			c.release([]*RecordPlan{r}, 0)
 			return
 		}
@@ -910,6 +911,16 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 			if id == "" {
 				id = r.HubSpotID
 			}
+			if c.deletedHere(r) {
+				// Deleted while its create was in flight, and a HubSpot change
+				// of the new object, applied before this link, made a local
+				// record of it: that record keeps the object (the deletion,
+				// queued after, finds it linked to that record and leaves it).
+				c.w.log.Info("outbound: the record was deleted while its HubSpot object was being created, and a HubSpot change of the object made another local record of it first; that record keeps it",
+					"record", r.Key.String(), "hubspot_id", id)
+				c.complete([]*RecordPlan{r})
+				continue
+			}
 			c.fail(r, c.conflictMessage(r, id))
 			continue
 		}
@@ -931,8 +942,65 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 		}
 		done = append(done, r)
 	}
+	c.deletedMeanwhile(done, ids)
 	c.mergedAway(done, ids)
 	return c.complete(done)
+}
+
+// deletedHere reports whether r's record is deleted here, per
+// Config.DeletedRecords (false without it, or when it cannot say).
+func (c *cycle) deletedHere(r *RecordPlan) bool {
+	dr := c.w.cfg.DeletedRecords
+	if dr == nil {
+		return false
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	gone, err := dr.Deleted(ctx, r.Key.ObjectType, r.Key.RecordID)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("outbound: is %s deleted: %w", r.Key, err))
+		return false
+	}
+	return gone
+}
+
+// deletedMeanwhile asks Config.DeletedRecords to tombstone the objects just
+// linked (ids) to records of recs deleted while their create was in flight
+// (see records.Service.TombstoneDeleted); their deletion, queued after,
+// archives the object. One call per object type; a failure is logged and
+// counted as the cycle's, the records complete (the deletion still
+// archives the object, only a HubSpot change before it is not held off).
+func (c *cycle) deletedMeanwhile(recs []*RecordPlan, ids map[*RecordPlan]string) {
+	dr := c.w.cfg.DeletedRecords
+	if dr == nil {
+		return
+	}
+	byType := map[string]map[string]string{}
+	var types []string
+	for _, r := range recs {
+		if ids[r] == "" || ids[r] == r.HubSpotID {
+			continue
+		}
+		t := r.Key.ObjectType
+		if byType[t] == nil {
+			byType[t] = map[string]string{}
+			types = append(types, t)
+		}
+		byType[t][r.Key.RecordID] = ids[r]
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	for _, t := range types {
+		gone, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, t, byType[t])
+		if err != nil {
+			c.errs = append(c.errs, fmt.Errorf("outbound: check %d %s records just linked for deletions: %w", len(byType[t]), t, err))
+			continue
+		}
+		for _, id := range gone {
+			c.w.log.Info("outbound: the record was deleted while its HubSpot object was being created; the object is kept from bringing it back until the deletion archives it",
+				"record", t+"/"+id, "hubspot_id", byType[t][id])
+		}
+	}
 }
 
 // mergedAway asks, through Config.OnLinkedMergedAway, for the merge to be

@@ -132,6 +132,9 @@ func (b *bundle) worker(t *testing.T, mod func(*outbound.Config)) *outbound.Work
 		Mapping: b.mapping, HTTPTimeout: b.timeout, LeaseDuration: 10 * time.Minute, Now: b.clock.Now,
 		PollInterval: 20 * time.Millisecond, Logger: testLogger(),
 	}
+	if b.recs != nil {
+		cfg.DeletedRecords = b.recs // as serve sets it
+	}
 	if mod != nil {
 		mod(&cfg)
 	}

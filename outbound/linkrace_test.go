@@ -219,3 +219,110 @@ func TestLinkFailureFailsOnlyItsRecord(t *testing.T) {
 		t.Fatalf("HubSpot holds %d contacts; want 2 (the retry upserts by email)", n)
 	}
 }
+
+// TestDeletedWhileItsCreateIsInFlight: a record is deleted locally while
+// the outbound worker's create of it is in flight (its deletion finds no
+// link to tombstone), then a HubSpot user edits the new object. The edit
+// must not bring the record back; the queued deletion archives the object.
+// Before, the link stored after the deletion made the edit apply to a
+// "linked but deleted" record, which came back to life under its id.
+func TestDeletedWhileItsCreateIsInFlight(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, options{dialect: d})
+		in := b.inboundSide(t)
+		rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ghost@example.com", "first_name": "Ann"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		gl := &gatedLinks{Links: b.links}
+		gl.before = func() { // HubSpot answered the create; its link is not stored yet
+			if err := b.recs.Delete(ctx, "contacts", rec.ID, 1); err != nil {
+				t.Error(err)
+			}
+		}
+		w := b.worker(t, func(c *outbound.Config) { c.Links = gl })
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Logf("cycle: %v", err)
+		}
+		objs := b.sim.Objects("contacts")
+		if len(objs) != 1 {
+			t.Fatalf("HubSpot holds %d contacts after the create; want 1", len(objs))
+		}
+		b.clock.Advance(time.Second)
+		if err := b.sim.UserUpdate("contacts", objs[0].ID, map[string]string{"firstname": "Bob"}); err != nil {
+			t.Fatal(err)
+		}
+		if !deliverInbound(ctx, t, b, in) {
+			t.FailNow()
+		}
+		if got, err := b.recs.Get(ctx, "contacts", rec.ID); err == nil {
+			t.Errorf("the deleted record came back after a HubSpot edit: %v", got.Fields)
+		}
+		b.drain(t, w)
+		drainInbound(t, b, in)
+		if live := liveContacts(b); len(live) != 0 {
+			t.Errorf("HubSpot has live contacts %v; want the deleted record's archived", live)
+		}
+		all, err := b.recs.List(ctx, "contacts", records.ListOptions{})
+		if err != nil || len(all) != 0 {
+			t.Errorf("local contacts %v, %v; want none", all, err)
+		}
+		if n := b.counts(t)[store.StatusFailed]; n != 0 {
+			t.Errorf("%d dead letters", n)
+		}
+	})
+}
+
+// TestDeletedWhileItsCreateIsInFlightEditedBeforeTheLink: as above, but the
+// HubSpot edit is applied before the link is stored: no local record
+// matches the new object (its record is deleted), so the SyncWorker makes
+// one of it. That record keeps the object: the deleted record's create
+// completes (no dead letter for a link conflict) and its deletion leaves
+// the object to it. Both sides end the same.
+func TestDeletedWhileItsCreateIsInFlightEditedBeforeTheLink(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	in := b.inboundSide(t)
+	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ghost@example.com", "first_name": "Ann"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gl := &gatedLinks{Links: b.links}
+	gl.before = func() {
+		if err := b.recs.Delete(ctx, "contacts", rec.ID, 1); err != nil {
+			t.Error(err)
+		}
+		objs := b.sim.Objects("contacts")
+		if len(objs) != 1 {
+			t.Errorf("HubSpot holds %d contacts; want the one just created", len(objs))
+			return
+		}
+		b.clock.Advance(time.Second)
+		if err := b.sim.UserUpdate("contacts", objs[0].ID, map[string]string{"firstname": "Bob"}); err != nil {
+			t.Error(err)
+			return
+		}
+		deliverInbound(ctx, t, b, in)
+	}
+	w := b.worker(t, func(c *outbound.Config) { c.Links = gl })
+	b.drain(t, w)
+	drainInbound(t, b, in)
+
+	if n := b.counts(t)[store.StatusFailed]; n != 0 {
+		t.Errorf("%d dead letters; want none", n)
+	}
+	all, err := b.recs.List(ctx, "contacts", records.ListOptions{})
+	if err != nil || len(all) != 1 || all[0].ID == rec.ID || all[0].Fields["first_name"] != "Bob" {
+		t.Fatalf("local contacts %v, %v; want one new record with first name Bob", all, err)
+	}
+	live := liveContacts(b)
+	if len(live) != 1 {
+		t.Fatalf("HubSpot has live contacts %v; want the one the new record keeps", live)
+	}
+	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", all[0].ID); !ok || ext+" ghost@example.com" != live[0] {
+		t.Errorf("the new record links to %q (%v); want %s", ext, ok, live[0])
+	}
+}

@@ -147,6 +147,17 @@ type HubSpot interface {
 
 var _ HubSpot = (*hubspot.Client)(nil)
 
+// DeletedRecords keeps HubSpot objects created for records deleted while
+// the create was in flight from bringing them back (Config.DeletedRecords).
+type DeletedRecords interface {
+	// TombstoneDeleted keeps a local-delete tombstone of the HubSpot id of
+	// each record of linked (record id → HubSpot id) deleted here, waiting
+	// for a deletion in flight, and returns those records' ids.
+	TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error)
+	// Deleted reports whether the record is deleted here.
+	Deleted(ctx context.Context, objectType, recordID string) (bool, error)
+}
+
 // Links stores which HubSpot object each local record is.
 type Links interface {
 	// Lookup returns the HubSpot id linked to a local record.
@@ -366,6 +377,14 @@ type Config struct {
 	// or retries the update. Optional; hubsync serve sets it (without it
 	// such an update waits for the webhook).
 	OnLinkedMergedAway func(ctx context.Context, objectType, recordID, hubspotID string, t links.Tombstone) error
+	// DeletedRecords, when set, is asked after the worker linked records to
+	// objects it created or adopted which of them were deleted here
+	// meanwhile: their deletion found no link to tombstone, and a HubSpot
+	// change of the new object would bring the record back before the
+	// deletion, queued after the create, archives it. It keeps a
+	// local-delete tombstone of each such object. Optional; hubsync serve
+	// sets the records service (records.Service.TombstoneDeleted).
+	DeletedRecords DeletedRecords
 	// Metrics receives counters; several workers may share one. Default: a
 	// private one, see Worker.Metrics.
 	Metrics *Metrics

@@ -286,7 +286,7 @@ func (s *Server) build(ctx context.Context) error {
 
 	lk := links.New(st)
 	var recs *records.Service
-	if !cfg.DisableAPI || !cfg.DisableSyncWorker {
+	if !cfg.DisableAPI || !cfg.DisableSyncWorker || !cfg.DisableOutboundWorker {
 		if recs, err = records.New(st, lk, records.Config{ObjectTypes: cfg.Mapping.ObjectTypes(), Mapping: cfg.Mapping, Logger: s.log, TracerProvider: cfg.TracerProvider}); err != nil {
 			return fmt.Errorf("records: %w", err)
 		}
@@ -343,6 +343,7 @@ func (s *Server) build(ctx context.Context) error {
 			HTTPTimeout: outboundCallTimeout(cfg.HubSpotTimeout), FillWait: cfg.OutboundFillWait, Hold: cfg.OutboundHold, Concurrency: cfg.OutboundConcurrency, BudgetAhead: cfg.OutboundBudgetAhead, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 			Handlers:           subscriptionHandlers(st, client, cfg.Mapping, s.log),
 			OnLinkedMergedAway: inbound.Remerger(st.Inbound(), cfg.Mapping),
+			DeletedRecords:     recs,
 			TracerProvider:     cfg.TracerProvider,
 		})
 		if err != nil {
