@@ -16,6 +16,7 @@ import (
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/outbox"
+	recordsvc "github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/pgstore"
 )
@@ -26,6 +27,8 @@ import (
 // (about a minute) and only with HUBSYNC_BENCH_OUTBOUND=1:
 //
 //	HUBSYNC_BENCH_OUTBOUND=1 go test ./outbound -run TestBenchOutbound -v
+//
+// HUBSYNC_BENCH_DELETED_RECORDS=1 sets Config.DeletedRecords, as serve does.
 //
 // It asserts nothing about time; it prints the numbers for BENCHMARKS.md.
 func TestBenchOutbound(t *testing.T) {
@@ -101,9 +104,19 @@ func TestBenchOutbound(t *testing.T) {
 		if mem != nil {
 			repo = mem
 		}
-		w, err := outbound.NewWorker(outbound.Config{Store: timedRepo{repo, ph}, HubSpot: timedHubSpot{client, ph},
+		cfg := outbound.Config{Store: timedRepo{repo, ph}, HubSpot: timedHubSpot{client, ph},
 			Links: timedLinks{links.New(st), ph}, Budget: timedBudget{bud, ph}, Concurrency: conc,
-			BudgetKey: "hubspot:bench", Owner: fmt.Sprint("replica", i), Logger: testLogger(), PollInterval: 50 * time.Millisecond})
+			BudgetKey: "hubspot:bench", Owner: fmt.Sprint("replica", i), Logger: testLogger(), PollInterval: 50 * time.Millisecond}
+		if os.Getenv("HUBSYNC_BENCH_DELETED_RECORDS") != "" {
+			// As serve wires it: after each call's links, the records
+			// service checks which records were deleted meanwhile.
+			recs, err := recordsvc.New(st, links.New(st), recordsvc.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.DeletedRecords = recs
+		}
+		w, err := outbound.NewWorker(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

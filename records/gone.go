@@ -13,7 +13,7 @@ import (
 
 // TombstoneDeleted keeps, for each record of linked (record id → the
 // HubSpot id the outbound worker has just linked it to) that is deleted
-// here, a local-delete tombstone of that HubSpot id, as Delete keeps of the
+// here (no row, its deletion's version kept), a local-delete tombstone of that HubSpot id, as Delete keeps of the
 // links it finds; it returns those records' ids. The outbound worker asks
 // after storing the links of objects it created or adopted
 // (outbound.Config.DeletedRecords): a record deleted while its create was
@@ -40,6 +40,11 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 			case !errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("records: lock %s/%s: %w", objectType, id, err)
 			}
+			if v, err := s.goneVersion(ctx, tx.Tx, objectType, id); err != nil {
+				return err
+			} else if v == 0 {
+				continue // never a record of this service's: not deleted here
+			}
 			if err := s.links.PutTombstoneTx(ctx, tx, links.Tombstone{
 				Destination: destination, ObjectType: objectType, ExternalID: linked[id],
 				Kind: links.TombstoneLocalDeleted, OccurredAt: now,
@@ -56,17 +61,25 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 	return gone, nil
 }
 
-// Deleted reports whether record id of objectType is deleted here (it has
-// no row; records.Service's records all do while they live). The outbound
-// worker asks when the object it created for the record is linked to
-// another record already (outbound.Config.DeletedRecords).
+// Deleted reports whether record id of objectType is deleted here: it has
+// no row, and its deletion's version is kept (hubsync_record_gone). The
+// outbound worker asks when the object it created for the record is linked
+// to another record already (outbound.Config.DeletedRecords).
 func (s *Service) Deleted(ctx context.Context, objectType, id string) (bool, error) {
 	_, err := s.Get(ctx, objectType, id)
 	switch {
-	case errors.Is(err, ErrNotFound):
-		return true, nil
-	case err != nil:
+	case err == nil:
+		return false, nil
+	case !errors.Is(err, ErrNotFound):
 		return false, err
 	}
-	return false, nil
+	var v int64
+	err = s.db.QueryRowContext(ctx, s.q.Get("record_gone_get"), objectType, id).Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("records: read the version of deleted %s/%s: %w", objectType, id, err)
+	}
+	return true, nil
 }
