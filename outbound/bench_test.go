@@ -28,7 +28,7 @@ import (
 //
 //	HUBSYNC_BENCH_OUTBOUND=1 go test ./outbound -run TestBenchOutbound -v
 //
-// HUBSYNC_BENCH_DELETED_RECORDS=1 sets Config.DeletedRecords, as serve does.
+// HUBSYNC_BENCH_LOCAL_RECORDS=1 sets Config.LocalRecords, as serve does.
 //
 // It asserts nothing about time; it prints the numbers for BENCHMARKS.md.
 func TestBenchOutbound(t *testing.T) {
@@ -107,14 +107,14 @@ func TestBenchOutbound(t *testing.T) {
 		cfg := outbound.Config{Store: timedRepo{repo, ph}, HubSpot: timedHubSpot{client, ph},
 			Links: timedLinks{links.New(st), ph}, Budget: timedBudget{bud, ph}, Concurrency: conc,
 			BudgetKey: "hubspot:bench", Owner: fmt.Sprint("replica", i), Logger: testLogger(), PollInterval: 50 * time.Millisecond}
-		if os.Getenv("HUBSYNC_BENCH_DELETED_RECORDS") != "" {
+		if os.Getenv("HUBSYNC_BENCH_LOCAL_RECORDS") != "" {
 			// As serve wires it: after each call's links, the records
 			// service checks which records were deleted meanwhile.
 			recs, err := recordsvc.New(st, links.New(st), recordsvc.Config{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.DeletedRecords = recs
+			cfg.LocalRecords = recs
 		}
 		w, err := outbound.NewWorker(cfg)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/hubsync/hubsync/internal/eventtrace"
 	"github.com/hubsync/hubsync/internal/leasekeep"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -98,6 +99,7 @@ func (w *Worker) process(ctx context.Context, evs []store.OutboundEvent, ahead t
 	c.sum.Records += len(plan.Records)
 	c.sum.Coalesced = plan.Coalesced()
 	plan.Calls = c.goneAtSource(plan.Calls, links, pushed)
+	plan.Calls = c.notOverwritten(plan.Calls)
 	w.cfg.Metrics.add(&w.cfg.Metrics.coalesced, int64(c.sum.Coalesced))
 
 	var none []*RecordPlan
@@ -528,6 +530,112 @@ func (c *cycle) callFailed(op Op, t hubspot.ObjectType, idProperty string, recs 
 	}
 }
 
+// notOverwritten drops from each update the properties whose local field
+// no longer holds the value the record's last claimed event carries
+// (Config.LocalRecords' CurrentFields): HubSpot changed it since and the
+// change was applied here (a HubSpot change enqueues no outbound event), or
+// a later local write did (and its own event follows). Written, the older
+// value would overwrite HubSpot's newer one while the record keeps it: a
+// crash that delays an update by a lease would otherwise leave the two
+// sides apart. An update left with nothing to write completes without a
+// call. It returns the calls left.
+func (c *cycle) notOverwritten(calls []Call) []Call {
+	lr := c.w.cfg.LocalRecords
+	if lr == nil {
+		return calls
+	}
+	byType := map[string][]string{}
+	var types []string
+	for _, call := range calls {
+		if call.Op != OpUpdate {
+			continue
+		}
+		for _, r := range call.Records {
+			t := r.Key.ObjectType
+			if byType[t] == nil {
+				types = append(types, t)
+			}
+			byType[t] = append(byType[t], r.Key.RecordID)
+		}
+	}
+	if len(types) == 0 {
+		return calls
+	}
+	current := map[RecordKey]map[string]any{}
+	ctx, cancel := c.storeCtx()
+	for _, t := range types {
+		got, err := lr.CurrentFields(ctx, t, byType[t])
+		if err != nil {
+			// Write as before: the check only keeps older values back.
+			c.errs = append(c.errs, fmt.Errorf("outbound: read the current fields of %d %s records: %w", len(byType[t]), t, err))
+			continue
+		}
+		for id, f := range got {
+			current[RecordKey{t, id}] = f
+		}
+	}
+	cancel()
+	out := calls[:0]
+	for _, call := range calls {
+		if call.Op == OpUpdate {
+			keep := call.Records[:0:0]
+			for _, r := range call.Records {
+				if cur, ok := current[r.Key]; ok && !c.withoutOverwritten(r, cur) {
+					c.sum.Superseded += c.complete([]*RecordPlan{r})
+					continue
+				}
+				keep = append(keep, r)
+			}
+			if len(keep) == 0 {
+				continue
+			}
+			call.Records = keep
+		}
+		out = append(out, call)
+	}
+	return out
+}
+
+// withoutOverwritten drops from r's properties those whose local field in
+// cur differs from the value r's last event carries, and reports whether
+// any property is left.
+func (c *cycle) withoutOverwritten(r *RecordPlan, cur map[string]any) bool {
+	obj, ok := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
+	if !ok || len(r.Events) == 0 {
+		return true
+	}
+	snap, err := outbox.ParseSnapshot(r.Events[len(r.Events)-1].Payload)
+	if err != nil || snap.Fields == nil {
+		return true
+	}
+	var dropped []string
+	for p := range r.Properties {
+		f, ok := obj.LocalField(p)
+		if !ok {
+			continue
+		}
+		sent, err1 := obj.ToHubSpot(map[string]any{f.Local: snap.Fields[f.Local]})
+		now, err2 := obj.ToHubSpot(map[string]any{f.Local: cur[f.Local]})
+		if err1 != nil || err2 != nil || sent[p] == now[p] {
+			continue
+		}
+		dropped = append(dropped, p)
+	}
+	if len(dropped) == 0 {
+		return true
+	}
+	slices.Sort(dropped)
+	c.w.log.Info("outbound: the record's fields changed since its event (by HubSpot, or by a later local write); their older values are not written",
+		"record", r.Key.String(), "hubspot_id", r.HubSpotID, "properties", strings.Join(dropped, ","))
+	props := maps.Clone(r.Properties)
+	for _, p := range dropped {
+		delete(props, p)
+	}
+	r.Properties = props
+	r.OwedOnly = slices.DeleteFunc(slices.Clone(r.OwedOnly), func(p string) bool { return slices.Contains(dropped, p) })
+	return len(props) > 0
+}
+
 // goneAtSource completes, without a call, the records of calls that would
 // write afresh (an upsert or a create: no link) an object HubSpot deleted or
 // merged away: the record was linked to it (its pushed state names it) and
@@ -948,9 +1056,9 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 }
 
 // deletedHere reports whether r's record is deleted here, per
-// Config.DeletedRecords (false without it, or when it cannot say).
+// Config.LocalRecords (false without it, or when it cannot say).
 func (c *cycle) deletedHere(r *RecordPlan) bool {
-	dr := c.w.cfg.DeletedRecords
+	dr := c.w.cfg.LocalRecords
 	if dr == nil {
 		return false
 	}
@@ -964,14 +1072,14 @@ func (c *cycle) deletedHere(r *RecordPlan) bool {
 	return gone
 }
 
-// deletedMeanwhile asks Config.DeletedRecords to tombstone the objects just
+// deletedMeanwhile asks Config.LocalRecords to tombstone the objects just
 // linked (ids) to records of recs deleted while their create was in flight
 // (see records.Service.TombstoneDeleted); their deletion, queued after,
 // archives the object. One call per object type; a failure is logged and
 // counted as the cycle's, the records complete (the deletion still
 // archives the object, only a HubSpot change before it is not held off).
 func (c *cycle) deletedMeanwhile(recs []*RecordPlan, ids map[*RecordPlan]string) {
-	dr := c.w.cfg.DeletedRecords
+	dr := c.w.cfg.LocalRecords
 	if dr == nil {
 		return
 	}

@@ -133,7 +133,7 @@ func (b *bundle) worker(t *testing.T, mod func(*outbound.Config)) *outbound.Work
 		PollInterval: 20 * time.Millisecond, Logger: testLogger(),
 	}
 	if b.recs != nil {
-		cfg.DeletedRecords = b.recs // as serve sets it
+		cfg.LocalRecords = b.recs // as serve sets it
 	}
 	if mod != nil {
 		mod(&cfg)

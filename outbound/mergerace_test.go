@@ -33,8 +33,9 @@ func (h *hookedHubSpot) BatchUpdate(ctx context.Context, t hubspot.ObjectType, i
 // no local record) and the SyncWorker applies the merge webhook: R is
 // re-pointed to B and A is tombstoned as merged. Then the outbound worker
 // records what HubSpot accepted. R must stay linked to B (the update's
-// pushed state used to put the link to A back), its edit must reach B, and a
-// later edit of B in HubSpot must reach R, not make a second local contact.
+// pushed state used to put the link to A back), both sides must keep the
+// merge's values, and a later edit of B in HubSpot must reach R, not make a
+// second local contact.
 func TestMergeDuringUpdate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
@@ -85,8 +86,17 @@ func TestMergeDuringUpdate(t *testing.T) {
 		if err != nil || !ok || ext != bID {
 			t.Errorf("after the outbound cycle R links to %q (ok %v, err %v); want the survivor %s, not merged-away %s", ext, ok, err, bID, a)
 		}
-		if o, ok := b.sim.Object("contacts", bID); !ok || o.Properties["firstname"] != "Ada2" {
-			t.Errorf("survivor %s has firstname %q; want R's edit made before the merge, Ada2", bID, o.Properties["firstname"])
+		// HubSpot applied R's edit to A, then merged A into B, whose own
+		// first name the merge keeps; the merge's apply gave R B's values.
+		// The edit, older than the merge, is not written again over B:
+		// both sides keep the merge's result. (Before, the edit was sent
+		// again to B, which then said Ada2 while R said Augusta.)
+		got, err := b.recs.Get(ctx, "contacts", rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := b.sim.Object("contacts", bID); !ok || o.Properties["firstname"] != "Augusta" || got.Fields["first_name"] != "Augusta" {
+			t.Errorf("survivor %s has firstname %q and R first_name %v; want both the merge's Augusta", bID, o.Properties["firstname"], got.Fields["first_name"])
 		}
 		// A later HubSpot edit of the survivor B.
 		b.clock.Advance(time.Second)

@@ -147,15 +147,17 @@ type HubSpot interface {
 
 var _ HubSpot = (*hubspot.Client)(nil)
 
-// DeletedRecords keeps HubSpot objects created for records deleted while
-// the create was in flight from bringing them back (Config.DeletedRecords).
-type DeletedRecords interface {
+// LocalRecords is what the worker asks of the local records
+// (Config.LocalRecords).
+type LocalRecords interface {
 	// TombstoneDeleted keeps a local-delete tombstone of the HubSpot id of
 	// each record of linked (record id → HubSpot id) deleted here, waiting
 	// for a deletion in flight, and returns those records' ids.
 	TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error)
 	// Deleted reports whether the record is deleted here.
 	Deleted(ctx context.Context, objectType, recordID string) (bool, error)
+	// CurrentFields returns the fields of the records of ids that exist.
+	CurrentFields(ctx context.Context, objectType string, ids []string) (map[string]map[string]any, error)
 }
 
 // Links stores which HubSpot object each local record is.
@@ -377,14 +379,19 @@ type Config struct {
 	// or retries the update. Optional; hubsync serve sets it (without it
 	// such an update waits for the webhook).
 	OnLinkedMergedAway func(ctx context.Context, objectType, recordID, hubspotID string, t links.Tombstone) error
-	// DeletedRecords, when set, is asked after the worker linked records to
-	// objects it created or adopted which of them were deleted here
-	// meanwhile: their deletion found no link to tombstone, and a HubSpot
-	// change of the new object would bring the record back before the
-	// deletion, queued after the create, archives it. It keeps a
-	// local-delete tombstone of each such object. Optional; hubsync serve
-	// sets the records service (records.Service.TombstoneDeleted).
-	DeletedRecords DeletedRecords
+	// LocalRecords, when set, is asked about the local records:
+	//   - before an update, for the records' current fields: a field whose
+	//     value differs from the one the update's last event carries was
+	//     changed since, by a HubSpot change applied here (which enqueues no
+	//     outbound event) or by a later local write (whose own event
+	//     follows), so the event's older value is not written over it;
+	//   - after the worker linked records to objects it created or adopted,
+	//     which of them were deleted meanwhile: their deletion found no link
+	//     to tombstone, and a HubSpot change of the new object would bring
+	//     the record back before the deletion, queued after the create,
+	//     archives it; each such object gets a local-delete tombstone.
+	// Optional; hubsync serve sets the records service.
+	LocalRecords LocalRecords
 	// Metrics receives counters; several workers may share one. Default: a
 	// private one, see Worker.Metrics.
 	Metrics *Metrics

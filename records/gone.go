@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -16,7 +17,7 @@ import (
 // here (no row, its deletion's version kept), a local-delete tombstone of that HubSpot id, as Delete keeps of the
 // links it finds; it returns those records' ids. The outbound worker asks
 // after storing the links of objects it created or adopted
-// (outbound.Config.DeletedRecords): a record deleted while its create was
+// (outbound.Config.LocalRecords): a record deleted while its create was
 // in flight had no link for Delete to tombstone, and a HubSpot change of
 // the new object would otherwise bring the record back before the
 // deletion, queued after the create, archives the object. Each record's
@@ -64,7 +65,7 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 // Deleted reports whether record id of objectType is deleted here: it has
 // no row, and its deletion's version is kept (hubsync_record_gone). The
 // outbound worker asks when the object it created for the record is linked
-// to another record already (outbound.Config.DeletedRecords).
+// to another record already (outbound.Config.LocalRecords).
 func (s *Service) Deleted(ctx context.Context, objectType, id string) (bool, error) {
 	_, err := s.Get(ctx, objectType, id)
 	switch {
@@ -82,4 +83,47 @@ func (s *Service) Deleted(ctx context.Context, objectType, id string) (bool, err
 		return false, fmt.Errorf("records: read the version of deleted %s/%s: %w", objectType, id, err)
 	}
 	return true, nil
+}
+
+// fieldsManyMax bounds the ids of one CurrentFields query.
+const fieldsManyMax = 100
+
+// CurrentFields returns the fields of the records of ids that exist, by
+// id, in one query per fieldsManyMax ids. The outbound worker asks before
+// an update (outbound.Config.LocalRecords): a field whose value differs from
+// the one its event carries was changed since, by HubSpot (a HubSpot change
+// applied here enqueues no outbound event) or by a later local write (whose
+// own event follows), and the event's older value is not written.
+func (s *Service) CurrentFields(ctx context.Context, objectType string, ids []string) (map[string]map[string]any, error) {
+	out := make(map[string]map[string]any, len(ids))
+	for chunk := range slices.Chunk(ids, fieldsManyMax) {
+		list, err := json.Marshal(chunk)
+		if err != nil {
+			return nil, err
+		}
+		rows, err := s.db.QueryContext(ctx, s.q.Get("record_fields_many"), objectType, string(list))
+		if err != nil {
+			return nil, fmt.Errorf("records: read %d %s records: %w", len(chunk), objectType, err)
+		}
+		for rows.Next() {
+			var id string
+			var enc []byte
+			if err := rows.Scan(&id, &enc); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("records: read %s records: %w", objectType, err)
+			}
+			f, err := decodeFields(enc)
+			if err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("records: decode %s/%s: %w", objectType, id, err)
+			}
+			out[id] = f
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("records: read %s records: %w", objectType, err)
+		}
+	}
+	return out, nil
 }

@@ -343,7 +343,7 @@ func (s *Server) build(ctx context.Context) error {
 			HTTPTimeout: outboundCallTimeout(cfg.HubSpotTimeout), FillWait: cfg.OutboundFillWait, Hold: cfg.OutboundHold, Concurrency: cfg.OutboundConcurrency, BudgetAhead: cfg.OutboundBudgetAhead, Mapping: cfg.Mapping, Now: st.Now, Logger: s.log, Metrics: s.in.outbound,
 			Handlers:           subscriptionHandlers(st, client, cfg.Mapping, s.log),
 			OnLinkedMergedAway: inbound.Remerger(st.Inbound(), cfg.Mapping),
-			DeletedRecords:     recs,
+			LocalRecords:       recs,
 			TracerProvider:     cfg.TracerProvider,
 		})
 		if err != nil {

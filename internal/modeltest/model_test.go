@@ -32,10 +32,12 @@ const (
 	// the survivor; the moved values never reached the local record.
 	gapMergeMoves = 8
 	// gapTwoSided (no item of issue 11): one record changed on both sides
-	// within the sync latency. A local change still waiting to be pushed
-	// when a HubSpot user edits the same field overwrites HubSpot's newer
-	// value, while HubSpot's webhook wins locally; a local edit pushed while
-	// HubSpot's delete is in flight recreates the object.
+	// within the sync latency. A local change pushed before a HubSpot user's
+	// later edit of the same field is applied here overwrites HubSpot's newer
+	// value, while HubSpot's webhook wins locally (once the HubSpot edit is
+	// applied, the outbound worker no longer writes the older value:
+	// outbound.Config.LocalRecords); a local edit pushed while HubSpot's
+	// delete is in flight recreates the object.
 	gapTwoSided = 100
 	// gapCrashAfterWrite (no item of issue 11; found by hubsync chaos; fixed):
 	// an outbound cycle that dies after HubSpot applied its write and before

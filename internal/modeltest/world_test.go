@@ -250,7 +250,7 @@ func (w *world) newWorkers(r *replica) {
 	if r.out, err = outbound.NewWorker(outbound.Config{
 		Store: r.st.Outbound(), HubSpot: client, Links: links.New(r.st), Budget: w.bud,
 		Concurrency: 1, LeaseDuration: leaseDuration, HTTPTimeout: 5 * time.Second,
-		Owner: owner + "/outbound", Now: now, Logger: w.log,
+		Owner: owner + "/outbound", Now: now, Logger: w.log, LocalRecords: r.recs,
 	}); err != nil {
 		w.t.Fatal(err)
 	}
