@@ -360,11 +360,13 @@ func format(v any) (string, error) {
 	case int64:
 		return strconv.FormatInt(x, 10), nil
 	case json.Number:
-		// Numbers in plain decimal keep every digit (beyond float64's 2^53
-		// and 17 significant digits), of either sign; exponent forms are
-		// written in plain decimal, as for float64.
-		if d, ok := plainDecimal(x.String()); ok {
-			return d, nil
+		// Integers keep every digit (beyond float64's 2^53); anything else is
+		// written in plain decimal, as for float64, never in exponent form.
+		if _, err := strconv.ParseInt(x.String(), 10, 64); err == nil {
+			return x.String(), nil
+		}
+		if isDigits(x.String()) {
+			return strings.TrimLeft(x.String(), "0"), nil
 		}
 		f, err := x.Float64()
 		if err != nil {
@@ -376,32 +378,7 @@ func format(v any) (string, error) {
 	}
 }
 
-// plainDecimal returns s, a JSON number, without its integer part's leading
-// zeros and its fraction's trailing ones (2.50 is sent as 2.5, as HubSpot
-// answers it), when it has no exponent: -?digits(.digits)?.
-func plainDecimal(s string) (string, bool) {
-	sign, rest := "", s
-	if strings.HasPrefix(rest, "-") {
-		sign, rest = "-", rest[1:]
-	}
-	whole, frac, hasFrac := strings.Cut(rest, ".")
-	if !isDigits(whole) || hasFrac && !isDigits(frac) {
-		return "", false
-	}
-	whole = strings.TrimLeft(whole, "0")
-	if whole == "" {
-		whole = "0"
-	}
-	if frac = strings.TrimRight(frac, "0"); frac != "" {
-		whole += "." + frac
-	}
-	if whole == "0" {
-		sign = "" // -0 is 0
-	}
-	return sign + whole, true
-}
-
-// isDigits reports whether s is one or more ASCII digits.
+// isDigits reports whether s is a non-negative integer of any length.
 func isDigits(s string) bool {
 	if s == "" {
 		return false

@@ -1615,7 +1615,8 @@ func unresolved(recs []*RecordPlan) []*RecordPlan {
 // most NotFoundWait, until NotFoundWaits of them have passed since the first
 // 404; 0 when they have (the wait is then forgotten). fresh reports a wait
 // that starts now. A record whose object HubSpot reads as merged away
-// (notFoundMerged) waits NotFoundWait each time, for as long as it takes.
+// (notFoundMerged) waits NotFoundWait each time, for as long as it takes,
+// its object read again every 10 × NotFoundWaits × NotFoundWait.
 func (w *Worker) notFoundWait(key RecordKey) (wait time.Duration, fresh bool) {
 	now := w.cfg.Now()
 	total := time.Duration(NotFoundWaits) * w.cfg.NotFoundWait
@@ -1637,7 +1638,13 @@ func (w *Worker) notFoundWait(key RecordKey) (wait time.Duration, fresh bool) {
 	nf.last = now
 	w.notFound[key] = nf
 	if nf.merged {
-		return w.cfg.NotFoundWait, false
+		if now.Sub(nf.first) < 10*total {
+			return w.cfg.NotFoundWait, false
+		}
+		// Still not applied: read the object again (and log) once in a while.
+		nf = notFound{first: now, last: now}
+		w.notFound[key] = nf
+		return min(total, w.cfg.NotFoundWait), true
 	}
 	left := total - now.Sub(nf.first)
 	if left <= 0 {
@@ -1703,6 +1710,10 @@ func (c *cycle) readGone(r *RecordPlan) goneState {
 	c.countRateLimited(err)
 	if err != nil {
 		cfg.Metrics.call(OpReadGone, outcomeOf(c.ctx, err))
+		if c.ctx.Err() != nil {
+			c.release([]*RecordPlan{r}, 0) // our own stop: no attempt used
+			return goneUnread
+		}
 		c.retry([]*RecordPlan{r}, "HubSpot object "+r.HubSpotID+" not found; reading what became of it: "+err.Error(), 0)
 		return goneUnread
 	}

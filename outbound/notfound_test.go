@@ -292,4 +292,15 @@ func TestMergeReadWithoutHookKeepsWaiting(t *testing.T) {
 	if c := b.counts(t); c[store.StatusPending] != 1 {
 		t.Errorf("outbound events by status %v; want R_A's edit pending", c)
 	}
+	reads := func() int64 { return w.Metrics().Snapshot().Calls[outbound.CallLabel{Op: "read_gone", Outcome: "ok"}] }
+	if n := reads(); n != 1 {
+		t.Errorf("%d reads of the object during the first waits; want 1", n)
+	}
+	b.clock.Advance(10 * time.Duration(outbound.NotFoundWaits) * outbound.NotFoundWaitDefault)
+	if _, err := w.RunOnce(ctx); err != nil {
+		t.Logf("cycle: %v", err)
+	}
+	if n := reads(); n != 2 {
+		t.Errorf("%d reads of the object after a long wait; want it read again (2)", n)
+	}
 }

@@ -41,10 +41,12 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 			case !errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("records: lock %s/%s: %w", objectType, id, err)
 			}
-			if v, err := s.goneVersion(ctx, tx.Tx, objectType, id); err != nil {
-				return err
-			} else if v == 0 {
+			var v int64
+			switch err := tx.QueryRowContext(ctx, s.q.Get("record_gone_get_current"), objectType, id).Scan(&v); {
+			case errors.Is(err, sql.ErrNoRows):
 				continue // never a record of this service's: not deleted here
+			case err != nil:
+				return fmt.Errorf("records: read the version of deleted %s/%s: %w", objectType, id, err)
 			}
 			if err := s.links.PutTombstoneTx(ctx, tx, links.Tombstone{
 				Destination: destination, ObjectType: objectType, ExternalID: linked[id],

@@ -76,3 +76,38 @@ func TestPortalIDContradictedByHubSpot(t *testing.T) {
 		t.Fatalf("start: %v; want it to say %q", err, want)
 	}
 }
+
+// TestPortalIDSpelledWithZeros: HUBSPOT_PORTAL_ID 012345 or +12345 is
+// account 12345, whose events are applied (on a webhook-only replica, which
+// asks HubSpot nothing).
+func TestPortalIDSpelledWithZeros(t *testing.T) {
+	for _, id := range []string{"012345", "+12345"} {
+		t.Run(id, func(t *testing.T) {
+			db := dbtest.Migrated(t, store.SQLite)
+			srv, err := New(Config{DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotClientSecret: hubspotsim.ClientSecretDefault,
+				HubSpotPortalID: id, DisableOutboundWorker: true, DisableSyncWorker: true, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatalf("config refused: %v", err)
+			}
+			if err := srv.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+			base, now := "http://"+srv.Addr(), time.Now()
+			body, _ := json.Marshal([]hubspot.WebhookEvent{{EventID: 1, PortalID: 12345, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7}})
+			req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
+			req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			answer, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !bytes.Contains(answer, []byte(`"inserted":1`)) {
+				t.Errorf("HUBSPOT_PORTAL_ID=%s, event of portal 12345: %d %s; want it stored", id, resp.StatusCode, answer)
+			}
+		})
+	}
+}

@@ -50,7 +50,11 @@ const accountZoneTimeout = 5 * time.Second
 // when unknown. A configured portal id HubSpot contradicts is an error.
 func (s *Server) account(ctx context.Context) (zone *time.Location, portal string, err error) {
 	cfg := s.cfg
-	portal = cfg.HubSpotPortalID
+	if cfg.HubSpotPortalID != "" {
+		// As events spell it (012345 and +12345 are 12345); validated by Config.Validate.
+		n, _ := strconv.ParseInt(cfg.HubSpotPortalID, 10, 64)
+		portal = strconv.FormatInt(n, 10)
+	}
 	askZone := cfg.HubSpotTimeZone == "" && cfg.callsHubSpot()
 	askPortal := !cfg.DisableWebhooks && cfg.HubSpotAccessToken != ""
 	if !askZone && !askPortal {

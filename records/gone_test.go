@@ -1,0 +1,101 @@
+package records
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hubsync/hubsync/apply"
+	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/dialectsql"
+	"github.com/hubsync/hubsync/internal/testwait"
+	"github.com/hubsync/hubsync/store"
+)
+
+// waitingIn reports whether a session of this database runs a statement
+// whose text holds fragment and, on PostgreSQL, waits for a lock (MariaDB's
+// lock views do not show every wait; a statement of the test's own that
+// still runs after the condition's first polls is waiting).
+func waitingIn(t *testing.T, b *bundle, fragment string) bool {
+	t.Helper()
+	q := map[store.Dialect]string{
+		store.Postgres: `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database() AND position($1 in query) > 0`,
+		store.MySQL:    `SELECT count(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INSTR(INFO, ?) > 0`,
+	}[b.d]
+	var n int
+	if err := b.st.DB().QueryRowContext(context.Background(), q, fragment).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
+// TestTombstoneDeletedSeesTheDeletionItWaitedFor: the outbound worker links
+// two records of one create call, both deleted while it was in flight; the
+// second's deletion (which looked for links before the link was stored) is
+// still running when the check comes to it, so the check waits for its row
+// lock. Once the deletion commits, the check must see it and tombstone the
+// object. On MariaDB the check read the deletion's version from the snapshot
+// its first read had taken, before the deletion committed, and wrote no
+// tombstone.
+func TestTombstoneDeletedSeesTheDeletionItWaitedFor(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		if d == store.SQLite {
+			t.Skip("SQLite admits one writer: the check cannot start while a deletion runs")
+		}
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		first, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "first@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.Delete(ctx, "contacts", first.ID, first.Version); err != nil {
+			t.Fatal(err)
+		}
+		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "del@example.com"})
+		if err != nil || first.ID >= rec.ID {
+			t.Fatal(err, first.ID, rec.ID)
+		}
+		// Hold rec's deletion after it looked for links: its field clock
+		// write waits for this transaction's row.
+		hold, err := b.st.DB().BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hold.Rollback()
+		if _, err := hold.ExecContext(ctx, dialectsql.Rebind(d, "INSERT INTO hubsync_field_clock (ObjectType, RecordID, Field, OccurredAt) VALUES (?, ?, ?, ?)"),
+			"contacts", rec.ID, apply.DeletedClock, dialectsql.Time(d, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		deleted := make(chan error, 1)
+		go func() { deleted <- b.svc.Delete(ctx, "contacts", rec.ID, rec.Version) }()
+		testwait.For(t, "the deletion waits at its field clock", func() bool { return waitingIn(t, b, "A field clock never moves backwards") })
+		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "222"); err != nil { // the worker's link
+			t.Fatal(err)
+		}
+		type result struct {
+			gone []string
+			err  error
+		}
+		checked := make(chan result, 1)
+		go func() {
+			g, err := b.svc.TombstoneDeleted(ctx, "hubspot", "contacts", map[string]string{first.ID: "111", rec.ID: "222"})
+			checked <- result{g, err}
+		}()
+		testwait.For(t, "the check waits for the deletion's row", func() bool { return waitingIn(t, b, "SELECT 1 FROM hubsync_record") })
+		if err := hold.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-deleted; err != nil {
+			t.Fatal(err)
+		}
+		r := <-checked
+		if r.err != nil || len(r.gone) != 2 {
+			t.Fatalf("TombstoneDeleted = %v, %v; want both records gone", r.gone, r.err)
+		}
+		for _, ext := range []string{"111", "222"} {
+			if ts, ok, err := b.links.Tombstone(ctx, "hubspot", "contacts", ext); err != nil || !ok || ts.Kind != apply.TombstoneLocalDeleted {
+				t.Errorf("object %s: tombstone %+v, %v, %v; want a local deletion's", ext, ts, ok, err)
+			}
+		}
+	})
+}
