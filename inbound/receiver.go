@@ -249,9 +249,12 @@ type Receiver struct {
 	// when (Unix ns) the last was (logRefusal).
 	refused        atomic.Int64
 	lastRefusalLog atomic.Int64
-	group          *groupCommit  // nil when GroupCommitEvents is negative
-	sem            chan struct{} // without group commit; nil when MaxConcurrentStores is 0
-	tracer         trace.Tracer
+	// portal is the portal id events must carry ("" checks none): the
+	// configured PortalID, or one SetPortalID learned later.
+	portal atomic.Pointer[string]
+	group  *groupCommit  // nil when GroupCommitEvents is negative
+	sem    chan struct{} // without group commit; nil when MaxConcurrentStores is 0
+	tracer trace.Tracer
 }
 
 // NewReceiver validates cfg and returns a Receiver.
@@ -261,6 +264,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 		return nil, fmt.Errorf("inbound: %w", err)
 	}
 	rc := &Receiver{cfg: cfg, tracer: eventtrace.Tracer(cfg.TracerProvider)}
+	rc.portal.Store(&cfg.PortalID)
 	switch {
 	case cfg.GroupCommitEvents > 0:
 		rc.group = &groupCommit{write: cfg.Store.EnqueueBatch, slots: cfg.MaxConcurrentStores,
@@ -358,6 +362,7 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	evs := make([]store.InboundEvent, 0, len(parsed))
 	seen := make(map[string]bool, len(parsed))
+	portal := *rc.portal.Load()
 	for _, p := range parsed {
 		if seen[p.IdempotencyKey] { // a duplicate inside one delivery
 			continue
@@ -368,8 +373,8 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			rejects[len(rejects)-1].occurredAt = p.Event.OccurredAt
 			continue
 		}
-		if rc.cfg.PortalID != "" && p.Event.PortalID != rc.cfg.PortalID {
-			refuse(EventRejectForeignPortal, fmt.Sprintf("event %s of %s: portalId %q is not this account's (%s); an app installed in several accounts sends each its events, and hubsync syncs one", p.Event.EventID, p.Event.ObjectID, p.Event.PortalID, rc.cfg.PortalID), p.Raw)
+		if portal != "" && p.Event.PortalID != portal {
+			refuse(EventRejectForeignPortal, fmt.Sprintf("event %s of %s: portalId %q is not this account's (%s); an app installed in several accounts sends each its events, and hubsync syncs one", p.Event.EventID, p.Event.ObjectID, p.Event.PortalID, portal), p.Raw)
 			continue
 		}
 		ev, err := p.Resolve(rc.cfg.Mapping, rc.cfg.AppID)
@@ -426,6 +431,10 @@ func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	httpjson.Write(w, http.StatusOK, resp)
 }
+
+// SetPortalID sets the portal id events must carry from now on (see
+// ReceiverConfig.PortalID), as learned after the Receiver was made.
+func (rc *Receiver) SetPortalID(id string) { rc.portal.Store(&id) }
 
 // futureWait reports whether rejects hold an event refused for lying ahead
 // of the clock (EventRejectFuture), and how long until the furthest of them

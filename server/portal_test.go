@@ -7,14 +7,19 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/internal/testwait"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -110,4 +115,65 @@ func TestPortalIDSpelledWithZeros(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPortalLearnedAfterAFailedStart: HubSpot does not answer the account
+// question at start (a dropped connection, a 5xx); serve asks again in the
+// background, and once it learns the portal, other accounts' events are
+// refused. Before, such a replica accepted them for as long as it ran.
+func TestPortalLearnedAfterAFailedStart(t *testing.T) {
+	defer func(d time.Duration) { portalLookupFirst = d }(portalLookupFirst)
+	portalLookupFirst = 10 * time.Millisecond
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	target, err := url.Parse(sim.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failing atomic.Bool
+	failing.Store(true)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if failing.Load() && r.URL.Path == "/account-info/v3/details" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"status":"error","message":"unavailable","category":"INTERNAL_ERROR"}`))
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	db := dbtest.Migrated(t, store.SQLite)
+	srv, err := New(Config{DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: front.URL, HubSpotAccessToken: hubspotsim.AccessTokenDefault,
+		HubSpotClientSecret: hubspotsim.ClientSecretDefault, HubSpotTimeZone: "UTC", DisableOutboundWorker: true, DisableSyncWorker: true,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(context.Background()) })
+	base := "http://" + srv.Addr()
+	var eventID int64
+	foreign := func() string {
+		eventID++
+		now := time.Now()
+		body, _ := json.Marshal([]hubspot.WebhookEvent{{EventID: eventID, PortalID: 99999, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7}})
+		req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
+		req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(answer)
+	}
+	if got := foreign(); !strings.Contains(got, `"inserted":1`) {
+		t.Fatalf("before the portal is known: %s; want the event stored", got)
+	}
+	failing.Store(false)
+	testwait.For(t, "another account's events refused", func() bool { return strings.Contains(foreign(), `"rejected":1`) })
 }

@@ -295,7 +295,8 @@ func (s *Server) build(ctx context.Context) error {
 	var client *hubspot.Client
 	var bud budget.Budget
 	var portal string
-	if s.zone, portal, err = s.account(ctx); err != nil {
+	var portalLater bool
+	if s.zone, portal, portalLater, err = s.account(ctx); err != nil {
 		return err
 	}
 	if cfg.callsHubSpot() {
@@ -415,6 +416,10 @@ func (s *Server) build(ctx context.Context) error {
 			return err
 		}
 		mux.Handle(inbound.WebhookPath, s.in.instrumentWebhooks(rc))
+		if portalLater {
+			pl := &portalLookup{s: s, set: rc.SetPortalID}
+			s.parts = append(s.parts, part{"portal-lookup", pl.start, pl.stop})
+		}
 	}
 
 	if !cfg.DisableAPI {

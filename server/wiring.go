@@ -48,7 +48,7 @@ const accountZoneTimeout = 5 * time.Second
 // whose webhook events alone are applied. zone is nil when unknown, as for
 // a replica that never calls HubSpot and was not told it; portal is ""
 // when unknown. A configured portal id HubSpot contradicts is an error.
-func (s *Server) account(ctx context.Context) (zone *time.Location, portal string, err error) {
+func (s *Server) account(ctx context.Context) (zone *time.Location, portal string, askLater bool, err error) {
 	cfg := s.cfg
 	if cfg.HubSpotPortalID != "" {
 		// As events spell it (012345 and +12345 are 12345); validated by Config.Validate.
@@ -61,7 +61,7 @@ func (s *Server) account(ctx context.Context) (zone *time.Location, portal strin
 		if cfg.HubSpotTimeZone != "" {
 			zone, _ = time.LoadLocation(cfg.HubSpotTimeZone) // validated by Config.Validate
 		}
-		return zone, portal, nil
+		return zone, portal, false, nil
 	}
 	var d *hubspot.AccountDetails
 	c, err := hubspot.NewClient(hubspot.Config{BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken, Timeout: accountZoneTimeout})
@@ -79,7 +79,8 @@ func (s *Server) account(ctx context.Context) (zone *time.Location, portal strin
 	case !askPortal:
 	case err != nil:
 		if portal == "" {
-			s.log.Warn("HubSpot did not say the account's portal id: webhook events of other HubSpot accounts are not refused; set HUBSPOT_PORTAL_ID", "err", err)
+			s.log.Warn("HubSpot did not say the account's portal id: webhook events of other HubSpot accounts are not refused until it does (asked again in the background); set HUBSPOT_PORTAL_ID", "err", err)
+			askLater = true
 		}
 	case d.PortalID <= 0:
 		if portal == "" {
@@ -89,9 +90,69 @@ func (s *Server) account(ctx context.Context) (zone *time.Location, portal strin
 		portal = strconv.FormatInt(d.PortalID, 10)
 		s.log.Info("HubSpot account: webhook events of other accounts are refused", "portal_id", portal)
 	case portal != strconv.FormatInt(d.PortalID, 10):
-		return nil, "", fmt.Errorf("HubSpotPortalID is %s, but the access token (HubSpotAccessToken) belongs to HubSpot account %d; set it to %d, or use that account's token", portal, d.PortalID, d.PortalID)
+		return nil, "", false, fmt.Errorf("HubSpotPortalID is %s, but the access token (HubSpotAccessToken) belongs to HubSpot account %d; set it to %d, or use that account's token", portal, d.PortalID, d.PortalID)
 	}
-	return zone, portal, nil
+	return zone, portal, askLater, nil
+}
+
+// portalLookupFirst and portalLookupMax bound the waits between the
+// background questions for the account's portal id (portalLookup); tests
+// shorten the first.
+var portalLookupFirst = 5 * time.Second
+
+const portalLookupMax = 5 * time.Minute
+
+// portalLookup asks HubSpot for the account's portal id in the background,
+// after the question at start failed, until it answers; then the webhook
+// receiver refuses other accounts' events from then on.
+type portalLookup struct {
+	s      *Server
+	set    func(string)
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (p *portalLookup) start(ctx context.Context) error {
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.done = make(chan struct{})
+	go func() {
+		defer close(p.done)
+		cfg := p.s.cfg
+		c, err := hubspot.NewClient(hubspot.Config{BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken, Timeout: accountZoneTimeout})
+		if err != nil {
+			return
+		}
+		for wait := portalLookupFirst; ; wait = min(2*wait, portalLookupMax) {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			actx, cancel := context.WithTimeout(ctx, accountZoneTimeout)
+			d, err := c.AccountDetails(actx)
+			cancel()
+			if err == nil && d.PortalID > 0 {
+				id := strconv.FormatInt(d.PortalID, 10)
+				p.set(id)
+				p.s.log.Info("HubSpot account: webhook events of other accounts are refused from now on", "portal_id", id)
+				return
+			}
+			p.s.log.Debug("HubSpot did not say the account's portal id; asking again", "err", err, "in", min(2*wait, portalLookupMax))
+		}
+	}()
+	return nil
+}
+
+func (p *portalLookup) stop(ctx context.Context) error {
+	p.cancel()
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // detailsZone is the time zone of the account's details d (read with err),
