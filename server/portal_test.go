@@ -31,28 +31,11 @@ func TestWebhooksOfAnotherPortalRefused(t *testing.T) {
 	srv := startServer(t, Config{DatabaseURL: db.URL, DisableOutboundWorker: true, DisableSyncWorker: true})
 	base := "http://" + srv.Addr()
 	now := time.Now()
-	body, err := json.Marshal([]hubspot.WebhookEvent{
-		{EventID: 1, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7},
-		{EventID: 2, PortalID: 99999, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 8},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
-	req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	answer, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(answer), `"inserted":1`) || !strings.Contains(string(answer), `"rejected":1`) {
-		t.Fatalf("delivery answered %d %s; want 200 storing 1, rejecting 1", resp.StatusCode, answer)
+	code, answer := deliverSigned(t, base,
+		hubspot.WebhookEvent{EventID: 1, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7},
+		hubspot.WebhookEvent{EventID: 2, PortalID: 99999, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 8})
+	if code != http.StatusOK || !strings.Contains(answer, `"inserted":1`) || !strings.Contains(answer, `"rejected":1`) {
+		t.Fatalf("delivery answered %d %s; want 200 storing 1, rejecting 1", code, answer)
 	}
 	var ext string
 	if err := srv.st.DB().QueryRowContext(context.Background(), "SELECT ExternalID FROM _System_IntegrationInbound").Scan(&ext); err != nil || ext != "7" {
@@ -98,20 +81,10 @@ func TestPortalIDSpelledWithZeros(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = srv.Stop(context.Background()) })
-			base, now := "http://"+srv.Addr(), time.Now()
-			body, _ := json.Marshal([]hubspot.WebhookEvent{{EventID: 1, PortalID: 12345, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7}})
-			req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
-			req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				t.Fatal(err)
-			}
-			answer, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if !bytes.Contains(answer, []byte(`"inserted":1`)) {
-				t.Errorf("HUBSPOT_PORTAL_ID=%s, event of portal 12345: %d %s; want it stored", id, resp.StatusCode, answer)
+			code, answer := deliverSigned(t, "http://"+srv.Addr(),
+				hubspot.WebhookEvent{EventID: 1, PortalID: 12345, OccurredAt: time.Now().UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7})
+			if !strings.Contains(answer, `"inserted":1`) {
+				t.Errorf("HUBSPOT_PORTAL_ID=%s, event of portal 12345: %d %s; want it stored", id, code, answer)
 			}
 		})
 	}
@@ -157,23 +130,37 @@ func TestPortalLearnedAfterAFailedStart(t *testing.T) {
 	var eventID int64
 	foreign := func() string {
 		eventID++
-		now := time.Now()
-		body, _ := json.Marshal([]hubspot.WebhookEvent{{EventID: eventID, PortalID: 99999, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7}})
-		req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
-		req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		answer, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return string(answer)
+		_, answer := deliverSigned(t, base, hubspot.WebhookEvent{EventID: eventID, PortalID: 99999, OccurredAt: time.Now().UnixMilli(), SubscriptionType: "contact.deletion", ObjectID: 7})
+		return answer
 	}
 	if got := foreign(); !strings.Contains(got, `"inserted":1`) {
 		t.Fatalf("before the portal is known: %s; want the event stored", got)
 	}
 	failing.Store(false)
 	testwait.For(t, "another account's events refused", func() bool { return strings.Contains(foreign(), `"rejected":1`) })
+}
+
+// deliverSigned posts events to base's webhook route, signed as HubSpot
+// signs them, and returns the answer's status and body.
+func deliverSigned(t *testing.T, base string, events ...hubspot.WebhookEvent) (int, string) {
+	t.Helper()
+	now := time.Now()
+	body, err := json.Marshal(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
+	req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(answer)
 }
