@@ -99,7 +99,13 @@
 // the inbound side then deleted or re-pointed the record, and its local
 // change completes unwritten (or, re-pointed, is written to the survivor).
 // Likewise a record with no link whose last pushed object has such a
-// tombstone is not upserted afresh. 401/403 are
+// tombstone is not upserted afresh. With Config.LocalRecords (serve sets the
+// records service), an update first drops the fields whose local value
+// changed since its event (an applied HubSpot change, or a later local
+// write), and after new links are stored, records deleted while their create
+// was in flight get a local-delete tombstone of their object, which their
+// deletion then archives; a created object already linked to another record
+// (made from a HubSpot edit before the link) is left to it. 401/403 are
 // a configuration problem: the events are released for AuthRetryDelay (no
 // attempt used), the cycle returns ErrAuth and the worker logs at Error.
 // Unexplained failures (decode errors, unknown statuses, a per-input error
