@@ -544,30 +544,27 @@ func (c *cycle) notOverwritten(calls []Call) []Call {
 	if lr == nil {
 		return calls
 	}
-	byType := map[string][]string{}
-	var types []string
+	var updates []*RecordPlan
 	for _, call := range calls {
-		if call.Op != OpUpdate {
-			continue
-		}
-		for _, r := range call.Records {
-			t := r.Key.ObjectType
-			if byType[t] == nil {
-				types = append(types, t)
-			}
-			byType[t] = append(byType[t], r.Key.RecordID)
+		if call.Op == OpUpdate {
+			updates = append(updates, call.Records...)
 		}
 	}
-	if len(types) == 0 {
+	if len(updates) == 0 {
 		return calls
 	}
+	types, byType := byObjectType(updates, func(*RecordPlan) bool { return true })
 	current := map[RecordKey]map[string]any{}
 	ctx, cancel := c.storeCtx()
 	for _, t := range types {
-		got, err := lr.CurrentFields(ctx, t, byType[t])
+		ids := make([]string, len(byType[t]))
+		for i, r := range byType[t] {
+			ids[i] = r.Key.RecordID
+		}
+		got, err := lr.CurrentFields(ctx, t, ids)
 		if err != nil {
 			// Write as before: the check only keeps older values back.
-			c.errs = append(c.errs, fmt.Errorf("outbound: read the current fields of %d %s records: %w", len(byType[t]), t, err))
+			c.errs = append(c.errs, fmt.Errorf("outbound: read the current fields of %d %s records: %w", len(ids), t, err))
 			continue
 		}
 		for id, f := range got {
@@ -1083,32 +1080,41 @@ func (c *cycle) deletedMeanwhile(recs []*RecordPlan, ids map[*RecordPlan]string)
 	if dr == nil {
 		return
 	}
-	byType := map[string]map[string]string{}
-	var types []string
-	for _, r := range recs {
-		if ids[r] == "" || ids[r] == r.HubSpotID {
-			continue
-		}
-		t := r.Key.ObjectType
-		if byType[t] == nil {
-			byType[t] = map[string]string{}
-			types = append(types, t)
-		}
-		byType[t][r.Key.RecordID] = ids[r]
-	}
+	types, byType := byObjectType(recs, func(r *RecordPlan) bool { return ids[r] != "" && ids[r] != r.HubSpotID })
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	for _, t := range types {
-		gone, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, t, byType[t])
+		linked := make(map[string]string, len(byType[t]))
+		for _, r := range byType[t] {
+			linked[r.Key.RecordID] = ids[r]
+		}
+		gone, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, t, linked)
 		if err != nil {
-			c.errs = append(c.errs, fmt.Errorf("outbound: check %d %s records just linked for deletions: %w", len(byType[t]), t, err))
+			c.errs = append(c.errs, fmt.Errorf("outbound: check %d %s records just linked for deletions: %w", len(linked), t, err))
 			continue
 		}
 		for _, id := range gone {
 			c.w.log.Info("outbound: the record was deleted while its HubSpot object was being created; the object is kept from bringing it back until the deletion archives it",
-				"record", t+"/"+id, "hubspot_id", byType[t][id])
+				"record", t+"/"+id, "hubspot_id", linked[id])
 		}
 	}
+}
+
+// byObjectType groups the records of recs that keep returns true for by
+// object type, in order of first appearance.
+func byObjectType(recs []*RecordPlan, keep func(*RecordPlan) bool) (types []string, byType map[string][]*RecordPlan) {
+	byType = map[string][]*RecordPlan{}
+	for _, r := range recs {
+		if !keep(r) {
+			continue
+		}
+		t := r.Key.ObjectType
+		if byType[t] == nil {
+			types = append(types, t)
+		}
+		byType[t] = append(byType[t], r)
+	}
+	return types, byType
 }
 
 // mergedAway asks, through Config.OnLinkedMergedAway, for the merge to be
@@ -1122,18 +1128,7 @@ func (c *cycle) mergedAway(recs []*RecordPlan, ids map[*RecordPlan]string) {
 	if !ok || c.w.cfg.OnLinkedMergedAway == nil {
 		return
 	}
-	byType := map[string][]*RecordPlan{}
-	var types []string
-	for _, r := range recs {
-		if ids[r] == "" {
-			continue
-		}
-		t := r.Key.ObjectType
-		if byType[t] == nil {
-			types = append(types, t)
-		}
-		byType[t] = append(byType[t], r)
-	}
+	types, byType := byObjectType(recs, func(r *RecordPlan) bool { return ids[r] != "" })
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	for _, t := range types {

@@ -228,12 +228,7 @@ func TestMergeWithoutWebhookIsReadAndApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := b.worker(t, func(c *outbound.Config) { c.OnLinkedMergedAway = inbound.Remerger(b.st.Inbound(), b.mapping) })
-	for range 6 { // three times the waits
-		if _, err := w.RunOnce(ctx); err != nil {
-			t.Logf("cycle: %v", err)
-		}
-		b.clock.Advance(outbound.NotFoundWaitDefault)
-	}
+	cyclesPastTheWaits(t, b, w)
 	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID); !ok || ext != aID {
 		t.Fatalf("while the merge waits to be applied, R_A links to %q (%v); want it kept on %s", ext, ok, aID)
 	}
@@ -277,12 +272,7 @@ func TestMergeReadWithoutHookKeepsWaiting(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := b.worker(t, nil)
-	for range 6 {
-		if _, err := w.RunOnce(ctx); err != nil {
-			t.Logf("cycle: %v", err)
-		}
-		b.clock.Advance(outbound.NotFoundWaitDefault)
-	}
+	cyclesPastTheWaits(t, b, w)
 	if ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", ra.ID); !ok || ext != aID {
 		t.Errorf("R_A links to %q (%v); want it kept on %s", ext, ok, aID)
 	}
@@ -302,5 +292,17 @@ func TestMergeReadWithoutHookKeepsWaiting(t *testing.T) {
 	}
 	if n := reads(); n != 2 {
 		t.Errorf("%d reads of the object after a long wait; want it read again (2)", n)
+	}
+}
+
+// cyclesPastTheWaits runs w's cycles over three times the 404 waits
+// (NotFoundWaits × NotFoundWaitDefault), moving b's clock.
+func cyclesPastTheWaits(t *testing.T, b *bundle, w *outbound.Worker) {
+	t.Helper()
+	for range 3 * outbound.NotFoundWaits {
+		if _, err := w.RunOnce(context.Background()); err != nil {
+			t.Logf("cycle: %v", err)
+		}
+		b.clock.Advance(outbound.NotFoundWaitDefault)
 	}
 }

@@ -251,7 +251,7 @@ func (t *recordTx) ClearFieldClocks(ctx context.Context, objectType, id string) 
 }
 
 func (t *recordTx) CreateRecord(ctx context.Context, objectType, id string, fields map[string]any) error {
-	gone, err := t.s.goneVersion(ctx, t.tx.Tx, objectType, id)
+	gone, err := t.s.goneVersion(ctx, t.tx.Tx, "record_gone_get", objectType, id)
 	if err != nil {
 		return err
 	}

@@ -41,12 +41,10 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 			case !errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("records: lock %s/%s: %w", objectType, id, err)
 			}
-			var v int64
-			switch err := tx.QueryRowContext(ctx, s.q.Get("record_gone_get_current"), objectType, id).Scan(&v); {
-			case errors.Is(err, sql.ErrNoRows):
+			if v, err := s.goneVersion(ctx, tx, "record_gone_get_current", objectType, id); err != nil {
+				return err
+			} else if v == 0 {
 				continue // never a record of this service's: not deleted here
-			case err != nil:
-				return fmt.Errorf("records: read the version of deleted %s/%s: %w", objectType, id, err)
 			}
 			if err := s.links.PutTombstoneTx(ctx, tx, links.Tombstone{
 				Destination: destination, ObjectType: objectType, ExternalID: linked[id],
@@ -76,15 +74,8 @@ func (s *Service) Deleted(ctx context.Context, objectType, id string) (bool, err
 	case !errors.Is(err, ErrNotFound):
 		return false, err
 	}
-	var v int64
-	err = s.db.QueryRowContext(ctx, s.q.Get("record_gone_get"), objectType, id).Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, nil
-	case err != nil:
-		return false, fmt.Errorf("records: read the version of deleted %s/%s: %w", objectType, id, err)
-	}
-	return true, nil
+	v, err := s.goneVersion(ctx, s.db, "record_gone_get", objectType, id)
+	return v > 0, err
 }
 
 // fieldsManyMax bounds the ids of one CurrentFields query.

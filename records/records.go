@@ -639,10 +639,11 @@ func (s *Service) forgetTx(ctx context.Context, tx *sql.Tx, objectType, id strin
 }
 
 // goneVersion returns the version a record of this id was deleted at, 0
-// when none was.
-func (s *Service) goneVersion(ctx context.Context, tx *sql.Tx, objectType, id string) (int64, error) {
+// when none was, read by query (record_gone_get, or record_gone_get_current
+// in a transaction that waited for a deletion).
+func (s *Service) goneVersion(ctx context.Context, q store.DBTX, query, objectType, id string) (int64, error) {
 	var v int64
-	err := tx.QueryRowContext(ctx, s.q.Get("record_gone_get"), objectType, id).Scan(&v)
+	err := q.QueryRowContext(ctx, s.q.Get(query), objectType, id).Scan(&v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil

@@ -3,9 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
-	"strconv"
 	"testing"
 	"time"
 
@@ -25,29 +23,12 @@ func TestWebhookEchoesCountedAtReceipt(t *testing.T) {
 	srv := startServer(t, Config{DatabaseURL: db.URL, DisableOutboundWorker: true}) // app id "1000"
 	base := "http://" + srv.Addr()
 	now := time.Now()
-	body, err := json.Marshal([]hubspot.WebhookEvent{
-		{EventID: 1, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "firstname",
+	if code, answer := deliverSigned(t, base,
+		hubspot.WebhookEvent{EventID: 1, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "firstname",
 			PropertyValue: "Ours", ChangeSource: "INTEGRATION", SourceID: "1000"},
-		{EventID: 2, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "lastname",
-			PropertyValue: "Theirs", ChangeSource: "CRM_UI"},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := http.NewRequest(http.MethodPost, base+"/webhooks/hubspot", bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(hubspot.HeaderSignatureV3, hubspot.SignV3(hubspotsim.ClientSecretDefault, http.MethodPost, base+"/webhooks/hubspot", body, now.UnixMilli()))
-	req.Header.Set(hubspot.HeaderRequestTimestamp, strconv.FormatInt(now.UnixMilli(), 10))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("delivery answered %d", resp.StatusCode)
+		hubspot.WebhookEvent{EventID: 2, PortalID: hubspotsim.PortalIDDefault, OccurredAt: now.UnixMilli(), SubscriptionType: "contact.propertyChange", ObjectID: 7, PropertyName: "lastname",
+			PropertyValue: "Theirs", ChangeSource: "CRM_UI"}); code != http.StatusOK {
+		t.Fatalf("delivery answered %d %s", code, answer)
 	}
 
 	var metrics string

@@ -63,13 +63,7 @@ func (s *Server) account(ctx context.Context) (zone *time.Location, portal strin
 		}
 		return zone, portal, false, nil
 	}
-	var d *hubspot.AccountDetails
-	c, err := hubspot.NewClient(hubspot.Config{BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken, Timeout: accountZoneTimeout})
-	if err == nil {
-		actx, cancel := context.WithTimeout(ctx, accountZoneTimeout)
-		d, err = c.AccountDetails(actx)
-		cancel()
-	}
+	d, err := accountDetails(ctx, cfg.HubSpotAPIBase, cfg.HubSpotAccessToken)
 	if cfg.HubSpotTimeZone != "" {
 		zone, _ = time.LoadLocation(cfg.HubSpotTimeZone)
 	} else if cfg.callsHubSpot() {
@@ -95,6 +89,19 @@ func (s *Server) account(ctx context.Context) (zone *time.Location, portal strin
 	return zone, portal, askLater, nil
 }
 
+// accountDetails asks HubSpot for the access token's account (GET
+// /account-info/v3/details, outside any budget), waiting at most
+// accountZoneTimeout.
+func accountDetails(ctx context.Context, apiBase, token string) (*hubspot.AccountDetails, error) {
+	c, err := hubspot.NewClient(hubspot.Config{BaseURL: apiBase, AccessToken: token, Timeout: accountZoneTimeout})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, accountZoneTimeout)
+	defer cancel()
+	return c.AccountDetails(ctx)
+}
+
 // portalLookupFirst and portalLookupMax bound the waits between the
 // background questions for the account's portal id (portalLookup); tests
 // shorten the first.
@@ -118,10 +125,6 @@ func (p *portalLookup) start(ctx context.Context) error {
 	go func() {
 		defer close(p.done)
 		cfg := p.s.cfg
-		c, err := hubspot.NewClient(hubspot.Config{BaseURL: cfg.HubSpotAPIBase, AccessToken: cfg.HubSpotAccessToken, Timeout: accountZoneTimeout})
-		if err != nil {
-			return
-		}
 		for wait := portalLookupFirst; ; wait = min(2*wait, portalLookupMax) {
 			t := time.NewTimer(wait)
 			select {
@@ -130,9 +133,7 @@ func (p *portalLookup) start(ctx context.Context) error {
 				return
 			case <-t.C:
 			}
-			actx, cancel := context.WithTimeout(ctx, accountZoneTimeout)
-			d, err := c.AccountDetails(actx)
-			cancel()
+			d, err := accountDetails(ctx, cfg.HubSpotAPIBase, cfg.HubSpotAccessToken)
 			if err == nil && d.PortalID > 0 {
 				id := strconv.FormatInt(d.PortalID, 10)
 				p.set(id)
