@@ -39,7 +39,10 @@ const MaxRedirectsDefault = 8
 // is then stale, whatever its OccurredAt (the source's edit may postdate the
 // local delete and still predate the archive that delete causes), and a Delete
 // is ignored; only a Restore newer than the tombstone removes it and brings the
-// record back.
+// record back. A record deleted before it was linked (the create of its object
+// was in flight) carries LocalDeletedClock instead: the first change that
+// finds it linked but deleted writes the TombstoneLocalDeleted the deletion
+// could not, and is stale.
 //
 // Merge redirects: a change of a merged-away external id that is not newer than
 // the merge is stale (the merge already settled the survivor's values); a newer
@@ -259,6 +262,18 @@ func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error
 		// Linked but deleted: only a change newer than the delete (or a restore)
 		// brings it back, under the same id, with fresh field clocks.
 		if tomb, ok := clocks[DeletedClock]; ok && ch.Kind != store.EventRestore && !at.After(tomb) {
+			return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
+		}
+		if here, ok := clocks[LocalDeletedClock]; ok && ch.Kind != store.EventRestore && !clocks[DeletedClock].After(here) {
+			// Deleted here, and linked after: its create was in flight, and
+			// the link came after the deletion looked for links to
+			// tombstone. A local deletion stands against every change but a
+			// newer restore, as if the link had been there: the object gets
+			// the tombstone the deletion would have given it, and the
+			// deletion's own event, queued after the create, archives it.
+			if err := r.tx.PutTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, Tombstone{Kind: TombstoneLocalDeleted, OccurredAt: here}); err != nil {
+				return Result{}, err
+			}
 			return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
 		}
 		if ch.Partial {

@@ -333,6 +333,68 @@ func TestLocalDeleteTombstone(t *testing.T) {
 	}
 }
 
+// TestLocalDeleteBeforeTheLink: the application deletes a record while the
+// create of its object is in flight, so the deletion finds no link to
+// tombstone; the outbound worker links the record after. A source change
+// that then finds the record linked but deleted, its last deletion a local
+// one, must not bring it back: it is stale, and the object gets the local
+// deletion's tombstone (a partial change too, which a deleted record
+// otherwise answers with ErrUnlinked). Only a newer restore brings it back.
+func TestLocalDeleteBeforeTheLink(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	k := recKey{"contacts", "local-1"}
+	// The deletion at 100, as records.Service.Delete writes it: no row, both
+	// clocks, no link and so no tombstone; then the worker's link.
+	m.state.clocks[k] = map[string]time.Time{apply.DeletedClock: at(100), apply.LocalDeletedClock: at(100)}
+	m.state.links[extKey{"hubspot", "contacts", "9"}] = k.id
+
+	partial := change(store.EventUpdate, "9", at(150), map[string]any{"phone": "2"})
+	partial.Partial = true
+	for _, ch := range []apply.Change{
+		partial,
+		change(store.EventUpdate, "9", at(160), map[string]any{"name": "Edited", "phone": "2"}),
+		change(store.EventCreate, "9", at(170), map[string]any{"name": "Edited"}),
+	} {
+		res := mustApply(t, g, ch)
+		if res.Outcome != apply.Stale {
+			t.Fatalf("%s (partial %v) after the deletion = %+v; want stale", ch.Kind, ch.Partial, res)
+		}
+		if f := m.state.records[k]; f != nil {
+			t.Fatalf("%s brought the record back: %v", ch.Kind, f)
+		}
+		if tomb := m.state.tombstones[extKey{"hubspot", "contacts", "9"}]; tomb.Kind != apply.TombstoneLocalDeleted || !tomb.OccurredAt.Equal(at(100)) {
+			t.Fatalf("tombstone after %s = %+v; want the local deletion's, at 100", ch.Kind, tomb)
+		}
+	}
+	if res := mustApply(t, g, change(store.EventDelete, "9", at(200), nil)); res.Outcome != apply.Ignored {
+		t.Fatalf("the archive's deletion = %+v; want ignored", res)
+	}
+	back := mustApply(t, g, change(store.EventRestore, "9", at(300), map[string]any{"name": "Back"}))
+	if back.Outcome != apply.Created || back.RecordID != k.id {
+		t.Fatalf("a restore after the deletion = %+v; want %s created", back, k.id)
+	}
+	if _, ok := m.state.clocks[k][apply.LocalDeletedClock]; ok {
+		t.Fatalf("clocks after the restore = %v; want the local deletion's cleared", m.state.clocks[k])
+	}
+}
+
+// TestSourceDeleteAfterLocalDelete: a record deleted here, later brought back
+// and deleted at the source (its DeletedClock newer than its
+// LocalDeletedClock) comes back with a newer source change, as any record
+// deleted at the source.
+func TestSourceDeleteAfterLocalDelete(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	c := mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One"}))
+	mustApply(t, g, change(store.EventDelete, "1", at(40), nil))
+	k := recKey{"contacts", c.RecordID}
+	m.state.clocks[k][apply.LocalDeletedClock] = at(20) // a local deletion before, never cleared
+	if res := mustApply(t, g, change(store.EventUpdate, "1", at(50), map[string]any{"name": "Again"})); res.Outcome != apply.Created {
+		t.Fatalf("a change newer than the source deletion = %+v; want created", res)
+	}
+}
+
 // sqlMemStore is memStore whose transactions are SQLRecordTxs (with no SQL
 // behind them), so Guarded can run a fence.
 type sqlMemStore struct{ *memStore }

@@ -12,6 +12,15 @@ import (
 // not start with "$", so it cannot clash with a field.
 const DeletedClock = "$deleted"
 
+// LocalDeletedClock records when the application deleted a record (a local
+// deletion; DeletedClock moves too). A record deleted while the create of
+// its object was in flight is linked to that object after the deletion
+// looked for links to tombstone; a source change that then finds it linked
+// but deleted, its last deletion a local one, tombstones the object as the
+// deletion would have (TombstoneLocalDeleted) and is stale. Cleared, as the
+// field clocks, when the record comes back.
+const LocalDeletedClock = "$deleted_here"
+
 // SeenClock is the clock of the newest source change applied to a record
 // (created, updated, restored or merged into): the object lived at the
 // source then. Local edits move the field clocks but never this one, so a

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -68,7 +69,7 @@ func TestTombstoneDeletedSeesTheDeletionItWaitedFor(t *testing.T) {
 		}
 		deleted := make(chan error, 1)
 		go func() { deleted <- b.svc.Delete(ctx, "contacts", rec.ID, rec.Version) }()
-		testwait.For(t, "the deletion waits at its field clock", func() bool { return waitingIn(t, b, "A field clock never moves backwards") })
+		testwait.For(t, "the deletion waits at its field clock", func() bool { return waitingIn(t, b, "INSERT INTO hubsync_field_clock") })
 		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "222"); err != nil { // the worker's link
 			t.Fatal(err)
 		}
@@ -96,6 +97,42 @@ func TestTombstoneDeletedSeesTheDeletionItWaitedFor(t *testing.T) {
 			if ts, ok, err := b.links.Tombstone(ctx, "hubspot", "contacts", ext); err != nil || !ok || ts.Kind != apply.TombstoneLocalDeleted {
 				t.Errorf("object %s: tombstone %+v, %v, %v; want a local deletion's", ext, ts, ok, err)
 			}
+		}
+	})
+}
+
+// TestChangeAfterTheLinkOfADeletedRecord: a record deleted while its create
+// was in flight is linked after its deletion looked for links. A HubSpot
+// change of the object applied before the outbound worker's check
+// (TombstoneDeleted) must not bring the record back: it is stale, and the
+// object gets the local deletion's tombstone.
+func TestChangeAfterTheLinkOfADeletedRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "gone@example.com", "first_name": "Gone"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "333"); err != nil { // the worker's link
+			t.Fatal(err)
+		}
+		res, err := b.svc.Apply(ctx, apply.Change{
+			Source: "hubspot", ObjectType: "contacts", ExternalID: "333", Kind: store.EventUpdate,
+			Fields:     map[string]any{"email": "gone@example.com", "first_name": "Edited"},
+			OccurredAt: b.clock.Now().Add(time.Minute),
+		})
+		if err != nil || res.Outcome != apply.Stale {
+			t.Fatalf("HubSpot change after the link = %+v, %v; want stale", res, err)
+		}
+		if got, err := b.svc.Get(ctx, "contacts", rec.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("record = %+v, %v; want it deleted", got, err)
+		}
+		if ts, ok, err := b.links.Tombstone(ctx, "hubspot", "contacts", "333"); err != nil || !ok || ts.Kind != apply.TombstoneLocalDeleted {
+			t.Fatalf("tombstone %+v, %v, %v; want a local deletion's", ts, ok, err)
 		}
 	})
 }

@@ -362,7 +362,7 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 		if err := s.tombstoneLinksTx(ctx, tx.Tx, objectType, id, now); err != nil {
 			return err
 		}
-		return s.touchClocks(ctx, tx.Tx, objectType, id, []string{tombstoneField}, now)
+		return s.touchClocks(ctx, tx.Tx, objectType, id, []string{tombstoneField, apply.LocalDeletedClock}, now)
 	})
 	eventtrace.Fail(span, err)
 	return err
