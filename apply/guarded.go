@@ -290,7 +290,16 @@ func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error
 		}
 		return Result{RecordID: id, Applied: keys(ch.Fields), Outcome: Created}, nil
 	}
-	return r.applyFields(ctx, ch.ObjectType, id, clocks, ch.Fields, at)
+	res, err := r.applyFields(ctx, ch.ObjectType, id, clocks, ch.Fields, at)
+	if err != nil || res.Outcome != Updated {
+		return res, err
+	}
+	if rs, ok := r.tx.(Resender); ok {
+		if err := rs.Resend(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID, res.Applied, at); err != nil {
+			return Result{}, err
+		}
+	}
+	return res, nil
 }
 
 func (r run) create(ctx context.Context, objectType, id string, fields map[string]any, at time.Time) error {

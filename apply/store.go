@@ -151,3 +151,17 @@ type MergeRecorder interface {
 type PrivacyForgetter interface {
 	ForgetRecord(ctx context.Context, objectType, id string) error
 }
+
+// Resender is a RecordTx that writes to the source as well (an outbound
+// worker sends local changes to it). Guarded calls Resend, in the change's
+// transaction, after it applied fields of a source change to an existing
+// record (its UpdateRecord), with the change's source, external id and
+// time: a write of the record's to the source that was in flight then, or
+// that reached the source after at, may have overwritten those fields there
+// with older local values (the source keeps the last write it receives; the
+// guard here kept the newer change). Resend then sends the applied values
+// back to the source, after that write, so both sides end with the newer
+// change.
+type Resender interface {
+	Resend(ctx context.Context, source, objectType, id, externalID string, fields []string, at time.Time) error
+}

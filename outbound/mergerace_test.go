@@ -17,13 +17,20 @@ import (
 // and before the worker sees the answer.
 type hookedHubSpot struct {
 	outbound.HubSpot
-	once  sync.Once
-	after func()
+	once, onceBefore sync.Once
+	// before runs once before the first BatchUpdate reaches HubSpot, after
+	// once after it has (either may be nil).
+	before, after func()
 }
 
 func (h *hookedHubSpot) BatchUpdate(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpdateInput) (*hubspot.BatchResult, error) {
+	if h.before != nil {
+		h.onceBefore.Do(h.before)
+	}
 	res, err := h.HubSpot.BatchUpdate(ctx, t, in)
-	h.once.Do(h.after)
+	if h.after != nil {
+		h.once.Do(h.after)
+	}
 	return res, err
 }
 

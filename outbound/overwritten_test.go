@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/internal/dbtest"
+	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -55,4 +56,74 @@ func TestNewerHubSpotValueNotOverwritten(t *testing.T) {
 			t.Errorf("%d dead letters", n)
 		}
 	})
+}
+
+// TestHubSpotEditDuringUpdate: a HubSpot user changes a field while the
+// outbound worker's update of the same field is on its way (the worker read
+// the record before the change was applied here), so HubSpot applies the
+// older local value last. The SyncWorker applies the user's change here
+// during the call (webhookDuring) or after the cycle (its delivery was
+// late). Both sides must end with the user's newer value: the records
+// service sends it back after the write that overwrote it. Before, HubSpot
+// kept the older local value and the record the newer one until drift.
+func TestHubSpotEditDuringUpdate(t *testing.T) {
+	for _, webhookDuring := range []bool{true, false} {
+		name := map[bool]string{true: "webhook_during_the_call", false: "webhook_after_the_cycle"}[webhookDuring]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+				ctx := context.Background()
+				b := setup(t, options{dialect: d})
+				rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
+				in := b.inboundSide(t)
+
+				b.clock.Advance(time.Second)
+				if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Local", "last_name": "Lovelace"}); err != nil {
+					t.Fatal(err)
+				}
+				h := &hookedHubSpot{HubSpot: b.client}
+				h.before = func() {
+					b.clock.Advance(time.Second)
+					if err := b.sim.UserUpdate("contacts", aID, map[string]string{"firstname": "HubSpot"}); err != nil {
+						t.Error(err)
+						return
+					}
+					if webhookDuring && !deliverInbound(ctx, t, b, in) {
+						return
+					}
+					b.clock.Advance(time.Second) // the call takes its time
+				}
+				var afterCall string
+				h.after = func() {
+					o, _ := b.sim.Object("contacts", aID)
+					afterCall = o.Properties["firstname"]
+				}
+				w := b.worker(t, func(c *outbound.Config) { c.HubSpot = h })
+				b.drain(t, w)
+				if afterCall != "Local" {
+					t.Fatalf("HubSpot firstname %q after the update; want the overwriting Local (test setup)", afterCall)
+				}
+				if !webhookDuring && !deliverInbound(ctx, t, b, in) {
+					t.FailNow()
+				}
+				b.drain(t, w)
+				drainInbound(t, b, in)
+
+				o, _ := b.sim.Object("contacts", aID)
+				got, err := b.recs.Get(ctx, "contacts", rec.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if o.Properties["firstname"] != "HubSpot" || got.Fields["first_name"] != "HubSpot" {
+					t.Errorf("HubSpot firstname %q, local first_name %v; want both the newer HubSpot", o.Properties["firstname"], got.Fields["first_name"])
+				}
+				if o.Properties["lastname"] != "Lovelace" || got.Fields["last_name"] != "Lovelace" {
+					t.Errorf("HubSpot lastname %q, local %v; want both the local edit's Lovelace", o.Properties["lastname"], got.Fields["last_name"])
+				}
+				if n := b.counts(t)[store.StatusFailed]; n != 0 {
+					t.Errorf("%d dead letters", n)
+				}
+			})
+		})
+	}
 }

@@ -32,3 +32,9 @@ func SkipDestination(ctx context.Context, destination string) bool {
 	s := SyncSource(ctx)
 	return s != "" && s == destination
 }
+
+// MetadataResent marks an event that sends a change which came from a
+// destination back to it (the value names the destination), because a write
+// of the record's may have overwritten it there (records' Resend). It is no
+// sync source: the outbound worker sends it as a local change.
+const MetadataResent = "resent_to"

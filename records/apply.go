@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -12,6 +13,7 @@ import (
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -113,6 +115,9 @@ type recordTx struct {
 	tx     *writeTx
 	locked map[string]Record // by object type and id
 	fresh  map[string]bool   // ids NewRecordID gave out: linked to nothing
+	// updatedFrom holds each record UpdateRecord wrote as it was before its
+	// first write in the transaction (Resend sends what changed since).
+	updatedFrom map[string]Record
 }
 
 var _ apply.SQLRecordTx = (*recordTx)(nil)
@@ -268,8 +273,102 @@ func (t *recordTx) UpdateRecord(ctx context.Context, objectType, id string, patc
 	if err != nil {
 		return err
 	}
-	t.locked[lockKey(objectType, id)] = after
+	k := lockKey(objectType, id)
+	if _, ok := t.updatedFrom[k]; !ok {
+		if t.updatedFrom == nil {
+			t.updatedFrom = map[string]Record{}
+		}
+		t.updatedFrom[k] = before
+	}
+	t.locked[k] = after
 	return nil
+}
+
+var _ apply.Resender = (*recordTx)(nil)
+
+// Resend enqueues, for destination source, a write of the fields a change
+// from source has just changed, when a write of the record's to source may
+// have overwritten them there: one is queued or in flight (it was planned
+// before this change was applied, or it is planned next; the latter then
+// leaves these fields out, and the resend repeats HubSpot's own values), or
+// the last one reached source after the change's time at and set other
+// values. HubSpot keeps the last write it receives, and the guard kept the
+// newer change here, so without the resend the two sides would differ. The
+// event is a local change of the record (before → after, its version the
+// applied one's), queued after the write it follows; it carries
+// outbox.MetadataResent. Any other change needs no resend: no write of ours
+// followed it at the source.
+func (t *recordTx) Resend(ctx context.Context, source, objectType, id, externalID string, fields []string, at time.Time) error {
+	if !slices.Contains(t.s.cfg.Destinations, source) {
+		return nil
+	}
+	k := lockKey(objectType, id)
+	before, ok := t.updatedFrom[k]
+	after := t.locked[k]
+	if !ok || after.Version == before.Version {
+		return nil
+	}
+	patch := make(map[string]any, len(fields))
+	for _, f := range fields {
+		patch[f] = nil
+	}
+	changed := changedFields(before.Fields, after.Fields, patch)
+	if len(changed) == 0 {
+		return nil
+	}
+	why, err := t.overwritten(ctx, source, objectType, id, externalID, changed, after, at)
+	if err != nil || why == "" {
+		return err
+	}
+	payload, err := outbox.Snapshot{ID: after.ID, Version: after.Version, Fields: after.Fields, Metadata: map[string]string{outbox.MetadataResent: source}}.Marshal()
+	if err != nil {
+		return err
+	}
+	old, err := outbox.Snapshot{ID: before.ID, Version: before.Version, Fields: before.Fields}.Marshal()
+	if err != nil {
+		return err
+	}
+	res, err := outbox.EnqueueTx(outbox.WithSyncSource(ctx, ""), t.s.st, t.tx.Tx, store.OutboundEvent{
+		ID: newID(), Destination: source, ObjectType: objectType, RecordID: id,
+		EventType: store.EventUpdate, Payload: payload, OldPayload: old,
+	})
+	if err != nil {
+		return fmt.Errorf("records: resend %s/%s to %s: %w", objectType, id, source, err)
+	}
+	if res.Inserted {
+		t.tx.enqueued = append(t.tx.enqueued, res.ID)
+	}
+	t.s.log.Info("records: a change from the destination may have been overwritten there by a write of this record's; sending it back",
+		"destination", source, "record", k, "fields", changed, "why", why)
+	return nil
+}
+
+// overwritten says why a write of record id to destination may have
+// overwritten there the fields changed, which a change of the destination's
+// at time at set to after's values ("" when none can have).
+func (t *recordTx) overwritten(ctx context.Context, destination, objectType, id, externalID string, changed []string, after Record, at time.Time) (string, error) {
+	var one int
+	err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_outbound_open"), destination, objectType, id).Scan(&one)
+	switch {
+	case err == nil:
+		return "a write of the record is queued or in flight", nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return "", fmt.Errorf("records: writes of %s/%s to %s: %w", objectType, id, destination, err)
+	}
+	pushed, err := t.s.links.LookupPushedManyTx(ctx, t.tx.Tx, destination, objectType, []string{id})
+	if err != nil {
+		return "", fmt.Errorf("records: %w", err)
+	}
+	p, ok := pushed[id]
+	if !ok || p.Deleted || p.ExternalID != externalID || !p.Stored.After(at) {
+		return "", nil
+	}
+	for _, f := range changed {
+		if !sameJSON(p.Fields[f], after.Fields[f]) {
+			return "the record's last write reached the destination after the change", nil
+		}
+	}
+	return "", nil
 }
 
 var _ apply.MergeRecorder = (*recordTx)(nil)
