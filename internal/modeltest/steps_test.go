@@ -364,20 +364,22 @@ func (w *world) gated(k kind, typ, recordID, hubspotID string) bool {
 		if w.gaps[gapUnlinkedEdit] && recordID == "" && w.createdByHubsync(typ, hubspotID) {
 			return true
 		}
-		// The same object edited in HubSpot while its create, which reached
-		// HubSpot, still waits to be recorded: the create is a local change in
-		// flight, and its retry (an upsert of the created values) overwrites
-		// the edit (gapTwoSided).
-		if w.gaps[gapTwoSided] && recordID == "" && w.createdByHubsync(typ, hubspotID) {
-			return true
+		// The same object changed in HubSpot while its create, which reached
+		// HubSpot, still waits to be recorded (the create is a local change in
+		// flight, and its retry, an upsert of the created values, overwrites
+		// the edit), or while a local change waits to be pushed (the push
+		// later overwrites HubSpot's newer value, whose webhook wins
+		// locally): an edit is gapTwoSided (fixed: the applied edit is sent
+		// back), a deletion or merge gapTwoSidedGone.
+		inFlight := (recordID == "" && w.createdByHubsync(typ, hubspotID)) || (recordID != "" && w.outboundOpen(typ, recordID))
+		if k == hsUpdate {
+			return w.gaps[gapTwoSided] && inFlight
 		}
-		// A HubSpot edit while a local change waits to be pushed: the push
-		// later overwrites HubSpot's newer value, whose webhook wins locally.
-		return w.gaps[gapTwoSided] && recordID != "" && w.outboundOpen(typ, recordID)
+		return w.gaps[gapTwoSidedGone] && inFlight
 	case localUpdate:
 		// A local edit while HubSpot's delete of the object is in flight: the
 		// push recreates the object the delete then orphans.
-		return w.gaps[gapTwoSided] && hubspotID != "" && w.inboundOpen(typ, hubspotID)
+		return w.gaps[gapTwoSidedGone] && hubspotID != "" && w.inboundOpen(typ, hubspotID)
 	case localDelete:
 		// Item 3: a HubSpot change in flight when the record is deleted locally.
 		return w.gaps[gapLocalDelete] && hubspotID != "" && w.inboundOpen(typ, hubspotID)
