@@ -9,6 +9,7 @@ import (
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/links"
+	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
 )
@@ -18,7 +19,9 @@ import (
 // contacts edited in HubSpot, three properties each (HubSpot sends an event
 // per property, with the edit's one occurredAt), delivered, then claimed and
 // applied until the queue is empty. ApplyConcurrency is serve's: 1 on
-// SQLite, the default elsewhere.
+// SQLite, the default elsewhere. The contacts were synced before: their
+// creates' outbound events are done and their pushed states stored, so no
+// write of theirs to HubSpot is open and an applied edit is not sent back.
 //
 //	go test ./inbound -run '^$' -bench BenchmarkWorkerEdits -benchtime 20x
 func BenchmarkWorkerEdits(b *testing.B) {
@@ -42,6 +45,7 @@ func BenchmarkWorkerEdits(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			settleOutbound(b, bu, ln, contacts)
 			conc := 0
 			if d == store.SQLite {
 				conc = 1
@@ -69,5 +73,37 @@ func BenchmarkWorkerEdits(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N*contacts*len(props))/b.Elapsed().Seconds(), "events/s")
 		})
+	}
+}
+
+// settleOutbound completes the store's outbound events and records each one's
+// write as pushed to its link, as an outbound worker would have.
+func settleOutbound(b *testing.B, bu *bundle, ln *links.Links, limit int) {
+	b.Helper()
+	ctx := context.Background()
+	evs, err := bu.store.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: limit, MaxPerRecord: 1, Owner: "bench"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var states []links.Pushed
+	for _, ev := range evs {
+		snap, err := outbox.ParseSnapshot(ev.Payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ext, _, err := ln.Lookup(ctx, "hubspot", ev.ObjectType, ev.RecordID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		states = append(states, links.Pushed{RecordID: ev.RecordID, ExternalID: ext, Version: snap.Version, Fields: snap.Fields, Seq: ev.Seq, EventDate: ev.CreatedDate})
+		if err := bu.store.Outbound().Complete(ctx, ev.Lease()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if len(evs) != limit {
+		b.Fatalf("settled %d outbound events, want %d", len(evs), limit)
+	}
+	if err := ln.PushedMany(ctx, "hubspot", "contacts", states); err != nil {
+		b.Fatal(err)
 	}
 }

@@ -43,10 +43,6 @@ type Pushed struct {
 	// EventDate is the creation time of the newest event the state came from;
 	// only states and events without a Seq are ordered by it.
 	EventDate time.Time
-	// Stored is when the state was stored (the store's clock), after the
-	// destination accepted the write: the write reached the destination no
-	// later. Set by LookupPushedMany; PushedMany ignores it.
-	Stored time.Time
 	// Carried are the owed fields (AddOwed) the write carried; PushedMany
 	// removes them from the record's owed fields in the same transaction.
 	// Never read back by LookupPushedMany.
@@ -97,7 +93,7 @@ func (l *Links) pushedChunk(ctx context.Context, tx store.DBTX, destination, obj
 	for rows.Next() {
 		var p Pushed
 		var fields sql.NullString
-		if err := rows.Scan(&p.RecordID, &p.ExternalID, &p.Version, &fields, &p.Deleted, dialectsql.TimeDest(&p.EventDate), &p.Seq, dialectsql.TimeDest(&p.Stored)); err != nil {
+		if err := rows.Scan(&p.RecordID, &p.ExternalID, &p.Version, &fields, &p.Deleted, dialectsql.TimeDest(&p.EventDate), &p.Seq); err != nil {
 			return fmt.Errorf("links: lookup pushed %s/%s: %w", destination, objectType, err)
 		}
 		if fields.Valid && fields.String != "null" {

@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hubsync/hubsync/apply"
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
@@ -345,26 +347,38 @@ func (t *recordTx) Resend(ctx context.Context, source, objectType, id, externalI
 
 // overwritten says why a write of record id to destination may have
 // overwritten there the fields changed, which a change of the destination's
-// at time at set to after's values ("" when none can have).
+// at time at set to after's values ("" when none can have). One query reads
+// whether a write is queued or in flight and the record's pushed state (see
+// links.Pushed), whose LastModifiedDate is when the store recorded that the
+// destination accepted it: a state for another object (a stale one) or an
+// archive says nothing of this object's fields.
 func (t *recordTx) overwritten(ctx context.Context, destination, objectType, id, externalID string, changed []string, after Record, at time.Time) (string, error) {
-	var one int
-	err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_outbound_open"), destination, objectType, id).Scan(&one)
-	switch {
-	case err == nil:
-		return "a write of the record is queued or in flight", nil
-	case !errors.Is(err, sql.ErrNoRows):
+	var (
+		open    bool
+		ext     sql.NullString
+		fields  sql.NullString
+		deleted sql.NullBool
+		stored  *time.Time
+	)
+	err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_overwrite_state"), destination, objectType, id, destination, objectType, id).
+		Scan(&open, &ext, &fields, &deleted, dialectsql.NullTimeDest(&stored))
+	if err != nil {
 		return "", fmt.Errorf("records: writes of %s/%s to %s: %w", objectType, id, destination, err)
 	}
-	pushed, err := t.s.links.LookupPushedManyTx(ctx, t.tx.Tx, destination, objectType, []string{id})
-	if err != nil {
-		return "", fmt.Errorf("records: %w", err)
+	if open {
+		return "a write of the record is queued or in flight", nil
 	}
-	p, ok := pushed[id]
-	if !ok || p.Deleted || p.ExternalID != externalID || !p.Stored.After(at) {
+	if !ext.Valid || deleted.Bool || ext.String != externalID || stored == nil || !stored.After(at) || !fields.Valid {
 		return "", nil
 	}
+	var pushed map[string]any
+	dec := json.NewDecoder(strings.NewReader(fields.String))
+	dec.UseNumber()
+	if err := dec.Decode(&pushed); err != nil {
+		return "", fmt.Errorf("records: decode the pushed fields of %s/%s: %w", objectType, id, err)
+	}
 	for _, f := range changed {
-		if !sameJSON(p.Fields[f], after.Fields[f]) {
+		if !sameJSON(pushed[f], after.Fields[f]) {
 			return "the record's last write reached the destination after the change", nil
 		}
 	}
