@@ -256,6 +256,28 @@ func twoWay(t *testing.T, dbURL string) {
 		return ok && o.Properties["firstname"] == "Ada"
 	})
 
+	// The create settles first (completed, its write recorded): a HubSpot
+	// edit made while a write of the record is in flight, or before hubsync
+	// records that HubSpot accepted it, may have been overwritten by it, and
+	// is sent back (README, "The last write wins"); this one comes after.
+	testwait.For(t, "the create to be recorded", func() bool {
+		code, body := svc.do(t, "GET", "/admin/metrics", "e2e-admin-token-0123456789", nil)
+		var m struct {
+			Queues []struct {
+				Direction string
+				Counts    map[string]int64
+			}
+		}
+		if code != 200 || json.Unmarshal(body, &m) != nil {
+			return false
+		}
+		for _, q := range m.Queues {
+			if q.Direction == "outbound" {
+				return q.Counts["processed"] == 1 && q.Counts["pending"]+q.Counts["processing"] == 0
+			}
+		}
+		return false
+	})
 	if err := sim.UserUpdate("contacts", remote.ID, map[string]string{"firstname": "Augusta"}); err != nil {
 		t.Fatal(err)
 	}
