@@ -637,30 +637,70 @@ func (c *cycle) withoutOverwritten(r *RecordPlan, cur map[string]any) bool {
 // write afresh (an upsert or a create: no link) an object HubSpot deleted or
 // merged away: the record was linked to it (its pushed state names it) and
 // the inbound side, applying the deletion or merge, deleted or unlinked the
-// record while its local change waited. HubSpot's change is the newer one,
-// and a fresh upsert would bring the object back or write over the merge's
-// survivor. It returns the calls left.
+// record while its local change waited; or, with SourceDeletedRecords, the
+// inbound side deleted the record (so also one with no pushed state). HubSpot's
+// change is the newer one, and a fresh upsert would bring the object back or
+// write over the merge's survivor. It returns the calls left.
 func (c *cycle) goneAtSource(calls []Call, linked map[RecordKey]string, pushed map[RecordKey]links.Pushed) []Call {
-	tl, ok := c.w.cfg.Links.(TombstoneLinks)
-	if !ok || len(pushed) == 0 {
+	tl, _ := c.w.cfg.Links.(TombstoneLinks)
+	sd, _ := c.w.cfg.LocalRecords.(SourceDeletedRecords)
+	if (tl == nil || len(pushed) == 0) && sd == nil {
+		return calls
+	}
+	gone := map[*RecordPlan]bool{}
+	var unknown []*RecordPlan
+	for _, call := range calls {
+		if call.Op != OpUpsert && call.Op != OpCreate && call.Op != OpResolveUpsert {
+			continue
+		}
+		for _, r := range call.Records {
+			if linked[r.Key] != "" {
+				continue
+			}
+			if p, had := pushed[r.Key]; tl != nil && had && !p.Deleted && p.ExternalID != "" {
+				if ok, why := c.tombstoned(tl, r, p.ExternalID); ok {
+					c.w.log.Info("outbound: the record's HubSpot object is gone at the source; its local change is not written afresh",
+						"record", r.Key.String(), "hubspot_id", p.ExternalID, "reason", why)
+					gone[r] = true
+					continue
+				}
+			}
+			unknown = append(unknown, r)
+		}
+	}
+	if sd != nil && len(unknown) > 0 {
+		types, byType := byObjectType(unknown, func(*RecordPlan) bool { return true })
+		for _, typ := range types {
+			recs := byType[typ]
+			ids := make([]string, len(recs))
+			for i, r := range recs {
+				ids[i] = r.Key.RecordID
+			}
+			ctx, cancel := c.storeCtx()
+			deleted, err := sd.DeletedAtSource(ctx, c.w.cfg.Destination, typ, ids)
+			cancel()
+			if err != nil {
+				// Written as before the question was asked; logged.
+				c.errs = append(c.errs, fmt.Errorf("outbound: records of %s deleted by HubSpot: %w", typ, err))
+				continue
+			}
+			for _, r := range recs {
+				if slices.Contains(deleted, r.Key.RecordID) {
+					c.w.log.Info("outbound: HubSpot's deletion or merge of the record's object deleted the record here while its local change waited; the change is not written afresh",
+						"record", r.Key.String())
+					gone[r] = true
+				}
+			}
+		}
+	}
+	if len(gone) == 0 {
 		return calls
 	}
 	out := calls[:0]
 	for _, call := range calls {
-		if call.Op != OpUpsert && call.Op != OpCreate && call.Op != OpResolveUpsert {
-			out = append(out, call)
-			continue
-		}
 		keep := call.Records[:0:0]
 		for _, r := range call.Records {
-			p, had := pushed[r.Key]
-			if linked[r.Key] != "" || !had || p.Deleted || p.ExternalID == "" {
-				keep = append(keep, r)
-				continue
-			}
-			if gone, why := c.tombstoned(tl, r, p.ExternalID); gone {
-				c.w.log.Info("outbound: the record's HubSpot object is gone at the source; its local change is not written afresh",
-					"record", r.Key.String(), "hubspot_id", p.ExternalID, "reason", why)
+			if gone[r] {
 				c.sum.Superseded += c.complete([]*RecordPlan{r})
 				continue
 			}

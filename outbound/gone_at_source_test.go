@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hubsync/hubsync/inbound"
+	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
@@ -95,6 +96,64 @@ func TestMergeWhileLocalEditQueued(t *testing.T) {
 	}
 	if got.Fields["first_name"] != o.Properties["firstname"] || got.Fields["email"] != o.Properties["email"] {
 		t.Errorf("R_B (linked to %s) has %v; HubSpot's %s has email %q firstname %q", bID, got.Fields, bID, o.Properties["email"], o.Properties["firstname"])
+	}
+}
+
+// TestMergeWhileLocalEditOfHubSpotRecordQueued: as
+// TestMergeWhileLocalEditQueued, but R_A was made from a contact a HubSpot
+// user created, so no write of R_A's has reached HubSpot and it has no
+// pushed state naming A. Its queued update, unlinked by the merge, was
+// upserted by email and wrote R_A's values over B; the records service says
+// R_A was deleted by HubSpot's change (outbound.SourceDeletedRecords), and
+// the update completes unwritten.
+func TestMergeWhileLocalEditOfHubSpotRecordQueued(t *testing.T) {
+	for _, d := range dbtest.Dialects {
+		t.Run(dbtest.Name(d), func(t *testing.T) {
+			ctx := context.Background()
+			b := setup(t, options{dialect: d})
+			in := b.inboundSide(t)
+			aID, err := b.sim.UserCreate("contacts", map[string]string{"email": "ada@example.com", "firstname": "Ada"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !deliverInbound(ctx, t, b, in) {
+				t.FailNow()
+			}
+			raID, ok, err := b.links.LookupRecord(ctx, "hubspot", "contacts", aID)
+			if err != nil || !ok {
+				t.Fatalf("no record made of HubSpot's contact %s: %v", aID, err)
+			}
+			rb, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
+
+			b.clock.Advance(time.Second)
+			if _, err := b.recs.Update(ctx, "contacts", raID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+				t.Fatal(err)
+			}
+			b.clock.Advance(time.Second)
+			if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
+				t.Fatal(err)
+			}
+			if !deliverInbound(ctx, t, b, in) {
+				t.FailNow()
+			}
+			if _, err := b.recs.Get(ctx, "contacts", raID); err == nil {
+				t.Fatal("R_A not deleted by the merge (test setup)")
+			}
+			b.drain(t, b.worker(t, nil))
+			drainInbound(t, b, in)
+
+			o, _ := b.sim.Object("contacts", bID)
+			got, err := b.recs.Get(ctx, "contacts", rb.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Properties["email"] != "lovelace@example.com" || o.Properties["firstname"] != "Augusta" {
+				t.Errorf("HubSpot's survivor %s has email %q firstname %q: R_A's queued update was written over it", bID, o.Properties["email"], o.Properties["firstname"])
+			}
+			if got.Fields["first_name"] != o.Properties["firstname"] || got.Fields["email"] != o.Properties["email"] {
+				t.Errorf("R_B (linked to %s) has %v; HubSpot's %s has email %q firstname %q", bID, got.Fields, bID, o.Properties["email"], o.Properties["firstname"])
+			}
+		})
 	}
 }
 

@@ -160,6 +160,19 @@ type LocalRecords interface {
 	CurrentFields(ctx context.Context, objectType string, ids []string) (map[string]map[string]any, error)
 }
 
+// SourceDeletedRecords is implemented by LocalRecords that tell a record
+// the inbound side deleted (HubSpot deleted or merged away its object) from
+// one the application deleted (*records.Service does). The worker then never
+// writes afresh (no link) a record that HubSpot's change deleted while its
+// local change waited, even one with no pushed state (its object came from
+// HubSpot and none of its changes had reached it yet): upserted by email, it
+// would write over the merge's survivor.
+type SourceDeletedRecords interface {
+	// DeletedAtSource returns the records among ids deleted by a change of
+	// destination's applied here.
+	DeletedAtSource(ctx context.Context, destination, objectType string, ids []string) ([]string, error)
+}
+
 // Links stores which HubSpot object each local record is.
 type Links interface {
 	// Lookup returns the HubSpot id linked to a local record.

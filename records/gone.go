@@ -78,6 +78,46 @@ func (s *Service) Deleted(ctx context.Context, objectType, id string) (bool, err
 	return v > 0, err
 }
 
+// DeletedAtSource returns the records among ids that were deleted by a
+// change of destination's applied here (its deletion of their object, or a
+// merge that took it away) rather than by the application: they have no row,
+// their deletion is kept (hubsync_record_gone), and no deletion of theirs was
+// queued for destination (a local deletion queues one for every destination;
+// a change from one queues one for the others). The outbound worker asks
+// before it writes afresh a record that has no link
+// (outbound.SourceDeletedRecords): the destination's change is the newer one,
+// and the write would bring the object back or, upserted by email, write over
+// a merge's survivor. One query for ids (CurrentFields), and two more per
+// missing record.
+func (s *Service) DeletedAtSource(ctx context.Context, destination, objectType string, ids []string) ([]string, error) {
+	live, err := s.CurrentFields(ctx, objectType, ids)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range ids {
+		if _, ok := live[id]; ok {
+			continue
+		}
+		v, err := s.goneVersion(ctx, s.db, "record_gone_get", objectType, id)
+		if err != nil {
+			return nil, err
+		}
+		if v == 0 {
+			continue // no deletion of it is kept
+		}
+		var one int
+		err = s.db.QueryRowContext(ctx, s.q.Get("record_outbound_delete"), objectType, id, destination).Scan(&one)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			out = append(out, id)
+		case err != nil:
+			return nil, fmt.Errorf("records: the deletion of %s/%s for %s: %w", objectType, id, destination, err)
+		}
+	}
+	return out, nil
+}
+
 // fieldsManyMax bounds the ids of one CurrentFields query.
 const fieldsManyMax = 100
 

@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -133,6 +134,43 @@ func TestChangeAfterTheLinkOfADeletedRecord(t *testing.T) {
 		}
 		if ts, ok, err := b.links.Tombstone(ctx, "hubspot", "contacts", "333"); err != nil || !ok || ts.Kind != apply.TombstoneLocalDeleted {
 			t.Fatalf("tombstone %+v, %v, %v; want a local deletion's", ts, ok, err)
+		}
+	})
+}
+
+// TestDeletedAtSource: the outbound worker asks which records without a link
+// the destination's own change deleted (outbound.SourceDeletedRecords), so
+// that their queued changes are not written afresh. A record HubSpot deleted
+// (its deletion applied here) is one, for HubSpot only: the deletion was
+// queued for the other destination. A record the application deleted is
+// none (its deletion was queued for every destination), nor is a live one.
+func TestDeletedAtSource(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, d, Config{Destinations: []string{"hubspot", "salesforce"}})
+		at := b.clock.Now().Add(time.Hour)
+		byHubSpot := mustApply(t, b, change(store.EventCreate, "101", at, map[string]any{"email": "a@example.com"})).RecordID
+		mustApply(t, b, change(store.EventDelete, "101", at.Add(time.Second), nil))
+		local, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "b@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.Delete(ctx, "contacts", local.ID, local.Version); err != nil {
+			t.Fatal(err)
+		}
+		live, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "c@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := []string{byHubSpot, local.ID, live.ID, "never-was"}
+		for dest, want := range map[string][]string{"hubspot": {byHubSpot}, "salesforce": nil} {
+			got, err := b.svc.DeletedAtSource(ctx, dest, "contacts", ids)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("DeletedAtSource(%s) = %v; want %v (HubSpot's deletion %s, the application's %s, live %s)", dest, got, want, byHubSpot, local.ID, live.ID)
+			}
 		}
 	})
 }

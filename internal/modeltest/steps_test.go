@@ -370,10 +370,15 @@ func (w *world) gated(k kind, typ, recordID, hubspotID string) bool {
 		// the edit), or while a local change waits to be pushed (the push
 		// later overwrites HubSpot's newer value, whose webhook wins
 		// locally): an edit is gapTwoSided (fixed: the applied edit is sent
-		// back), a deletion or merge gapTwoSidedGone.
-		inFlight := (recordID == "" && w.createdByHubsync(typ, hubspotID)) || (recordID != "" && w.outboundOpen(typ, recordID))
-		if k == hsUpdate {
+		// back), a deletion or merge gapUnrecordedGone when the create is
+		// unrecorded, else gapTwoSidedGone (fixed).
+		unrecorded := recordID == "" && w.createdByHubsync(typ, hubspotID)
+		inFlight := unrecorded || (recordID != "" && w.outboundOpen(typ, recordID))
+		switch {
+		case k == hsUpdate:
 			return w.gaps[gapTwoSided] && inFlight
+		case unrecorded:
+			return w.gaps[gapUnrecordedGone]
 		}
 		return w.gaps[gapTwoSidedGone] && inFlight
 	case localUpdate:
