@@ -100,9 +100,9 @@
 // change completes unwritten (or, re-pointed, is written to the survivor).
 // Likewise a record with no link whose last pushed object has such a
 // tombstone is not upserted afresh, nor (Config.LocalRecords being a
-// SourceDeletedRecords) one
-// HubSpot's deletion or merge deleted here (so also one whose object came
-// from HubSpot and was never written). With Config.LocalRecords (serve sets the
+// SourceDeletedRecords) one HubSpot's deletion or merge deleted here (so
+// also one whose object came from HubSpot and was never written). With
+// Config.LocalRecords (serve sets the
 // records service), an update first drops the fields whose local value
 // changed since its event (an applied HubSpot change, or a later local
 // write), and after new links are stored, records deleted while their create
