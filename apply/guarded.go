@@ -40,9 +40,11 @@ const MaxRedirectsDefault = 8
 // local delete and still predate the archive that delete causes), and a Delete
 // is ignored; only a Restore newer than the tombstone removes it and brings the
 // record back. A record deleted before it was linked (the create of its object
-// was in flight) carries LocalDeletedClock instead: the first change that
-// finds it linked but deleted writes the TombstoneLocalDeleted the deletion
-// could not, and is stale.
+// was in flight) carries LocalDeletedClock instead: the first creation or
+// update that finds it linked but deleted writes the TombstoneLocalDeleted
+// the deletion could not, and is stale (a merge does not: a merge into that
+// object within the moment before the outbound worker's TombstoneDeleted
+// re-points the merged record to it).
 //
 // Merge redirects: a change of a merged-away external id that is not newer than
 // the merge is stale (the merge already settled the survivor's values); a newer

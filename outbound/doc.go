@@ -107,7 +107,7 @@
 // changed since its event (an applied HubSpot change, or a later local
 // write), and after new links are stored, records deleted while their create
 // was in flight get a local-delete tombstone of their object, which their
-// deletion then archives (a HubSpot change applied between the link and
+// deletion then archives (a HubSpot edit applied between the link and
 // that check writes the tombstone itself: apply.LocalDeletedClock); a
 // created object already linked to another record (made from a HubSpot edit
 // before the link) is left to it. 401/403 are

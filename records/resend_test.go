@@ -2,92 +2,58 @@ package records
 
 import (
 	"context"
+	"errors"
 	"testing"
-	"time"
 
-	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
-	"github.com/hubsync/hubsync/internal/dialectsql"
-	"github.com/hubsync/hubsync/links"
-	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
 )
 
-// TestResendAfterAnOverwritingWrite: a HubSpot change applied here is sent
-// back to HubSpot when a write of the record's may have overwritten it
-// there (its last write was stored after the change's time with another
-// value, or a write is queued or in flight), and only then: a HubSpot change
-// after the record's last write costs no call.
-func TestResendAfterAnOverwritingWrite(t *testing.T) {
-	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-		b := setup(t, d, Config{})
-		ctx := context.Background()
-		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "777"); err != nil {
-			t.Fatal(err)
-		}
-		// The outbound worker wrote the record and stored what HubSpot accepted.
-		written := func() {
-			t.Helper()
-			if _, err := b.st.DB().ExecContext(ctx, dialectsql.Rebind(d, "UPDATE _System_IntegrationOutbound SET Status = 'processed' WHERE RecordID = ?"), rec.ID); err != nil {
-				t.Fatal(err)
-			}
-			cur, err := b.svc.Get(ctx, "contacts", rec.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := b.links.PushedMany(ctx, "hubspot", "contacts", []links.Pushed{{RecordID: rec.ID, ExternalID: "777", Version: cur.Version, Fields: cur.Fields}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		resent := func() []*outbox.Snapshot {
-			var out []*outbox.Snapshot
-			for _, o := range b.outbound(t, rec.ID) {
-				if o.Payload != nil && o.Payload.Metadata[outbox.MetadataResent] == "hubspot" {
-					out = append(out, o.Payload)
-				}
-			}
-			return out
-		}
-		change := func(at time.Time, fields map[string]any) {
-			t.Helper()
-			res, err := b.svc.Apply(ctx, apply.Change{Source: "hubspot", ObjectType: "contacts", ExternalID: "777", Kind: store.EventUpdate, Fields: fields, OccurredAt: at})
-			if err != nil || res.Outcome != apply.Updated {
-				t.Fatalf("apply %v at %s = %+v, %v; want updated", fields, at, res, err)
-			}
-		}
+// Resend enqueues one outbound update per destination carrying the record
+// as it is, with the destination's values as its "before" state, and leaves
+// the record (version, fields) and the internal queue alone.
+func TestResend(t *testing.T) { dbtest.Each(t, testResend) }
 
-		written()
-		b.clock.Advance(time.Second)
-		change(b.clock.Now(), map[string]any{"first_name": "After"})
-		if got := resent(); len(got) != 0 {
-			t.Fatalf("a HubSpot change after the record's last write was resent: %+v", got)
-		}
-
-		b.clock.Advance(2 * time.Second)
-		written()
-		change(b.clock.Now().Add(-500*time.Millisecond), map[string]any{"first_name": "Before"})
-		got := resent()
-		if len(got) != 1 || got[0].Fields["first_name"] != "Before" {
-			t.Fatalf("resent %+v; want one write of first_name Before (the last write reached HubSpot after it)", got)
-		}
-
-		written()
-		b.clock.Advance(time.Second)
-		cur, err := b.svc.Get(ctx, "contacts", rec.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.svc.Update(ctx, "contacts", rec.ID, cur.Version, map[string]any{"last_name": "Lovelace"}); err != nil {
-			t.Fatal(err)
-		}
-		b.clock.Advance(time.Second)
-		change(b.clock.Now(), map[string]any{"first_name": "Queued"})
-		if got := resent(); len(got) != 2 || got[1].Fields["first_name"] != "Queued" {
-			t.Fatalf("resent %+v; want a second write, of first_name Queued (a write of the record is queued)", got)
-		}
-	})
+func testResend(t *testing.T, d store.Dialect) {
+	b := setup(t, d, Config{})
+	ctx := context.Background()
+	rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "a@example.com", "first_name": "Ada", "phone": "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.svc.Resend(ctx, "contacts", rec.ID, map[string]any{"first_name": "Grace", "phone": nil})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != 1 {
+		t.Fatalf("Resend moved the version to %d", got.Version)
+	}
+	evs := b.outbound(t, rec.ID)
+	if len(evs) != 2 {
+		t.Fatalf("%d outbound events; want the create and the resend", len(evs))
+	}
+	r := evs[1]
+	if r.EventType != store.EventUpdate || r.Destination != "hubspot" || r.Payload.Version != 1 || r.Payload.Fields["first_name"] != "Ada" {
+		t.Fatalf("resend = %+v %+v", r, r.Payload)
+	}
+	if r.Old == nil || r.Old.Fields["first_name"] != "Grace" || r.Old.Fields["email"] != "a@example.com" {
+		t.Fatalf("before state = %+v; want HubSpot's first_name over the record", r.Old)
+	}
+	if _, has := r.Old.Fields["phone"]; has {
+		t.Fatalf("a field HubSpot lacks is in the before state: %+v", r.Old.Fields)
+	}
+	var internal int
+	if err := b.st.DB().QueryRowContext(ctx, "SELECT COUNT(*) FROM _System_OutboxEvent").Scan(&internal); err != nil || internal != 1 {
+		t.Fatalf("%d internal events (%v); a resend is no local change", internal, err)
+	}
+	// Whole record (nil): no before state.
+	if _, err := b.svc.Resend(ctx, "contacts", rec.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if evs := b.outbound(t, rec.ID); len(evs) != 3 || evs[2].Old != nil {
+		t.Fatalf("a whole resend = %+v", evs[len(evs)-1])
+	}
+	if _, err := b.svc.Resend(ctx, "contacts", "missing", nil); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Resend of a missing record = %v", err)
+	}
 }
