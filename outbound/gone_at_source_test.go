@@ -63,40 +63,10 @@ func TestHubSpotDeleteWhileLocalEditQueued(t *testing.T) {
 // update of R_A, now unlinked, must not be upserted by email, which finds B:
 // R_A's values overwrote B in HubSpot, while the app's R_B kept B's values.
 func TestMergeWhileLocalEditQueued(t *testing.T) {
-	ctx := context.Background()
 	b := setup(t, options{dialect: store.SQLite})
 	ra, aID := syncedContact(t, b, "ada@example.com", "Ada")
 	rb, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
-	in := b.inboundSide(t)
-
-	b.clock.Advance(time.Second)
-	if _, err := b.recs.Update(ctx, "contacts", ra.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
-		t.Fatal(err)
-	}
-	b.clock.Advance(time.Second)
-	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
-		t.Fatal(err)
-	}
-	if !deliverInbound(ctx, t, b, in) {
-		t.FailNow()
-	}
-	b.drain(t, b.worker(t, nil))
-	drainInbound(t, b, in)
-
-	all, _ := b.recs.List(ctx, "contacts", records.ListOptions{})
-	for _, r := range all {
-		l, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", r.ID)
-		t.Logf("local %s linked %q %v", r.ID, l, r.Fields)
-	}
-	o, _ := b.sim.Object("contacts", bID)
-	t.Logf("HubSpot %s: %v; outbound %v", bID, o.Properties, b.counts(t))
-	got, err := b.recs.Get(ctx, "contacts", rb.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Fields["first_name"] != o.Properties["firstname"] || got.Fields["email"] != o.Properties["email"] {
-		t.Errorf("R_B (linked to %s) has %v; HubSpot's %s has email %q firstname %q", bID, got.Fields, bID, o.Properties["email"], o.Properties["firstname"])
-	}
+	mergeAwayWhileEditQueued(t, b, b.inboundSide(t), ra.ID, aID, rb.ID, bID)
 }
 
 // TestMergeWhileLocalEditOfHubSpotRecordQueued: as
@@ -124,36 +94,46 @@ func TestMergeWhileLocalEditOfHubSpotRecordQueued(t *testing.T) {
 				t.Fatalf("no record made of HubSpot's contact %s: %v", aID, err)
 			}
 			rb, bID := syncedContact(t, b, "lovelace@example.com", "Augusta")
-
-			b.clock.Advance(time.Second)
-			if _, err := b.recs.Update(ctx, "contacts", raID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
-				t.Fatal(err)
-			}
-			b.clock.Advance(time.Second)
-			if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
-				t.Fatal(err)
-			}
-			if !deliverInbound(ctx, t, b, in) {
-				t.FailNow()
-			}
-			if _, err := b.recs.Get(ctx, "contacts", raID); err == nil {
-				t.Fatal("R_A not deleted by the merge (test setup)")
-			}
-			b.drain(t, b.worker(t, nil))
-			drainInbound(t, b, in)
-
-			o, _ := b.sim.Object("contacts", bID)
-			got, err := b.recs.Get(ctx, "contacts", rb.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if o.Properties["email"] != "lovelace@example.com" || o.Properties["firstname"] != "Augusta" {
-				t.Errorf("HubSpot's survivor %s has email %q firstname %q: R_A's queued update was written over it", bID, o.Properties["email"], o.Properties["firstname"])
-			}
-			if got.Fields["first_name"] != o.Properties["firstname"] || got.Fields["email"] != o.Properties["email"] {
-				t.Errorf("R_B (linked to %s) has %v; HubSpot's %s has email %q firstname %q", bID, got.Fields, bID, o.Properties["email"], o.Properties["firstname"])
-			}
+			mergeAwayWhileEditQueued(t, b, in, raID, aID, rb.ID, bID)
 		})
+	}
+}
+
+// mergeAwayWhileEditQueued edits R_A (raID, linked to aID) locally, merges
+// aID into bID (R_B's, rbID, whose email is lovelace@example.com and first
+// name Augusta) in HubSpot before the edit is sent, applies the merge, runs
+// both sides until they settle, and checks that the edit was not written over
+// the survivor: HubSpot's bID and R_B keep R_B's values.
+func mergeAwayWhileEditQueued(t *testing.T, b *bundle, in *inbound.Worker, raID, aID, rbID, bID string) {
+	t.Helper()
+	ctx := context.Background()
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(ctx, "contacts", raID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+		t.Fatal(err)
+	}
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserMerge("contacts", bID, aID); err != nil {
+		t.Fatal(err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	if _, err := b.recs.Get(ctx, "contacts", raID); err == nil {
+		t.Fatal("R_A not deleted by the merge (test setup)")
+	}
+	b.drain(t, b.worker(t, nil))
+	drainInbound(t, b, in)
+
+	o, _ := b.sim.Object("contacts", bID)
+	got, err := b.recs.Get(ctx, "contacts", rbID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Properties["email"] != "lovelace@example.com" || o.Properties["firstname"] != "Augusta" {
+		t.Errorf("HubSpot's survivor %s has email %q firstname %q: R_A's queued update was written over it", bID, o.Properties["email"], o.Properties["firstname"])
+	}
+	if got.Fields["first_name"] != o.Properties["firstname"] || got.Fields["email"] != o.Properties["email"] {
+		t.Errorf("R_B (linked to %s) has %v; HubSpot's %s has email %q firstname %q", bID, got.Fields, bID, o.Properties["email"], o.Properties["firstname"])
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbound"
+	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -21,13 +23,7 @@ func TestNewerHubSpotValueNotOverwritten(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
 		b := setup(t, options{dialect: d})
-		rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
-		in := b.inboundSide(t)
-
-		b.clock.Advance(time.Second)
-		if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Local", "last_name": "Lovelace"}); err != nil {
-			t.Fatal(err)
-		}
+		rec, aID, in := editedContact(t, b)
 		b.clock.Advance(time.Second)
 		if err := b.sim.UserUpdate("contacts", aID, map[string]string{"firstname": "HubSpot"}); err != nil {
 			t.Fatal(err)
@@ -74,13 +70,7 @@ func TestHubSpotEditDuringUpdate(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 				ctx := context.Background()
 				b := setup(t, options{dialect: d})
-				rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
-				in := b.inboundSide(t)
-
-				b.clock.Advance(time.Second)
-				if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Local", "last_name": "Lovelace"}); err != nil {
-					t.Fatal(err)
-				}
+				rec, aID, in := editedContact(t, b)
 				h := &hookedHubSpot{HubSpot: b.client}
 				h.before = func() {
 					b.clock.Advance(time.Second)
@@ -126,4 +116,19 @@ func TestHubSpotEditDuringUpdate(t *testing.T) {
 			})
 		})
 	}
+}
+
+// editedContact syncs a contact (ada@example.com, Ada) to HubSpot object aID,
+// points HubSpot's webhooks at a SyncWorker (in), and edits the contact
+// locally (first_name Local, last_name Lovelace) a second later, leaving
+// the edit queued.
+func editedContact(t *testing.T, b *bundle) (rec records.Record, aID string, in *inbound.Worker) {
+	t.Helper()
+	rec, aID = syncedContact(t, b, "ada@example.com", "Ada")
+	in = b.inboundSide(t)
+	b.clock.Advance(time.Second)
+	if _, err := b.recs.Update(context.Background(), "contacts", rec.ID, 1, map[string]any{"first_name": "Local", "last_name": "Lovelace"}); err != nil {
+		t.Fatal(err)
+	}
+	return rec, aID, in
 }

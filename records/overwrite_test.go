@@ -23,19 +23,11 @@ func TestResendAfterAnOverwritingWrite(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{})
 		ctx := context.Background()
-		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "777"); err != nil {
-			t.Fatal(err)
-		}
+		rec := linkedContact(t, b)
 		// The outbound worker wrote the record and stored what HubSpot accepted.
 		written := func() {
 			t.Helper()
-			if _, err := b.st.DB().ExecContext(ctx, dialectsql.Rebind(d, "UPDATE _System_IntegrationOutbound SET Status = 'processed' WHERE RecordID = ?"), rec.ID); err != nil {
-				t.Fatal(err)
-			}
+			b.processOutbound(t, rec.ID)
 			cur, err := b.svc.Get(ctx, "contacts", rec.ID)
 			if err != nil {
 				t.Fatal(err)
@@ -44,15 +36,7 @@ func TestResendAfterAnOverwritingWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		resent := func() []*outbox.Snapshot {
-			var out []*outbox.Snapshot
-			for _, o := range b.outbound(t, rec.ID) {
-				if o.Payload != nil && o.Payload.Metadata[outbox.MetadataResent] == "hubspot" {
-					out = append(out, o.Payload)
-				}
-			}
-			return out
-		}
+		resent := func() []*outbox.Snapshot { return b.resent(t, rec.ID) }
 		change := func(at time.Time, fields map[string]any) {
 			t.Helper()
 			res, err := b.svc.Apply(ctx, apply.Change{Source: "hubspot", ObjectType: "contacts", ExternalID: "777", Kind: store.EventUpdate, Fields: fields, OccurredAt: at})
@@ -106,16 +90,8 @@ func TestResendSeesAWriteQueuedDuringTheApply(t *testing.T) {
 		}
 		b := setup(t, d, Config{})
 		ctx := context.Background()
-		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "777"); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.st.DB().ExecContext(ctx, dialectsql.Rebind(d, "UPDATE _System_IntegrationOutbound SET Status = 'processed' WHERE RecordID = ?"), rec.ID); err != nil {
-			t.Fatal(err)
-		}
+		rec := linkedContact(t, b)
+		b.processOutbound(t, rec.ID)
 		fired := false
 		b.svc.testAttempt = func(tx *sql.Tx) {
 			if fired {
@@ -136,14 +112,44 @@ func TestResendSeesAWriteQueuedDuringTheApply(t *testing.T) {
 		if err != nil || res.Outcome != apply.Updated {
 			t.Fatalf("apply = %+v, %v; want updated", res, err)
 		}
-		var resent int
-		for _, o := range b.outbound(t, rec.ID) {
-			if o.Payload != nil && o.Payload.Metadata[outbox.MetadataResent] == "hubspot" {
-				resent++
-			}
-		}
-		if !fired || resent != 1 {
-			t.Fatalf("hook fired %v, %d resends; want the applied change sent back after the write queued during the apply", fired, resent)
+		if resent := b.resent(t, rec.ID); !fired || len(resent) != 1 {
+			t.Fatalf("hook fired %v, resent %+v; want the applied change sent back after the write queued during the apply", fired, resent)
 		}
 	})
+}
+
+// linkedContact inserts a contact and links it to HubSpot object 777.
+func linkedContact(t *testing.T, b *bundle) Record {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "777"); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// processOutbound marks the record's outbound events processed, as the
+// outbound worker would after writing them.
+func (b *bundle) processOutbound(t *testing.T, recordID string) {
+	t.Helper()
+	q := dialectsql.Rebind(b.d, "UPDATE _System_IntegrationOutbound SET Status = 'processed' WHERE RecordID = ?")
+	if _, err := b.st.DB().ExecContext(context.Background(), q, recordID); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// resent returns the record's outbound events that send a HubSpot change back
+// to HubSpot (outbox.MetadataResent).
+func (b *bundle) resent(t *testing.T, recordID string) []*outbox.Snapshot {
+	var out []*outbox.Snapshot
+	for _, o := range b.outbound(t, recordID) {
+		if o.Payload != nil && o.Payload.Metadata[outbox.MetadataResent] == "hubspot" {
+			out = append(out, o.Payload)
+		}
+	}
+	return out
 }
