@@ -625,11 +625,24 @@ func (c *cycle) withoutOverwritten(r *RecordPlan, cur map[string]any) bool {
 	c.w.log.Info("outbound: the record's fields changed since its event (by HubSpot, or by a later local write); their older values are not written",
 		"record", r.Key.String(), "hubspot_id", r.HubSpotID, "properties", strings.Join(dropped, ","))
 	props := maps.Clone(r.Properties)
+	var owed []string // the dropped properties' local fields
 	for _, p := range dropped {
 		delete(props, p)
+		if f, ok := obj.LocalField(p); ok {
+			owed = append(owed, f.Local)
+		}
 	}
 	r.Properties = props
 	r.OwedOnly = slices.DeleteFunc(slices.Clone(r.OwedOnly), func(p string) bool { return slices.Contains(dropped, p) })
+	// The write's recorded state keeps the events' values of the dropped
+	// fields, which HubSpot did not get, and the record's later events are
+	// planned against them: one that sets a field back to such a value sends
+	// nothing. Owed, the fields go with the record's next write (their latest
+	// values: HubSpot's own, when its change was applied here).
+	if r.Next != nil {
+		r.Next.Carried = slices.DeleteFunc(slices.Clone(r.Next.Carried), func(f string) bool { return slices.Contains(owed, f) })
+	}
+	c.oweFields(r, owed)
 	return len(props) > 0
 }
 
@@ -1345,10 +1358,6 @@ func (c *cycle) conflictMessage(r *RecordPlan, hubspotID string) string {
 // that the record's next successful write carries them after r's events are
 // dead-lettered.
 func (c *cycle) owe(r *RecordPlan) {
-	ol, ok := c.w.cfg.Links.(OwedLinks)
-	if _, pushed := c.w.cfg.Links.(PushedLinks); !ok || !pushed || len(r.Properties) == 0 {
-		return
-	}
 	obj, ok := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
 	if !ok {
 		return
@@ -1359,13 +1368,20 @@ func (c *cycle) owe(r *RecordPlan) {
 			fields = append(fields, f.Local)
 		}
 	}
-	if len(fields) == 0 {
+	c.oweFields(r, fields)
+}
+
+// oweFields records, with OwedLinks, local fields of r's record as owed: the
+// record's next successful write carries them.
+func (c *cycle) oweFields(r *RecordPlan, fields []string) {
+	ol, ok := c.w.cfg.Links.(OwedLinks)
+	if _, pushed := c.w.cfg.Links.(PushedLinks); !ok || !pushed || len(fields) == 0 {
 		return
 	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	if err := ol.AddOwed(ctx, c.w.cfg.Destination, r.Key.ObjectType, r.Key.RecordID, fields); err != nil {
-		c.errs = append(c.errs, fmt.Errorf("outbound: record owed fields of dead-lettered %s: %w", r.Key, err))
+		c.errs = append(c.errs, fmt.Errorf("outbound: record owed fields of %s: %w", r.Key, err))
 	}
 }
 

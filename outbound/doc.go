@@ -105,7 +105,9 @@
 // Config.LocalRecords (serve sets the
 // records service), an update first drops the fields whose local value
 // changed since its event (an applied HubSpot change, or a later local
-// write), and after new links are stored, records deleted while their create
+// write) and, with OwedLinks, owes them to the record's next write (a later
+// write that sets one back to the dropped value changes nothing the plan can
+// see), and after new links are stored, records deleted while their create
 // was in flight get a local-delete tombstone of their object, which their
 // deletion then archives (a HubSpot edit applied between the link and
 // that check writes the tombstone itself: apply.LocalDeletedClock); a

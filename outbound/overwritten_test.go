@@ -132,3 +132,61 @@ func editedContact(t *testing.T, b *bundle) (rec records.Record, aID string, in 
 	}
 	return rec, aID, in
 }
+
+// hookedLocal runs before once, in the first CurrentFields call: a change
+// that lands while an outbound cycle plans its updates.
+type hookedLocal struct {
+	outbound.LocalRecords
+	before func()
+}
+
+func (h *hookedLocal) CurrentFields(ctx context.Context, objectType string, ids []string) (map[string]map[string]any, error) {
+	if f := h.before; f != nil {
+		h.before = nil
+		f()
+	}
+	return h.LocalRecords.CurrentFields(ctx, objectType, ids)
+}
+
+// TestLaterWriteBackToTheDroppedValue: an update's field is dropped because a
+// later local write changed it while the cycle planned (its own event
+// follows), and a write after that sets it back to the dropped value. The
+// later events then changed nothing against the value before them, so
+// nothing sent the field, and HubSpot kept the value from before the first
+// update while the record held the last (a chaos run's lifecycle stage
+// cycling through its values). A dropped field is owed now: the record's
+// next write carries it.
+func TestLaterWriteBackToTheDroppedValue(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, options{dialect: d})
+		rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
+		update := func(version int64, name string) {
+			t.Helper()
+			if _, err := b.recs.Update(ctx, "contacts", rec.ID, version, map[string]any{"first_name": name}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		update(1, "Ada2")
+		hl := &hookedLocal{LocalRecords: b.recs, before: func() { update(2, "Ada3") }}
+		w := b.worker(t, func(c *outbound.Config) { c.LocalRecords = hl })
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if hl.before != nil {
+			t.Fatal("the cycle read no current fields (test setup)")
+		}
+		update(3, "Ada2")
+		b.drain(t, w)
+
+		o, _ := b.sim.Object("contacts", aID)
+		got, err := b.recs.Get(ctx, "contacts", rec.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Properties["firstname"] != "Ada2" || got.Fields["first_name"] != "Ada2" {
+			t.Errorf("HubSpot firstname %q, local first_name %v; want both the last write's Ada2", o.Properties["firstname"], got.Fields["first_name"])
+		}
+	})
+}
