@@ -293,8 +293,9 @@ var _ apply.Resender = (*recordTx)(nil)
 // have overwritten them there: one is queued or in flight (it was planned
 // before this change was applied, or it is planned next; the latter then
 // leaves these fields out, and the resend repeats HubSpot's own values), or
-// the last one reached source after the change's time at and set other
-// values. HubSpot keeps the last write it receives, and the guard kept the
+// the last one was recorded after the change's time at and the record it
+// wrote held other values for them (the pushed state keeps the record, not
+// which fields the call carried, so this errs toward a resend). HubSpot keeps the last write it receives, and the guard kept the
 // newer change here, so without the resend the two sides would differ. The
 // event is a local change of the record (before → after, its version the
 // applied one's), queued after the write it follows; it carries
