@@ -37,17 +37,7 @@ func TestNewerHubSpotValueNotOverwritten(t *testing.T) {
 		b.drain(t, b.worker(t, nil))
 		drainInbound(t, b, in)
 
-		o, _ := b.sim.Object("contacts", aID)
-		got, err := b.recs.Get(ctx, "contacts", rec.ID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if o.Properties["firstname"] != "HubSpot" || got.Fields["first_name"] != "HubSpot" {
-			t.Errorf("HubSpot firstname %q, local first_name %v; want both the newer HubSpot", o.Properties["firstname"], got.Fields["first_name"])
-		}
-		if o.Properties["lastname"] != "Lovelace" {
-			t.Errorf("HubSpot lastname %q; want the local edit's Lovelace", o.Properties["lastname"])
-		}
+		bothKeepTheNewer(t, b, aID, rec.ID)
 		if n := b.counts(t)[store.StatusFailed]; n != 0 {
 			t.Errorf("%d dead letters", n)
 		}
@@ -99,17 +89,7 @@ func TestHubSpotEditDuringUpdate(t *testing.T) {
 				b.drain(t, w)
 				drainInbound(t, b, in)
 
-				o, _ := b.sim.Object("contacts", aID)
-				got, err := b.recs.Get(ctx, "contacts", rec.ID)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if o.Properties["firstname"] != "HubSpot" || got.Fields["first_name"] != "HubSpot" {
-					t.Errorf("HubSpot firstname %q, local first_name %v; want both the newer HubSpot", o.Properties["firstname"], got.Fields["first_name"])
-				}
-				if o.Properties["lastname"] != "Lovelace" || got.Fields["last_name"] != "Lovelace" {
-					t.Errorf("HubSpot lastname %q, local %v; want both the local edit's Lovelace", o.Properties["lastname"], got.Fields["last_name"])
-				}
+				bothKeepTheNewer(t, b, aID, rec.ID)
 				if n := b.counts(t)[store.StatusFailed]; n != 0 {
 					t.Errorf("%d dead letters", n)
 				}
@@ -131,6 +111,24 @@ func editedContact(t *testing.T, b *bundle) (rec records.Record, aID string, in 
 		t.Fatal(err)
 	}
 	return rec, aID, in
+}
+
+// bothKeepTheNewer checks that HubSpot's aID and record recordID (see
+// editedContact) both hold the HubSpot user's first name, HubSpot, and the
+// local edit's last name, Lovelace.
+func bothKeepTheNewer(t *testing.T, b *bundle, aID, recordID string) {
+	t.Helper()
+	o, _ := b.sim.Object("contacts", aID)
+	got, err := b.recs.Get(context.Background(), "contacts", recordID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Properties["firstname"] != "HubSpot" || got.Fields["first_name"] != "HubSpot" {
+		t.Errorf("HubSpot firstname %q, local first_name %v; want both the newer HubSpot", o.Properties["firstname"], got.Fields["first_name"])
+	}
+	if o.Properties["lastname"] != "Lovelace" || got.Fields["last_name"] != "Lovelace" {
+		t.Errorf("HubSpot lastname %q, local %v; want both the local edit's Lovelace", o.Properties["lastname"], got.Fields["last_name"])
+	}
 }
 
 // hookedLocal runs before once, in the first CurrentFields call: a change
