@@ -141,9 +141,10 @@ func TestChangeAfterTheLinkOfADeletedRecord(t *testing.T) {
 // TestDeletedAtSource: the outbound worker asks which records without a link
 // the destination's own change deleted (outbound.SourceDeletedRecords), so
 // that their queued changes are not written afresh. A record HubSpot deleted
-// (its deletion applied here) is one, for HubSpot only: the deletion was
-// queued for the other destination. A record the application deleted is
-// none (its deletion was queued for every destination), nor is a live one.
+// (its deletion or privacy deletion applied here) is one, for HubSpot only:
+// the deletion was queued for the other destination. A record the
+// application deleted is none (its deletion was queued for every
+// destination), nor is a live one.
 func TestDeletedAtSource(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
@@ -151,6 +152,10 @@ func TestDeletedAtSource(t *testing.T) {
 		at := b.clock.Now().Add(time.Hour)
 		byHubSpot := mustApply(t, b, change(store.EventCreate, "101", at, map[string]any{"email": "a@example.com"})).RecordID
 		mustApply(t, b, change(store.EventDelete, "101", at.Add(time.Second), nil))
+		// A privacy deletion forgets the record's pushed state, so only the
+		// records service can tell.
+		private := mustApply(t, b, change(store.EventCreate, "102", at, map[string]any{"email": "p@example.com"})).RecordID
+		mustApply(t, b, change(store.EventPrivacyDelete, "102", at.Add(time.Second), nil))
 		local, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "b@example.com"})
 		if err != nil {
 			t.Fatal(err)
@@ -162,8 +167,8 @@ func TestDeletedAtSource(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids := []string{byHubSpot, local.ID, live.ID, "never-was"}
-		for dest, want := range map[string][]string{"hubspot": {byHubSpot}, "salesforce": nil} {
+		ids := []string{byHubSpot, private, local.ID, live.ID, "never-was"}
+		for dest, want := range map[string][]string{"hubspot": {byHubSpot, private}, "salesforce": nil} {
 			got, err := b.svc.DeletedAtSource(ctx, dest, "contacts", ids)
 			if err != nil {
 				t.Fatal(err)
