@@ -15,10 +15,10 @@ const DeletedClock = "$deleted"
 // LocalDeletedClock records when the application deleted a record (a local
 // deletion; DeletedClock moves too). A record deleted while the create of
 // its object was in flight is linked to that object after the deletion
-// looked for links to tombstone; a source change that then finds it linked
-// but deleted, its last deletion a local one, tombstones the object as the
-// deletion would have (TombstoneLocalDeleted) and is stale. Cleared, as the
-// field clocks, when the record comes back.
+// looked for links to tombstone; a source creation or update (not a merge)
+// that then finds it linked but deleted, its last deletion a local one,
+// tombstones the object as the deletion would have (TombstoneLocalDeleted)
+// and is stale. Cleared, as the field clocks, when the record comes back.
 const LocalDeletedClock = "$deleted_here"
 
 // SeenClock is the clock of the newest source change applied to a record
@@ -156,9 +156,9 @@ type PrivacyForgetter interface {
 // worker sends local changes to it). Guarded calls Resend, in the change's
 // transaction, after it applied fields of a source change to an existing
 // record (its UpdateRecord), with the change's source, external id and
-// time: a write of the record's to the source that was in flight then, or
-// that reached the source after at, may have overwritten those fields there
-// with older local values (the source keeps the last write it receives; the
+// time: a write of the record's to the source that was queued or in flight
+// then, or that was recorded as accepted after at, may have overwritten
+// those fields there with older local values (the source keeps the last write it receives; the
 // guard here kept the newer change). Resend then sends the applied values
 // back to the source, after that write, so both sides end with the newer
 // change.
