@@ -40,11 +40,11 @@ const MaxRedirectsDefault = 8
 // local delete and still predate the archive that delete causes), and a Delete
 // is ignored; only a Restore newer than the tombstone removes it and brings the
 // record back. A record deleted before it was linked (the create of its object
-// was in flight) carries LocalDeletedClock instead: the first creation or
-// update that finds it linked but deleted writes the TombstoneLocalDeleted
-// the deletion could not, and is stale (a merge does not: a merge into that
-// object within the moment before the outbound worker's TombstoneDeleted
-// re-points the merged record to it).
+// was in flight) carries LocalDeletedClock instead: the first creation,
+// update or merge into the object that finds it linked but deleted writes the
+// TombstoneLocalDeleted the deletion could not; the creation or update is
+// stale, and the merge deletes its merged records, as for any survivor
+// deleted here.
 //
 // Merge redirects: a change of a merged-away external id that is not newer than
 // the merge is stale (the merge already settled the survivor's values); a newer
@@ -266,17 +266,14 @@ func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error
 		if tomb, ok := clocks[DeletedClock]; ok && ch.Kind != store.EventRestore && !at.After(tomb) {
 			return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
 		}
-		if here, ok := clocks[LocalDeletedClock]; ok && ch.Kind != store.EventRestore && !clocks[DeletedClock].After(here) {
-			// Deleted here, and linked after: its create was in flight, and
-			// the link came after the deletion looked for links to
-			// tombstone. A local deletion stands against every change but a
-			// newer restore, as if the link had been there: the object gets
-			// the tombstone the deletion would have given it, and the
-			// deletion's own event, queued after the create, archives it.
-			if err := r.tx.PutTombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID, Tombstone{Kind: TombstoneLocalDeleted, OccurredAt: here}); err != nil {
+		if ch.Kind != store.EventRestore {
+			deletedHere, err := r.tombstoneLocalDelete(ctx, ch, ch.ExternalID, clocks)
+			if err != nil {
 				return Result{}, err
 			}
-			return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
+			if deletedHere {
+				return Result{RecordID: id, Stale: keys(ch.Fields), Outcome: Stale}, nil
+			}
 		}
 		if ch.Partial {
 			// The object lives again (restored; its restore is on its way),
@@ -302,6 +299,22 @@ func (r run) upsert(ctx context.Context, ch Change, at time.Time) (Result, error
 		}
 	}
 	return res, nil
+}
+
+// tombstoneLocalDelete gives external id ext the TombstoneLocalDeleted that
+// a local deletion could not, when clocks (of the record linked to ext, which
+// does not exist here) say the record was deleted here and not brought back
+// and deleted at the source since: its create was in flight, and the link came
+// after the deletion looked for links to tombstone. A local deletion stands
+// against every change of the object but a newer restore, as if the link had
+// been there; the deletion's own event, queued after the create, archives
+// the object.
+func (r run) tombstoneLocalDelete(ctx context.Context, ch Change, ext string, clocks map[string]time.Time) (bool, error) {
+	here, ok := clocks[LocalDeletedClock]
+	if !ok || clocks[DeletedClock].After(here) {
+		return false, nil
+	}
+	return true, r.tx.PutTombstone(ctx, ch.Source, ch.ObjectType, ext, Tombstone{Kind: TombstoneLocalDeleted, OccurredAt: here})
 }
 
 func (r run) create(ctx context.Context, objectType, id string, fields map[string]any, at time.Time) error {
@@ -418,6 +431,18 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	survivor, survivorLinked, survivorExists, err := r.lockLinked(ctx, ch, target)
 	if err != nil {
 		return Result{}, err
+	}
+	if survivorLinked && !survivorExists && !gone {
+		// The survivor's record was deleted here before its link was
+		// stored: the deletion's archive removes the merged objects too, so
+		// the merged records go with it rather than being re-pointed there.
+		clocks, err := r.tx.Clocks(ctx, ch.ObjectType, survivor)
+		if err != nil {
+			return Result{}, err
+		}
+		if gone, err = r.tombstoneLocalDelete(ctx, ch, target, clocks); err != nil {
+			return Result{}, err
+		}
 	}
 	tomb, tombstoned, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
 	if err != nil {

@@ -379,6 +379,40 @@ func TestLocalDeleteBeforeTheLink(t *testing.T) {
 	}
 }
 
+// TestMergeIntoAnObjectDeletedBeforeItsLink: HubSpot merges an object into
+// one whose record was deleted here while its create was in flight, in the
+// moment between the link and the outbound worker's tombstone. The merged
+// record goes with the survivor (the deletion's archive removes both
+// objects), as for a survivor tombstoned here, instead of being re-pointed
+// to an object about to be archived.
+func TestMergeIntoAnObjectDeletedBeforeItsLink(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	merged := mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One"}))
+	k := recKey{"contacts", "local-2"}
+	m.state.clocks[k] = map[string]time.Time{apply.DeletedClock: at(100), apply.LocalDeletedClock: at(100)}
+	m.state.links[extKey{"hubspot", "contacts", "2"}] = k.id
+
+	mr := change(store.EventMerge, "2", at(150), map[string]any{"name": "Merged"})
+	mr.MergedIDs = []string{"1"}
+	res := mustApply(t, g, mr)
+	if _, ok := m.state.records[recKey{"contacts", merged.RecordID}]; ok {
+		t.Fatalf("merge = %+v; the merged record survived a merge into an object deleted here", res)
+	}
+	if f := m.state.records[k]; f != nil {
+		t.Fatalf("merge = %+v; it brought the deleted survivor back: %v", res, f)
+	}
+	if id := m.state.links[extKey{"hubspot", "contacts", "2"}]; id != k.id {
+		t.Fatalf("the survivor is linked to %q; want the deleted record %s, whose deletion archives it", id, k.id)
+	}
+	if tomb := m.state.tombstones[extKey{"hubspot", "contacts", "2"}]; tomb.Kind != apply.TombstoneLocalDeleted || !tomb.OccurredAt.Equal(at(100)) {
+		t.Fatalf("survivor's tombstone = %+v; want the local deletion's, at 100", tomb)
+	}
+	if res := mustApply(t, g, change(store.EventUpdate, "1", at(200), map[string]any{"name": "Late"})); res.Outcome != apply.Stale {
+		t.Fatalf("a later change of the merged id = %+v; want stale (its survivor is deleted here)", res)
+	}
+}
+
 // TestSourceDeleteAfterLocalDelete: a record deleted here, later brought back
 // and deleted at the source (its DeletedClock newer than its
 // LocalDeletedClock) comes back with a newer source change, as any record

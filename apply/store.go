@@ -15,10 +15,12 @@ const DeletedClock = "$deleted"
 // LocalDeletedClock records when the application deleted a record (a local
 // deletion; DeletedClock moves too). A record deleted while the create of
 // its object was in flight is linked to that object after the deletion
-// looked for links to tombstone; a source creation or update (not a merge)
-// that then finds it linked but deleted, its last deletion a local one,
-// tombstones the object as the deletion would have (TombstoneLocalDeleted)
-// and is stale. Cleared, as the field clocks, when the record comes back.
+// looked for links to tombstone; a source creation, update or merge into
+// the object that then finds it linked but deleted, its last deletion a local
+// one, tombstones the object as the deletion would have
+// (TombstoneLocalDeleted): a creation or update is stale, and a merge's
+// merged records are deleted, since the deletion's archive removes their
+// objects too. Cleared, as the field clocks, when the record comes back.
 const LocalDeletedClock = "$deleted_here"
 
 // SeenClock is the clock of the newest source change applied to a record

@@ -138,6 +138,44 @@ func TestChangeAfterTheLinkOfADeletedRecord(t *testing.T) {
 	})
 }
 
+// TestMergeAfterTheLinkOfADeletedRecord: as TestChangeAfterTheLinkOfADeletedRecord,
+// but the HubSpot change is a merge of another synced contact into the new
+// object. The merged record is deleted (the survivor's archive removes both
+// objects) rather than re-pointed to the object the deletion archives.
+func TestMergeAfterTheLinkOfADeletedRecord(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		other := mustApply(t, b, change(store.EventCreate, "444", at, map[string]any{"email": "other@example.com"})).RecordID
+		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "gone@example.com", "first_name": "Gone"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "333"); err != nil { // the worker's link
+			t.Fatal(err)
+		}
+		mr := change(store.EventMerge, "333", at.Add(time.Second), map[string]any{"email": "gone@example.com", "first_name": "Merged"})
+		mr.MergedIDs = []string{"444"}
+		res := mustApply(t, b, mr)
+		if got, err := b.svc.Get(ctx, "contacts", other); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("merge = %+v; merged record = %+v, %v; want it deleted with the survivor", res, got, err)
+		}
+		if got, err := b.svc.Get(ctx, "contacts", rec.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("merge = %+v; survivor's record = %+v, %v; want it still deleted", res, got, err)
+		}
+		if id, ok, err := b.links.LookupRecord(ctx, "hubspot", "contacts", "333"); err != nil || !ok || id != rec.ID {
+			t.Fatalf("survivor linked to %q, %v, %v; want the deleted record %s, whose deletion archives it", id, ok, err, rec.ID)
+		}
+		if ts, ok, err := b.links.Tombstone(ctx, "hubspot", "contacts", "333"); err != nil || !ok || ts.Kind != apply.TombstoneLocalDeleted {
+			t.Fatalf("survivor's tombstone %+v, %v, %v; want a local deletion's", ts, ok, err)
+		}
+	})
+}
+
 // TestDeletedAtSource: the outbound worker asks which records without a link
 // the destination's own change deleted (outbound.SourceDeletedRecords), so
 // that their queued changes are not written afresh. A record HubSpot deleted
