@@ -54,9 +54,11 @@ const MaxRedirectsDefault = 8
 // the merged-away id.
 //
 // Matching: the record linked to ch.ExternalID on ch.Source; else, for a
-// create/update/restore with MatchField and MatchValue, an unlinked record whose
-// field equals the value (it is then linked); else a new record, linked; but a
-// Partial change creates none and fails with ErrUnlinked.
+// create/update/restore/merge with MatchField and MatchValue, an unlinked
+// record whose field equals the value (it is then linked; for a merge, before
+// the merged records are re-pointed or deleted, so that they join it); else a
+// new record, linked; but a Partial change creates none and fails with
+// ErrUnlinked.
 //
 // Kinds: Delete deletes the linked record and advances its DeletedClock; the
 // link and field clocks stay. PrivacyDelete does the same, whatever the clocks,
@@ -431,6 +433,28 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	survivor, survivorLinked, survivorExists, err := r.lockLinked(ctx, ch, target)
 	if err != nil {
 		return Result{}, err
+	}
+	if !survivorLinked && !gone && ch.MatchField != "" && ch.MatchValue != "" {
+		// No record is linked to the survivor, but an unlinked one has its id
+		// property value: the object was made from that record (the
+		// create's answer was lost, or its link is on its way), or the
+		// record's own write would upsert onto it. That record is the
+		// survivor's, so the merged records join it rather than taking its
+		// object, and no second record is made of the survivor.
+		id, ok, err := r.tx.MatchRecord(ctx, ch.Source, ch.ObjectType, ch.MatchField, ch.MatchValue)
+		if err != nil {
+			return Result{}, err
+		}
+		if ok {
+			if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, target); err != nil {
+				return Result{}, err
+			}
+			if survivorExists, err = r.tx.LockRecord(ctx, ch.ObjectType, id); err != nil {
+				return Result{}, err
+			}
+			survivor, survivorLinked = id, true
+			ch.Fields = withoutNil(ch.Fields) // as upsert keeps a matched record's own values
+		}
 	}
 	if survivorLinked && !survivorExists && !gone {
 		// The survivor's record was deleted here before its link was

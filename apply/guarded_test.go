@@ -413,6 +413,40 @@ func TestMergeIntoAnObjectDeletedBeforeItsLink(t *testing.T) {
 	}
 }
 
+// TestMergeIntoAnUnlinkedSurvivor: HubSpot merges a synced object into one
+// this application created whose link is not recorded (the create's answer
+// was lost). The survivor's read carries its id property, which finds its
+// record: the merged record joins it, instead of being re-pointed to the
+// survivor's object (which left the survivor's own record unlinked, its
+// create's retry then meeting a link conflict).
+func TestMergeIntoAnUnlinkedSurvivor(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	own := mustApply(t, g, change(store.EventCreate, "x", at(1), map[string]any{"email": "own@example.com", "name": "Own"}))
+	delete(m.state.links, extKey{"hubspot", "contacts", "x"}) // created here; its create's answer lost
+	merged := mustApply(t, g, change(store.EventCreate, "5", at(2), map[string]any{"email": "merged@example.com", "name": "Merged"}))
+
+	mr := change(store.EventMerge, "9", at(10), map[string]any{"email": "own@example.com", "name": "Survivor", "phone": nil})
+	mr.MergedIDs = []string{"5"}
+	mr.MatchField, mr.MatchValue = "email", "own@example.com"
+	res := mustApply(t, g, mr)
+	if res.Outcome != apply.Merged || res.RecordID != own.RecordID {
+		t.Fatalf("merge = %+v; want merged into the survivor's own record %s", res, own.RecordID)
+	}
+	if id := m.state.links[extKey{"hubspot", "contacts", "9"}]; id != own.RecordID {
+		t.Fatalf("survivor linked to %q; want its own record %s", id, own.RecordID)
+	}
+	if f, ok := m.state.records[recKey{"contacts", merged.RecordID}]; ok {
+		t.Fatalf("the merged record survived the merge: %v", f)
+	}
+	if len(m.state.records) != 1 {
+		t.Fatalf("records after the merge: %v; want only the survivor's", m.state.records)
+	}
+	if _, f := m.record("hubspot", "contacts", "9"); f["name"] != "Survivor" {
+		t.Fatalf("survivor's record = %v; want the merge's values", f)
+	}
+}
+
 // TestSourceDeleteAfterLocalDelete: a record deleted here, later brought back
 // and deleted at the source (its DeletedClock newer than its
 // LocalDeletedClock) comes back with a newer source change, as any record

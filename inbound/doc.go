@@ -96,7 +96,10 @@
 //     creations) and the merge carries its mapped properties, stamped with
 //     the merge's occurredAt. It does so whatever numberOfPropertiesMoved
 //     says: a merged record re-pointed to a survivor that had no record here
-//     takes the survivor's values.
+//     takes the survivor's values. It is matched by its IDProperty too: a
+//     survivor we created whose link is not recorded yet (its create's answer
+//     was lost) is linked to its record first, and the merged records join
+//     that record instead of taking the survivor's object.
 //   - delete, privacy_delete: passed on as such; the Applier's documented policy
 //     decides between deleting and anonymising.
 //   - association and unknown types, unmapped object types: completed without

@@ -637,6 +637,11 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 				continue
 			}
 			t.change.Fields = fields
+			if obj.IDProperty != "" {
+				if v := o.Properties[obj.IDProperty]; v != "" {
+					t.change.MatchField, t.change.MatchValue = obj.IDField, v
+				}
+			}
 			if merge {
 				// The survivor's values, under the guard at the merge's time:
 				// a local edit after the merge still wins.
@@ -646,11 +651,6 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			// The read reflects every change up to updatedAt, not just the creation.
 			if o.UpdatedAt.After(t.change.OccurredAt) {
 				t.change.OccurredAt = o.UpdatedAt.UTC()
-			}
-			if obj.IDProperty != "" {
-				if v := o.Properties[obj.IDProperty]; v != "" {
-					t.change.MatchField, t.change.MatchValue = obj.IDField, v
-				}
 			}
 			ready = append(ready, t)
 		}

@@ -571,6 +571,11 @@ func TestWorkerMergeReadsSurvivor(t *testing.T) {
 	if ch := byExt["1"]; ch.Kind != store.EventMerge || ch.Fields["first_name"] != "Ada" || !ch.OccurredAt.Equal(time.UnixMilli(t0+30)) {
 		t.Errorf("merge into 1 = %+v; want Ada's fields at the merge's time", ch)
 	}
+	// Matched by its id property, so that a survivor whose link is not
+	// recorded yet finds its record (apply TestMergeIntoAnUnlinkedSurvivor).
+	if ch := byExt["1"]; ch.MatchField != "email" || ch.MatchValue != "ada@example.com" {
+		t.Errorf("merge into 1 matches %q = %q; want email = ada@example.com", ch.MatchField, ch.MatchValue)
+	}
 	if ch, ok := byExt["7"]; !ok || len(ch.Fields) != 0 {
 		t.Errorf("merge into 7 (nothing moved) = %+v, %v; want applied without fields", ch, ok)
 	}

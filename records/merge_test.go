@@ -110,3 +110,44 @@ func TestMergeAppliedAgainWhenItsIDWasLinkedMeanwhile(t *testing.T) {
 		t.Fatalf("the record linked to the merged-away 901 during the merge: %v, linked to %q; want it deleted (the survivor 900 has record %s)", err, ext, survivor.RecordID)
 	}
 }
+
+// TestMergeIntoASurvivorWhoseLinkIsUnrecorded: a local contact's create
+// reached HubSpot but its answer was lost, so its record has no link; HubSpot
+// then merges a synced contact into that object. The SyncWorker's read of
+// the survivor carries its email, which finds the record: it is linked to the
+// survivor and the merged record is merged away into it (its email held),
+// rather than the merged record taking the survivor's object.
+func TestMergeIntoASurvivorWhoseLinkIsUnrecorded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		own, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "own@example.com", "first_name": "Own"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		merged := mustApply(t, b, change(store.EventCreate, "5", at, map[string]any{"email": "merged@example.com", "first_name": "Merged"})).RecordID
+		mr := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "own@example.com", "first_name": "Survivor"})
+		mr.MergedIDs = []string{"5"}
+		mr.MatchField, mr.MatchValue = "email", "own@example.com"
+		res := mustApply(t, b, mr)
+		if res.Outcome != apply.Merged || res.RecordID != own.ID {
+			t.Fatalf("merge = %+v; want merged into the survivor's own record %s", res, own.ID)
+		}
+		if id, ok, err := b.links.LookupRecord(ctx, "hubspot", "contacts", "9"); err != nil || !ok || id != own.ID {
+			t.Fatalf("survivor linked to %q, %v, %v; want %s", id, ok, err, own.ID)
+		}
+		if got, err := b.svc.Get(ctx, "contacts", merged); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("merged record = %+v, %v; want it merged away", got, err)
+		}
+		got, err := b.svc.Get(ctx, "contacts", own.ID)
+		if err != nil || got.Fields["first_name"] != "Survivor" {
+			t.Fatalf("survivor's record = %+v, %v; want the merge's values", got, err)
+		}
+		// The merged contact's email is held by the survivor's record, as
+		// for any merge into a linked survivor.
+		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "merged@example.com"}); !errors.Is(err, ErrEmailTaken) {
+			t.Fatalf("a new record with the merged contact's email: %v; want ErrEmailTaken", err)
+		}
+	})
+}

@@ -258,7 +258,10 @@ func (w *world) do(s step) error {
 			}
 		case hsMerge:
 			m := objs[s.B%len(objs)]
-			if m.ID == o.ID || w.gated(s.Kind, typ, "", m.ID) || w.gated(s.Kind, typ, "", o.ID) || (w.gaps[gapMergeMoves] && w.movesMapped(typ, o.Properties, m.Properties)) {
+			// The survivor takes the merge like an edit (a survivor whose
+			// create is unrecorded is matched to its record by email); the
+			// merged-away object is gone like a deletion.
+			if m.ID == o.ID || w.gated(s.Kind, typ, "", m.ID) || w.gated(hsUpdate, typ, "", o.ID) || (w.gaps[gapMergeMoves] && w.movesMapped(typ, o.Properties, m.Properties)) {
 				return nil
 			}
 			if err = w.sim.UserMerge(typ, o.ID, m.ID); err == nil {
