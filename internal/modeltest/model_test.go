@@ -62,11 +62,13 @@ const (
 	// wrote over the survivor; the outbound worker now asks the records
 	// service whether HubSpot's change deleted it (SourceDeletedRecords).
 	gapTwoSidedGone = 103
-	// gapUnrecordedGone (open): a HubSpot merge of objects whose creates
-	// reached HubSpot while their answers were lost (no link recorded yet).
-	// The merge's webhook finds no record by link for the merged-away object,
-	// so its record stays, unlinked; its create's retry upserts by email,
-	// which HubSpot resolves to the survivor, and writes over it.
+	// gapUnrecordedGone (open): a HubSpot deletion or merge away of an object
+	// whose create reached HubSpot while its answer was lost (no link
+	// recorded yet). The merge's webhook finds no record by link for the
+	// merged-away object, so its record stays, unlinked; its create's retry
+	// upserts by email, which HubSpot resolves to the survivor, and writes
+	// over it. (A merge into such an object is fixed: the survivor's read
+	// finds its record by email, apply TestMergeIntoAnUnlinkedSurvivor.)
 	gapUnrecordedGone = 104
 )
 
