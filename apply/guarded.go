@@ -55,10 +55,10 @@ const MaxRedirectsDefault = 8
 //
 // Matching: the record linked to ch.ExternalID on ch.Source; else, for a
 // create/update/restore/merge with MatchField and MatchValue, an unlinked
-// record whose field equals the value (it is then linked; for a merge, before
-// the merged records are re-pointed or deleted, so that they join it); else a
-// new record, linked; but a Partial change creates none and fails with
-// ErrUnlinked.
+// record whose field equals the value (it is then linked; for a merge, to the
+// merge's target, unless that is gone, before the merged records are
+// re-pointed or deleted, so that they join it); else a new record, linked;
+// but a Partial change creates none and fails with ErrUnlinked.
 //
 // Kinds: Delete deletes the linked record and advances its DeletedClock; the
 // link and field clocks stay. PrivacyDelete does the same, whatever the clocks,
@@ -453,9 +453,14 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 				return Result{}, err
 			}
 			survivor, survivorLinked = id, true
-			ch.Fields = withoutNil(ch.Fields) // as upsert keeps a matched record's own values
+			// A property the read has no value for may be one a local
+			// write set after the create and has not sent yet: keep the
+			// record's value, which that write sends, as upsert does for a
+			// matched record.
+			ch.Fields = withoutNil(ch.Fields)
 		}
 	}
+	var deletedHere bool
 	if survivorLinked && !survivorExists && !gone {
 		// The survivor's record was deleted here before its link was
 		// stored: the deletion's archive removes the merged objects too, so
@@ -467,12 +472,14 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 		if gone, err = r.tombstoneLocalDelete(ctx, ch, target, clocks); err != nil {
 			return Result{}, err
 		}
+		deletedHere = gone && target == ch.ExternalID
 	}
 	tomb, tombstoned, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ch.ExternalID)
 	if err != nil {
 		return Result{}, err
 	}
-	survivorDeletedHere := tombstoned && tomb.Kind == TombstoneLocalDeleted
+	// A tombstone kept over the local deletion's (a newer one) stays too.
+	survivorDeletedHere := deletedHere || tombstoned && tomb.Kind == TombstoneLocalDeleted
 	merged := slices.Clone(ch.MergedIDs)
 	slices.Sort(merged) // a fixed lock order
 	for _, ext := range slices.Compact(merged) {

@@ -413,6 +413,27 @@ func TestMergeIntoAnObjectDeletedBeforeItsLink(t *testing.T) {
 	}
 }
 
+// TestMergeKeepsANewerTombstoneOfASurvivorDeletedHere: as
+// TestMergeIntoAnObjectDeletedBeforeItsLink, but HubSpot's deletion of the
+// new object came (before its link) after the local one, so its tombstone is
+// newer than the local deletion's and stays. The merge must not remove it.
+func TestMergeKeepsANewerTombstoneOfASurvivorDeletedHere(t *testing.T) {
+	t.Parallel()
+	m, g := setup(t)
+	mustApply(t, g, change(store.EventCreate, "1", at(10), map[string]any{"name": "One"}))
+	k := recKey{"contacts", "local-2"}
+	m.state.clocks[k] = map[string]time.Time{apply.DeletedClock: at(100), apply.LocalDeletedClock: at(100)}
+	mustApply(t, g, change(store.EventDelete, "2", at(120), nil)) // no link yet: only a tombstone
+	m.state.links[extKey{"hubspot", "contacts", "2"}] = k.id
+
+	mr := change(store.EventMerge, "2", at(150), nil)
+	mr.MergedIDs = []string{"1"}
+	res := mustApply(t, g, mr)
+	if _, ok := m.state.tombstones[extKey{"hubspot", "contacts", "2"}]; !ok {
+		t.Fatalf("merge = %+v; it removed the survivor's tombstone", res)
+	}
+}
+
 // TestMergeIntoAnUnlinkedSurvivor: HubSpot merges a synced object into one
 // this application created whose link is not recorded (the create's answer
 // was lost). The survivor's read carries its id property, which finds its
