@@ -45,6 +45,15 @@ type Change struct {
 	// MergedIDs are, for EventMerge, the external ids merged into ExternalID,
 	// which survives.
 	MergedIDs []string
+	// MergedMatchValues are, for EventMerge, MatchField values the survivor
+	// keeps from the objects merged into it (a contact's
+	// hs_additional_emails). A merged id with no link may be an object this
+	// application created whose link is unrecorded (its create's answer was
+	// lost): its record is the unlinked one with such a value, if the
+	// RecordTx says its write may have reached the source
+	// (UnrecordedWrites), and it joins the survivor as a linked merged
+	// record does.
+	MergedMatchValues []string
 }
 
 // Outcome says in one word what an Applier did with a Change, for logs and

@@ -480,8 +480,47 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	// A tombstone kept over the local deletion's (a newer one) stays too.
 	survivorDeletedHere := deletedHere || tombstoned && tomb.Kind == TombstoneLocalDeleted
+	// join makes merged record id the survivor's (re-points it to the
+	// survivor's object) when the survivor has no record here and is not
+	// gone, else deletes it.
+	join := func(id string) error {
+		exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
+		if err != nil || !exists {
+			return err
+		}
+		if !survivorExists && !gone {
+			// Re-point: the merged record becomes the survivor's local record.
+			if mr, ok := r.tx.(MergeRecorder); ok {
+				if err := mr.MergedAway(ctx, ch.ObjectType, id, id); err != nil {
+					return err
+				}
+			}
+			if survivorLinked {
+				if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, target); err != nil {
+					return err
+				}
+			}
+			if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, target); err != nil {
+				return err
+			}
+			survivor, survivorLinked, survivorExists = id, true, true
+			return nil
+		}
+		if id == survivor {
+			return nil
+		}
+		// The survivor has its own local record, or is gone: the merged one
+		// goes.
+		if mr, ok := r.tx.(MergeRecorder); ok && survivorExists {
+			if err := mr.MergedAway(ctx, ch.ObjectType, id, survivor); err != nil {
+				return err
+			}
+		}
+		return r.tx.DeleteRecord(ctx, ch.ObjectType, id, false)
+	}
 	merged := slices.Clone(ch.MergedIDs)
 	slices.Sort(merged) // a fixed lock order
+	unlinked := false
 	for _, ext := range slices.Compact(merged) {
 		if ext == "" || ext == ch.ExternalID {
 			continue
@@ -498,48 +537,28 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 			return Result{}, err
 		}
 		if !ok {
+			unlinked = true
 			continue
 		}
 		if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, ext); err != nil {
 			return Result{}, err
 		}
-		exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
+		if err := join(id); err != nil {
+			return Result{}, err
+		}
+	}
+	if unlinked {
+		// A merged id with no link may be an object created from a record
+		// here whose create's answer was lost: the survivor keeps that
+		// object's id property value (MergedMatchValues), which finds it.
+		ids, err := r.unrecordedMerged(ctx, ch)
 		if err != nil {
 			return Result{}, err
 		}
-		if !exists {
-			continue
-		}
-		if !survivorExists && !gone {
-			// Re-point: the merged record becomes the survivor's local record.
-			if mr, ok := r.tx.(MergeRecorder); ok {
-				if err := mr.MergedAway(ctx, ch.ObjectType, id, id); err != nil {
-					return Result{}, err
-				}
-			}
-			if survivorLinked {
-				if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, target); err != nil {
-					return Result{}, err
-				}
-			}
-			if err := r.tx.Link(ctx, ch.Source, ch.ObjectType, id, target); err != nil {
+		for _, id := range ids {
+			if err := join(id); err != nil {
 				return Result{}, err
 			}
-			survivor, survivorLinked, survivorExists = id, true, true
-			continue
-		}
-		if id == survivor {
-			continue
-		}
-		// The survivor has its own local record, or is gone: the merged one
-		// goes.
-		if mr, ok := r.tx.(MergeRecorder); ok && survivorExists {
-			if err := mr.MergedAway(ctx, ch.ObjectType, id, survivor); err != nil {
-				return Result{}, err
-			}
-		}
-		if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, false); err != nil {
-			return Result{}, err
 		}
 	}
 	// The survivor was live at the merge, so an older tombstone of it (it had
@@ -566,6 +585,39 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	res.Outcome = Merged
 	return res, nil
+}
+
+// unrecordedMerged returns the records a merge with a merged id that has no
+// link takes as merged ones: unlinked records found by ch's MergedMatchValues
+// whose write may have reached the source (UnrecordedWrites), in a fixed
+// order. None when the RecordTx cannot tell.
+func (r run) unrecordedMerged(ctx context.Context, ch Change) ([]string, error) {
+	uw, ok := r.tx.(UnrecordedWrites)
+	if !ok || ch.MatchField == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, v := range ch.MergedMatchValues {
+		if v == "" || v == ch.MatchValue {
+			continue
+		}
+		id, ok, err := r.tx.MatchRecord(ctx, ch.Source, ch.ObjectType, ch.MatchField, v)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || slices.Contains(out, id) {
+			continue
+		}
+		written, err := uw.MayHaveWritten(ctx, ch.Source, ch.ObjectType, id)
+		if err != nil {
+			return nil, err
+		}
+		if written {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // mergeTarget returns the external id whose record the merged records of ch

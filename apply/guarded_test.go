@@ -468,6 +468,74 @@ func TestMergeIntoAnUnlinkedSurvivor(t *testing.T) {
 	}
 }
 
+// TestMergeAwayOfAnUnlinkedObject: HubSpot merges away an object created from
+// a record here whose create's answer was lost (no link). The merge names an
+// id with no link; the survivor keeps the object's email
+// (MergedMatchValues), which finds the record. It joins the survivor as a
+// linked merged record would: deleted into the survivor's record, or
+// re-pointed to the survivor when that has none. A record found by such an
+// email whose write cannot have reached HubSpot is left alone.
+func TestMergeAwayOfAnUnlinkedObject(t *testing.T) {
+	t.Parallel()
+	unlinked := func(t *testing.T, m *memStore, g *apply.Guarded, ext, email string, written bool) string {
+		t.Helper()
+		r := mustApply(t, g, change(store.EventCreate, ext, at(1), map[string]any{"email": email, "name": email}))
+		delete(m.state.links, extKey{"hubspot", "contacts", ext})
+		if written {
+			if m.state.written == nil {
+				m.state.written = map[recKey]bool{}
+			}
+			m.state.written[recKey{"contacts", r.RecordID}] = true
+		}
+		return r.RecordID
+	}
+	merge := func(survivor, survivorEmail string, merged string, also ...string) apply.Change {
+		mr := change(store.EventMerge, survivor, at(10), map[string]any{"email": survivorEmail, "name": "Survivor"})
+		mr.MergedIDs = []string{merged}
+		mr.MatchField, mr.MatchValue = "email", survivorEmail
+		mr.MergedMatchValues = also
+		return mr
+	}
+	t.Run("survivor has a record", func(t *testing.T) {
+		m, g := setup(t)
+		lost := unlinked(t, m, g, "x", "lost@example.com", true)
+		kept := mustApply(t, g, change(store.EventCreate, "9", at(2), map[string]any{"email": "kept@example.com"}))
+		res := mustApply(t, g, merge("9", "kept@example.com", "8", "lost@example.com"))
+		if res.Outcome != apply.Merged || res.RecordID != kept.RecordID {
+			t.Fatalf("merge = %+v; want merged into %s", res, kept.RecordID)
+		}
+		if f, ok := m.state.records[recKey{"contacts", lost}]; ok {
+			t.Fatalf("the merged-away object's record survived the merge: %v", f)
+		}
+	})
+	t.Run("survivor has none", func(t *testing.T) {
+		m, g := setup(t)
+		lost := unlinked(t, m, g, "x", "lost@example.com", true)
+		res := mustApply(t, g, merge("9", "new@example.com", "8", "lost@example.com"))
+		if res.Outcome != apply.Merged || res.RecordID != lost {
+			t.Fatalf("merge = %+v; want the merged-away object's record %s re-pointed to the survivor", res, lost)
+		}
+		if id := m.state.links[extKey{"hubspot", "contacts", "9"}]; id != lost {
+			t.Fatalf("survivor linked to %q; want %s", id, lost)
+		}
+		if len(m.state.records) != 1 {
+			t.Fatalf("records after the merge: %v; want one", m.state.records)
+		}
+	})
+	t.Run("never written", func(t *testing.T) {
+		m, g := setup(t)
+		fresh := unlinked(t, m, g, "x", "fresh@example.com", false)
+		kept := mustApply(t, g, change(store.EventCreate, "9", at(2), map[string]any{"email": "kept@example.com"}))
+		mustApply(t, g, merge("9", "kept@example.com", "8", "fresh@example.com"))
+		if _, ok := m.state.records[recKey{"contacts", fresh}]; !ok {
+			t.Fatal("a record whose write cannot have reached HubSpot was merged away")
+		}
+		if _, ok := m.state.records[recKey{"contacts", kept.RecordID}]; !ok {
+			t.Fatal("the survivor's record is gone")
+		}
+	})
+}
+
 // TestSourceDeleteAfterLocalDelete: a record deleted here, later brought back
 // and deleted at the source (its DeletedClock newer than its
 // LocalDeletedClock) comes back with a newer source change, as any record

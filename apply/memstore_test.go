@@ -28,6 +28,9 @@ type memState struct {
 	records    map[recKey]map[string]any
 	clocks     map[recKey]map[string]time.Time
 	tombstones map[extKey]apply.Tombstone
+	// written are the records with an unfinished write to a source that was
+	// handed to a worker (apply.UnrecordedWrites), set by tests.
+	written map[recKey]bool
 }
 
 // extKey names an object on a source; recKey a local record.
@@ -42,7 +45,7 @@ func newMemStore() *memStore {
 }
 
 func (s memState) clone() memState {
-	c := memState{seq: s.seq, links: maps.Clone(s.links), tombstones: maps.Clone(s.tombstones),
+	c := memState{seq: s.seq, links: maps.Clone(s.links), tombstones: maps.Clone(s.tombstones), written: maps.Clone(s.written),
 		records: map[recKey]map[string]any{}, clocks: map[recKey]map[string]time.Time{}}
 	for k, v := range s.records {
 		c.records[k] = maps.Clone(v)
@@ -84,6 +87,10 @@ func (t *memTx) fail(method string) error {
 		return fmt.Errorf("%s: %w", method, errInjected)
 	}
 	return nil
+}
+
+func (t *memTx) MayHaveWritten(_ context.Context, _, objectType, id string) (bool, error) {
+	return t.st.written[recKey{objectType, id}], t.fail("MayHaveWritten")
 }
 
 func (t *memTx) LookupRecord(_ context.Context, source, objectType, externalID string) (string, bool, error) {

@@ -145,6 +145,17 @@ type MergeRecorder interface {
 	MergedAway(ctx context.Context, objectType, mergedID, survivorID string) error
 }
 
+// UnrecordedWrites is a RecordTx that knows the writes of its records to the
+// source: MayHaveWritten reports whether a write of record id that may have
+// reached the source is not finished (an unfinished change of the record for
+// it was handed to a worker at least once: its answer may have been lost).
+// A merge takes an unlinked record found by one of its MergedMatchValues as
+// a merged record only when this says so, never a record that the source
+// cannot have seen.
+type UnrecordedWrites interface {
+	MayHaveWritten(ctx context.Context, source, objectType, id string) (bool, error)
+}
+
 // PrivacyForgetter is a RecordTx that keeps values of a record outside its
 // row (states pushed to HubSpot, emails it holds): ForgetRecord is called, in
 // the privacy deletion's transaction, for a linked record deleted before the

@@ -6,18 +6,15 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/records"
 )
 
-// additionalEmails is the HubSpot contact property that lists, separated by
-// ";", the emails a contact has besides its own: those of the contacts
-// merged into it, and addresses added by hand. HubSpot finds the contact by
-// any of them, so an upsert by one writes over it.
-const additionalEmails = "hs_additional_emails"
+// additionalEmails is hubspot.AdditionalEmailsProperty, which the scan reads
+// of contacts.
+const additionalEmails = hubspot.AdditionalEmailsProperty
 
 // holdEmails makes record r, linked to contact o, hold the emails HubSpot
 // keeps on o besides its own (records.Service.HoldEmails), so that a new
@@ -27,11 +24,11 @@ const additionalEmails = "hs_additional_emails"
 // never came. Each email newly held is one difference repaired to the
 // local side; one another live record has is reported.
 func (s *Scanner) holdEmails(ctx context.Context, obj mapping.Object, dry bool, r records.Record, o *hubspot.Object, rep *Report) error {
-	list := o.Properties[additionalEmails]
-	if strings.TrimSpace(list) == "" {
+	emails := o.AdditionalEmails()
+	if len(emails) == 0 {
 		return nil
 	}
-	res, err := s.cfg.Records.HoldEmails(ctx, obj.ObjectType, r.ID, strings.Split(list, ";"), dry)
+	res, err := s.cfg.Records.HoldEmails(ctx, obj.ObjectType, r.ID, emails, dry)
 	if errors.Is(err, records.ErrNotFound) {
 		return nil // deleted since the page was read
 	}

@@ -59,6 +59,24 @@ type Object struct {
 	History map[string][]PropertyVersion
 }
 
+// AdditionalEmailsProperty is the contact property that lists, separated by
+// ";", the emails a contact has besides its own: those of the contacts
+// merged into it, and addresses added by hand. HubSpot finds the contact by
+// any of them, so an upsert by one writes over it.
+const AdditionalEmailsProperty = "hs_additional_emails"
+
+// AdditionalEmails returns the emails of o's AdditionalEmailsProperty,
+// trimmed, without blanks; none when it was not read.
+func (o *Object) AdditionalEmails() []string {
+	var out []string
+	for _, e := range strings.Split(o.Properties[AdditionalEmailsProperty], ";") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // wireObject is Object as JSON, parsed leniently.
 type wireObject struct {
 	ID                 json.RawMessage            `json:"id"`

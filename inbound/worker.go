@@ -545,6 +545,12 @@ func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
 	return ready
 }
 
+// upsertsByEmail reports whether obj's objects are matched by their email
+// (contacts), whose merged-away addresses HubSpot keeps on the survivor.
+func upsertsByEmail(obj mapping.Object) bool {
+	return obj.IDProperty == "email"
+}
+
 func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string, byID map[string][]*task, tasks []*task) []*task {
 	w := c.w
 	if w.cfg.Budget != nil {
@@ -589,7 +595,13 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 		}
 		ctx = budget.WithCall(ctx, w.cfg.BudgetKey, res) // counted from its answer
 	}
-	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, obj.ReadProperties(), "")
+	props := obj.ReadProperties()
+	if upsertsByEmail(obj) && slices.ContainsFunc(tasks, func(t *task) bool { return t.ev.EventType == store.EventMerge }) {
+		// The emails the survivor keeps from the contacts merged into it find
+		// the record of a merged-away contact whose link is unrecorded.
+		props = append(props, hubspot.AdditionalEmailsProperty)
+	}
+	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, props, "")
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -645,6 +657,9 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 			if merge {
 				// The survivor's values, under the guard at the merge's time:
 				// a local edit after the merge still wins.
+				if upsertsByEmail(obj) {
+					t.change.MergedMatchValues = o.AdditionalEmails()
+				}
 				ready = append(ready, t)
 				continue
 			}

@@ -543,9 +543,9 @@ func TestWorkerWholeCall404IsRetried(t *testing.T) {
 func TestWorkerMergeReadsSurvivor(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	reader := &fakeReader{objects: map[string]hubspot.Object{
-		"1": contactObj("1", "ada@example.com", "Ada", time.UnixMilli(t0+500)),
-	}}
+	ada := contactObj("1", "ada@example.com", "Ada", time.UnixMilli(t0+500))
+	ada.Properties[hubspot.AdditionalEmailsProperty] = "ann@example.com; ;bob@example.com"
+	reader := &fakeReader{objects: map[string]hubspot.Object{"1": ada}}
 	bud := &fakeBudget{left: 10}
 	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
 	merge := func(survivor, merged int64, at int64, moved int) hubspot.WebhookEvent {
@@ -575,6 +575,12 @@ func TestWorkerMergeReadsSurvivor(t *testing.T) {
 	// recorded yet finds its record (apply TestMergeIntoAnUnlinkedSurvivor).
 	if ch := byExt["1"]; ch.MatchField != "email" || ch.MatchValue != "ada@example.com" {
 		t.Errorf("merge into 1 matches %q = %q; want email = ada@example.com", ch.MatchField, ch.MatchValue)
+	}
+	// And it carries the emails the survivor keeps from the merged contacts,
+	// which find a merged-away contact's record whose link is unrecorded
+	// (apply TestMergeAwayOfAnUnlinkedObject).
+	if ch := byExt["1"]; !slices.Equal(ch.MergedMatchValues, []string{"ann@example.com", "bob@example.com"}) {
+		t.Errorf("merge into 1 carries merged emails %q; want ann@ and bob@example.com", ch.MergedMatchValues)
 	}
 	if ch, ok := byExt["7"]; !ok || len(ch.Fields) != 0 {
 		t.Errorf("merge into 7 (nothing moved) = %+v, %v; want applied without fields", ch, ok)

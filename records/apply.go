@@ -386,6 +386,19 @@ func (t *recordTx) overwritten(ctx context.Context, destination, objectType, id,
 	return "", nil
 }
 
+var _ apply.UnrecordedWrites = (*recordTx)(nil)
+
+// MayHaveWritten reports whether a write of the record to destination that
+// may have reached it is unfinished: one of its outbound events for
+// destination was claimed and is not done (see apply.UnrecordedWrites).
+func (t *recordTx) MayHaveWritten(ctx context.Context, destination, objectType, id string) (bool, error) {
+	var written bool
+	if err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_may_have_written"), destination, objectType, id).Scan(&written); err != nil {
+		return false, fmt.Errorf("records: writes of %s/%s to %s: %w", objectType, id, destination, err)
+	}
+	return written, nil
+}
+
 var _ apply.MergeRecorder = (*recordTx)(nil)
 
 // MaxAliasEmailLength is the longest email (in characters) kept as held by a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -148,6 +149,54 @@ func TestMergeIntoASurvivorWhoseLinkIsUnrecorded(t *testing.T) {
 		// for any merge into a linked survivor.
 		if _, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "merged@example.com"}); !errors.Is(err, ErrEmailTaken) {
 			t.Fatalf("a new record with the merged contact's email: %v; want ErrEmailTaken", err)
+		}
+	})
+}
+
+// TestMergeAwayOfAContactWhoseLinkIsUnrecorded: a local contact's create
+// reached HubSpot but its answer was lost (its event was claimed, and is
+// not done), and HubSpot merges that contact into a synced one. The merge
+// names an id with no link; the survivor's hs_additional_emails
+// (MergedMatchValues) find the record, which is merged away into the
+// survivor's record, as a linked one would be. A record with such an email
+// whose create was never claimed cannot be the merged contact and stays.
+func TestMergeAwayOfAContactWhoseLinkIsUnrecorded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		lost, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "lost@example.com", "first_name": "Lost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The outbound worker claims the create; the answer never comes back.
+		evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("claim: %d events, %v; want the create", len(evs), err)
+		}
+		fresh, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "fresh@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com", "first_name": "Kept"})).RecordID
+		mr := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "kept@example.com", "first_name": "Kept"})
+		mr.MergedIDs = []string{"8"}
+		mr.MatchField, mr.MatchValue = "email", "kept@example.com"
+		mr.MergedMatchValues = []string{"LOST@example.com", "fresh@example.com"}
+		if res := mustApply(t, b, mr); res.Outcome != apply.Merged || res.RecordID != kept {
+			t.Fatalf("merge = %+v; want merged into %s", res, kept)
+		}
+		if got, err := b.svc.Get(ctx, "contacts", lost.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the merged-away contact's record = %+v, %v; want it merged away", got, err)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", fresh.ID); err != nil {
+			t.Fatalf("a record whose create was never claimed: %v; want it kept", err)
+		}
+		// Its create is now one HubSpot's change deleted: the outbound
+		// worker completes it unwritten (outbound.SourceDeletedRecords).
+		gone, err := b.svc.DeletedAtSource(ctx, "hubspot", "contacts", []string{lost.ID, fresh.ID})
+		if err != nil || !slices.Equal(gone, []string{lost.ID}) {
+			t.Fatalf("deleted at the source: %v, %v; want only %s", gone, err, lost.ID)
 		}
 	})
 }
