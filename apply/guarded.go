@@ -65,7 +65,9 @@ const MaxRedirectsDefault = 8
 // and also removes all its field clocks. Merge re-points the merged ids' record
 // to the survivor, or deletes it when the survivor has its own or is gone: deleted
 // here (a TombstoneLocalDeleted of the survivor: its archive removes the merged
-// object too), or at the source no earlier than the merge. A survivor merged
+// object too), or at the source no earlier than the merge. A merged id with
+// no link stands for the unlinked records that ch.MergedMatchValues find and
+// whose write may have reached the source (UnrecordedWrites). A survivor merged
 // into another object no earlier than the merge is followed to that object.
 // Then it applies ch.Fields to the survivor like an update; a merge that
 // leaves no record of the survivor here and carries no Fields makes none

@@ -99,7 +99,10 @@
 //     takes the survivor's values. It is matched by its IDProperty too: a
 //     survivor we created whose link is not recorded yet (its create's answer
 //     was lost) is linked to its record first, and the merged records join
-//     that record instead of taking the survivor's object.
+//     that record instead of taking the survivor's object. For contacts the
+//     read also asks for hs_additional_emails (apply.Change.MergedMatchValues),
+//     which find the record of a merged-away contact we created whose link
+//     is not recorded.
 //   - delete, privacy_delete: passed on as such; the Applier's documented policy
 //     decides between deleting and anonymising.
 //   - association and unknown types, unmapped object types: completed without
