@@ -62,13 +62,16 @@ const (
 	// wrote over the survivor; the outbound worker now asks the records
 	// service whether HubSpot's change deleted it (SourceDeletedRecords).
 	gapTwoSidedGone = 103
-	// gapUnrecordedGone (open): a HubSpot deletion or merge away of an object
+	// gapUnrecordedGone (open, narrowed): a HubSpot merge away of an object
 	// whose create reached HubSpot while its answer was lost (no link
-	// recorded yet). The merge's webhook finds no record by link for the
-	// merged-away object, so its record stays, unlinked; its create's retry
-	// upserts by email, which HubSpot resolves to the survivor, and writes
-	// over it. (A merge into such an object is fixed: the survivor's read
-	// finds its record by email, apply TestMergeIntoAnUnlinkedSurvivor.)
+	// recorded yet), when the create's retry runs before the merge is
+	// applied: the retry upserts by email, which HubSpot resolves to the
+	// survivor, writes over it and meets a link conflict (seeds 3158 and
+	// 4944 of 5000 with -model.gaps=none). Fixed: a merge applied first finds
+	// the record by the survivor's additional emails (apply
+	// TestMergeAwayOfAnUnlinkedObject; seed 216 passes now), and a merge
+	// into such an object by the survivor's email (apply
+	// TestMergeIntoAnUnlinkedSurvivor).
 	gapUnrecordedGone = 104
 )
 
