@@ -111,16 +111,7 @@ func TestChangeAfterTheLinkOfADeletedRecord(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{})
 		ctx := context.Background()
-		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "gone@example.com", "first_name": "Gone"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "333"); err != nil { // the worker's link
-			t.Fatal(err)
-		}
+		rec := deletedBeforeItsLink(t, b, "333")
 		res, err := b.svc.Apply(ctx, apply.Change{
 			Source: "hubspot", ObjectType: "contacts", ExternalID: "333", Kind: store.EventUpdate,
 			Fields:     map[string]any{"email": "gone@example.com", "first_name": "Edited"},
@@ -148,16 +139,7 @@ func TestMergeAfterTheLinkOfADeletedRecord(t *testing.T) {
 		ctx := context.Background()
 		at := b.clock.Now().Add(time.Minute)
 		other := mustApply(t, b, change(store.EventCreate, "444", at, map[string]any{"email": "other@example.com"})).RecordID
-		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "gone@example.com", "first_name": "Gone"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
-			t.Fatal(err)
-		}
-		if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, "333"); err != nil { // the worker's link
-			t.Fatal(err)
-		}
+		rec := deletedBeforeItsLink(t, b, "333")
 		mr := change(store.EventMerge, "333", at.Add(time.Second), map[string]any{"email": "gone@example.com", "first_name": "Merged"})
 		mr.MergedIDs = []string{"444"}
 		res := mustApply(t, b, mr)
@@ -174,6 +156,25 @@ func TestMergeAfterTheLinkOfADeletedRecord(t *testing.T) {
 			t.Fatalf("survivor's tombstone %+v, %v, %v; want a local deletion's", ts, ok, err)
 		}
 	})
+}
+
+// deletedBeforeItsLink makes a contact here and deletes it, then links it to
+// HubSpot object ext, as the outbound worker does when the deletion came
+// while the record's create was in flight.
+func deletedBeforeItsLink(t *testing.T, b *bundle, ext string) Record {
+	t.Helper()
+	ctx := context.Background()
+	rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "gone@example.com", "first_name": "Gone"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, ext); err != nil { // the worker's link
+		t.Fatal(err)
+	}
+	return rec
 }
 
 // TestDeletedAtSource: the outbound worker asks which records without a link
