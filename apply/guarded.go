@@ -522,7 +522,7 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	merged := slices.Clone(ch.MergedIDs)
 	slices.Sort(merged) // a fixed lock order
-	unlinked := false
+	unlinked := 0 // merged ids with no link
 	for _, ext := range slices.Compact(merged) {
 		if ext == "" || ext == ch.ExternalID {
 			continue
@@ -539,7 +539,7 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 			return Result{}, err
 		}
 		if !ok {
-			unlinked = true
+			unlinked++
 			continue
 		}
 		if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, ext); err != nil {
@@ -549,11 +549,11 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 			return Result{}, err
 		}
 	}
-	if unlinked {
+	if unlinked > 0 {
 		// A merged id with no link may be an object created from a record
 		// here whose create's answer was lost: the survivor keeps that
 		// object's id property value (MergedMatchValues), which finds it.
-		ids, err := r.unrecordedMerged(ctx, ch)
+		ids, err := r.unrecordedMerged(ctx, ch, unlinked)
 		if err != nil {
 			return Result{}, err
 		}
@@ -589,11 +589,14 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	return res, nil
 }
 
-// unrecordedMerged returns the records a merge with a merged id that has no
-// link takes as merged ones: unlinked records found by ch's MergedMatchValues
-// whose write may have reached the source (UnrecordedWrites), in a fixed
-// order. None when the RecordTx cannot tell.
-func (r run) unrecordedMerged(ctx context.Context, ch Change) ([]string, error) {
+// unrecordedMerged returns the records a merge with n merged ids that have
+// no link takes as merged ones: unlinked records found by ch's
+// MergedMatchValues whose write may have reached the source
+// (UnrecordedWrites), in a fixed order. None when the RecordTx cannot tell,
+// and none when more than n are found: the survivor's other emails (added by
+// hand, or of older merges) then leave it unclear which records the merged
+// objects were, and a record wrongly taken would be deleted.
+func (r run) unrecordedMerged(ctx context.Context, ch Change, n int) ([]string, error) {
 	uw, ok := r.tx.(UnrecordedWrites)
 	if !ok || ch.MatchField == "" {
 		return nil, nil
@@ -617,6 +620,9 @@ func (r run) unrecordedMerged(ctx context.Context, ch Change) ([]string, error) 
 		if written {
 			out = append(out, id)
 		}
+	}
+	if len(out) > n {
+		return nil, nil
 	}
 	slices.Sort(out)
 	return out, nil

@@ -522,6 +522,21 @@ func TestMergeAwayOfAnUnlinkedObject(t *testing.T) {
 			t.Fatalf("records after the merge: %v; want one", m.state.records)
 		}
 	})
+	t.Run("more records than merged ids", func(t *testing.T) {
+		// The survivor keeps two emails of unlinked records whose writes
+		// may have reached HubSpot, and the merge names one id with no link:
+		// which record was that object is unclear, so neither is taken.
+		m, g := setup(t)
+		one := unlinked(t, m, g, "x", "one@example.com", true)
+		two := unlinked(t, m, g, "y", "two@example.com", true)
+		mustApply(t, g, change(store.EventCreate, "9", at(2), map[string]any{"email": "kept@example.com"}))
+		mustApply(t, g, merge("9", "kept@example.com", "8", "one@example.com", "two@example.com"))
+		for _, id := range []string{one, two} {
+			if _, ok := m.state.records[recKey{"contacts", id}]; !ok {
+				t.Fatalf("record %s was taken as the merged object, with two candidates for one id", id)
+			}
+		}
+	})
 	t.Run("never written", func(t *testing.T) {
 		m, g := setup(t)
 		fresh := unlinked(t, m, g, "x", "fresh@example.com", false)

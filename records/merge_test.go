@@ -159,30 +159,43 @@ func TestMergeIntoASurvivorWhoseLinkIsUnrecorded(t *testing.T) {
 // names an id with no link; the survivor's hs_additional_emails
 // (MergedMatchValues) find the record, which is merged away into the
 // survivor's record, as a linked one would be. A record with such an email
-// whose create was never claimed cannot be the merged contact and stays.
+// whose create was never claimed cannot be the merged contact and stays, and
+// one whose create is under way is left to the worker that makes the call.
 func TestMergeAwayOfAContactWhoseLinkIsUnrecorded(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{})
 		ctx := context.Background()
 		at := b.clock.Now().Add(time.Minute)
-		lost, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "lost@example.com", "first_name": "Lost"})
-		if err != nil {
-			t.Fatal(err)
+		insert := func(email string) Record {
+			t.Helper()
+			rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email, "first_name": email})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rec
 		}
-		// The outbound worker claims the create; the answer never comes back.
+		lost, inFlight := insert("lost@example.com"), insert("inflight@example.com")
+		// The outbound worker claims both creates. The call of lost's was
+		// made and its answer lost (its event went back to pending, as
+		// after a dropped connection, or a crash once its lease ran out);
+		// inFlight's call is still under way.
 		evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"})
-		if err != nil || len(evs) != 1 {
-			t.Fatalf("claim: %d events, %v; want the create", len(evs), err)
+		if err != nil || len(evs) != 2 {
+			t.Fatalf("claim: %d events, %v; want both creates", len(evs), err)
 		}
-		fresh, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "fresh@example.com"})
-		if err != nil {
-			t.Fatal(err)
+		for _, ev := range evs {
+			if ev.RecordID == lost.ID {
+				if err := b.st.Outbound().Release(ctx, 0, ev.Lease()); err != nil {
+					t.Fatal(err)
+				}
+			}
 		}
+		fresh := insert("fresh@example.com")
 		kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com", "first_name": "Kept"})).RecordID
 		mr := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "kept@example.com", "first_name": "Kept"})
-		mr.MergedIDs = []string{"8"}
+		mr.MergedIDs = []string{"6", "7", "8"}
 		mr.MatchField, mr.MatchValue = "email", "kept@example.com"
-		mr.MergedMatchValues = []string{"LOST@example.com", "fresh@example.com"}
+		mr.MergedMatchValues = []string{"LOST@example.com", "inflight@example.com", "fresh@example.com"}
 		if res := mustApply(t, b, mr); res.Outcome != apply.Merged || res.RecordID != kept {
 			t.Fatalf("merge = %+v; want merged into %s", res, kept)
 		}
@@ -191,6 +204,10 @@ func TestMergeAwayOfAContactWhoseLinkIsUnrecorded(t *testing.T) {
 		}
 		if _, err := b.svc.Get(ctx, "contacts", fresh.ID); err != nil {
 			t.Fatalf("a record whose create was never claimed: %v; want it kept", err)
+		}
+		// The worker making inFlight's call handles its answer.
+		if _, err := b.svc.Get(ctx, "contacts", inFlight.ID); err != nil {
+			t.Fatalf("a record whose create is under way: %v; want it kept", err)
 		}
 		// Its create is now one HubSpot's change deleted: the outbound
 		// worker completes it unwritten (outbound.SourceDeletedRecords).
