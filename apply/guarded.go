@@ -522,7 +522,7 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	merged := slices.Clone(ch.MergedIDs)
 	slices.Sort(merged) // a fixed lock order
-	unlinked := 0 // merged ids with no link
+	unlinked := 0
 	for _, ext := range slices.Compact(merged) {
 		if ext == "" || ext == ch.ExternalID {
 			continue
@@ -539,7 +539,7 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 			return Result{}, err
 		}
 		if !ok {
-			unlinked++
+			unlinked++ // a merged id with no link
 			continue
 		}
 		if err := r.tx.UnlinkExternal(ctx, ch.Source, ch.ObjectType, ext); err != nil {
