@@ -147,12 +147,13 @@ type MergeRecorder interface {
 
 // UnrecordedWrites is a RecordTx that knows the writes of its records to the
 // source: MayHaveWritten reports whether a write of record id that may have
-// reached the source is unfinished and not running now (an unfinished change
-// of the record for it was handed to a worker at least once, so a call of it
-// may have been made and its answer lost, and no worker holds it now: a
-// call under way is left to the worker that makes it). A merge takes an
-// unlinked record found by one of its MergedMatchValues as a merged record
-// only when this says so, never a record that the source cannot have seen.
+// reached the source is unfinished (an unfinished change of the record for
+// it was handed to a worker at least once, so a call of it may have been
+// made and its answer lost, or may be under way). A merge takes an unlinked
+// record found by one of its MergedMatchValues as a merged record only when
+// this says so, never a record that the source cannot have seen. (A call
+// under way then lands on the survivor; the outbound worker writes the
+// survivor's record over it again: outbound.OverwriteRepairer.)
 type UnrecordedWrites interface {
 	MayHaveWritten(ctx context.Context, source, objectType, id string) (bool, error)
 }

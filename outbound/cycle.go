@@ -1069,7 +1069,17 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 			if id == "" {
 				id = r.HubSpotID
 			}
-			if c.deletedHere(r) {
+			switch {
+			case !c.deletedHere(r):
+			case c.deletedAtSource(r):
+				// HubSpot's merge took the record's object away while this
+				// write was under way, and the merge, applied here, deleted
+				// the record; HubSpot took the write onto the survivor, which
+				// another local record keeps.
+				c.repairOverwrite(r, id)
+				c.complete([]*RecordPlan{r})
+				continue
+			default:
 				// Deleted while its create was in flight, and a HubSpot change
 				// of the new object, applied before this link, made a local
 				// record of it: that record keeps the object (the deletion,
@@ -1120,6 +1130,53 @@ func (c *cycle) deletedHere(r *RecordPlan) bool {
 		return false
 	}
 	return gone
+}
+
+// deletedAtSource reports whether r's record was deleted by HubSpot's change
+// (SourceDeletedRecords; false when LocalRecords cannot say).
+func (c *cycle) deletedAtSource(r *RecordPlan) bool {
+	sd, ok := c.w.cfg.LocalRecords.(SourceDeletedRecords)
+	if !ok {
+		return false
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	gone, err := sd.DeletedAtSource(ctx, c.w.cfg.Destination, r.Key.ObjectType, []string{r.Key.RecordID})
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("outbound: was %s deleted by HubSpot: %w", r.Key, err))
+		return false
+	}
+	return slices.Contains(gone, r.Key.RecordID)
+}
+
+// repairOverwrite asks Config.LocalRecords (an OverwriteRepairer) to write
+// the record that HubSpot object hubspotID is linked to over what r's write
+// left there (see OverwriteRepairer).
+func (c *cycle) repairOverwrite(r *RecordPlan, hubspotID string) {
+	other, err := c.linkedElsewhere(r, hubspotID)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("outbound: the record of HubSpot object %s: %w", hubspotID, err))
+		return
+	}
+	rep, ok := c.w.cfg.LocalRecords.(OverwriteRepairer)
+	obj, mapped := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
+	if other == "" || !ok || !mapped {
+		c.w.log.Warn("outbound: HubSpot merged the record's object away while its write was under way and took the write onto the survivor; nothing here can write the survivor's record again",
+			"record", r.Key.String(), "hubspot_id", hubspotID)
+		return
+	}
+	theirs, err := obj.FromHubSpot(r.Properties)
+	if err == nil {
+		ctx, cancel := c.storeCtx()
+		err = rep.RepairOverwrite(ctx, r.Key.ObjectType, other, theirs)
+		cancel()
+	}
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("outbound: write %s/%s over what %s left on HubSpot object %s: %w", r.Key.ObjectType, other, r.Key, hubspotID, err))
+		return
+	}
+	c.w.log.Info("outbound: HubSpot merged the record's object away while its write was under way and took the write onto the survivor; writing the survivor's local record over it again",
+		"record", r.Key.String(), "hubspot_id", hubspotID, "survivor_record", other)
 }
 
 // deletedMeanwhile asks Config.LocalRecords to tombstone the objects just

@@ -112,7 +112,10 @@
 // deletion then archives (a HubSpot edit applied between the link and
 // that check writes the tombstone itself: apply.LocalDeletedClock); a
 // created object already linked to another record (made from a HubSpot edit
-// before the link) is left to it. 401/403 are
+// before the link) is left to it; one HubSpot's merge deleted here while its
+// write was under way (the write, an upsert by email, landed on the merge's
+// survivor) has the survivor's record written over it again
+// (OverwriteRepairer). 401/403 are
 // a configuration problem: the events are released for AuthRetryDelay (no
 // attempt used), the cycle returns ErrAuth and the worker logs at Error.
 // Unexplained failures (decode errors, unknown statuses, a per-input error

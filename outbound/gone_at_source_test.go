@@ -2,9 +2,13 @@ package outbound_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbound"
@@ -264,4 +268,92 @@ func syncedContact(t *testing.T, b *bundle, email, firstName string) (records.Re
 		t.Fatalf("contact %s not linked after the drain: %v", email, err)
 	}
 	return rec, id
+}
+
+// lostThenHooked answers its first BatchUpsert as a dropped connection after
+// HubSpot applied it (the answer lost), and runs before ahead of the second.
+type lostThenHooked struct {
+	outbound.HubSpot
+	calls  int
+	before func()
+}
+
+func (h *lostThenHooked) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpsertInput) (*hubspot.BatchResult, error) {
+	h.calls++
+	if h.calls == 2 && h.before != nil {
+		h.before()
+	}
+	res, err := h.HubSpot.BatchUpsert(ctx, t, in)
+	if h.calls == 1 && err == nil {
+		return nil, fmt.Errorf("read the answer: %w", io.ErrUnexpectedEOF)
+	}
+	return res, err
+}
+
+// TestMergeAwayDuringCreateRetry: local record R's create reaches HubSpot
+// (contact X) but its answer is lost. While the create's retry is under way,
+// a HubSpot user merges X into B, which has its own local record R2, and the
+// SyncWorker applies the merge: X has no link, and B's additional emails
+// find R, which is merged away into R2. The retry's upsert by R's email
+// lands on B (HubSpot finds B by it) and writes R's values there. The
+// worker must write R2's values over B again, and not dead-letter R; before,
+// B kept R's values while R2 kept B's.
+func TestMergeAwayDuringCreateRetry(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	in := b.inboundSide(t)
+	bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	r2, _, err := b.links.LookupRecord(ctx, "hubspot", "contacts", bID)
+	if err != nil || r2 == "" {
+		t.Fatalf("B's record: %q, %v", r2, err)
+	}
+	b.clock.Advance(time.Second)
+	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &lostThenHooked{HubSpot: b.client}
+	hs.before = func() {
+		var xID string
+		for _, o := range b.sim.Objects("contacts") {
+			if o.ID != bID && !o.Archived {
+				xID = o.ID
+			}
+		}
+		if xID == "" {
+			t.Error("no contact created for R")
+			return
+		}
+		b.clock.Advance(time.Second)
+		if err := b.sim.UserMerge("contacts", bID, xID); err != nil {
+			t.Error(err)
+			return
+		}
+		deliverInbound(ctx, t, b, in)
+		if _, err := b.recs.Get(ctx, "contacts", rec.ID); !errors.Is(err, records.ErrNotFound) {
+			t.Errorf("R after the merge was applied: %v; want it merged away (found by B's additional emails)", err)
+		}
+	}
+	b.drain(t, b.worker(t, func(c *outbound.Config) { c.HubSpot = hs }))
+	drainInbound(t, b, in)
+	if hs.calls < 2 {
+		t.Fatalf("%d upsert calls; want the create and its retry", hs.calls)
+	}
+	if c := b.counts(t); c[store.StatusFailed] != 0 {
+		t.Errorf("outbound statuses %v; want no dead letter", c)
+	}
+	o, ok := b.sim.Object("contacts", bID)
+	if !ok || o.Properties["firstname"] != "Augusta" || o.Properties["email"] != "lovelace@example.com" {
+		t.Errorf("B = %v; want R2's lovelace@example.com and Augusta written over the retry's ada@example.com and Ada", o.Properties)
+	}
+	got, err := b.recs.Get(ctx, "contacts", r2)
+	if err != nil || got.Fields["first_name"] != o.Properties["firstname"] {
+		t.Errorf("R2 = %+v, %v; want it to agree with B (%q)", got, err, o.Properties["firstname"])
+	}
 }

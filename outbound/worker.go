@@ -173,6 +173,18 @@ type SourceDeletedRecords interface {
 	DeletedAtSource(ctx context.Context, destination, objectType string, ids []string) ([]string, error)
 }
 
+// OverwriteRepairer is implemented by LocalRecords that can queue a write
+// of a record's state (*records.Service does). HubSpot may take a record's
+// write onto another record's object: a merge took the record's object away
+// while the write's call was under way (a create's retry, whose earlier
+// answer was lost), HubSpot resolved the write's email to the survivor, and
+// the merge, applied here meanwhile, deleted the record. The worker then
+// asks for the survivor's local record to be written again over what the
+// write left: theirs holds, by local field name, the values the write sent.
+type OverwriteRepairer interface {
+	RepairOverwrite(ctx context.Context, objectType, id string, theirs map[string]any) error
+}
+
 // Links stores which HubSpot object each local record is.
 type Links interface {
 	// Lookup returns the HubSpot id linked to a local record.

@@ -389,13 +389,11 @@ func (t *recordTx) overwritten(ctx context.Context, destination, objectType, id,
 var _ apply.UnrecordedWrites = (*recordTx)(nil)
 
 // MayHaveWritten reports whether a write of the record to destination that
-// may have reached it is unfinished and not running: one of its outbound
-// events for destination was claimed and is not done, and none holds a live
-// lease (see apply.UnrecordedWrites).
+// may have reached it is unfinished: one of its outbound events for
+// destination was claimed and is not done (see apply.UnrecordedWrites).
 func (t *recordTx) MayHaveWritten(ctx context.Context, destination, objectType, id string) (bool, error) {
 	var written bool
-	now := dialectsql.Time(t.s.dialect, t.s.now())
-	if err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_may_have_written"), destination, objectType, id, destination, objectType, id, now).Scan(&written); err != nil {
+	if err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_may_have_written"), destination, objectType, id).Scan(&written); err != nil {
 		return false, fmt.Errorf("records: writes of %s/%s to %s: %w", objectType, id, destination, err)
 	}
 	return written, nil

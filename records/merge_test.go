@@ -159,8 +159,7 @@ func TestMergeIntoASurvivorWhoseLinkIsUnrecorded(t *testing.T) {
 // names an id with no link; the survivor's hs_additional_emails
 // (MergedMatchValues) find the record, which is merged away into the
 // survivor's record, as a linked one would be. A record with such an email
-// whose create was never claimed cannot be the merged contact and stays, and
-// one whose create is under way is left to the worker that makes the call.
+// whose create was never claimed cannot be the merged contact and stays.
 func TestMergeAwayOfAContactWhoseLinkIsUnrecorded(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{})
@@ -205,15 +204,33 @@ func TestMergeAwayOfAContactWhoseLinkIsUnrecorded(t *testing.T) {
 		if _, err := b.svc.Get(ctx, "contacts", fresh.ID); err != nil {
 			t.Fatalf("a record whose create was never claimed: %v; want it kept", err)
 		}
-		// The worker making inFlight's call handles its answer.
-		if _, err := b.svc.Get(ctx, "contacts", inFlight.ID); err != nil {
-			t.Fatalf("a record whose create is under way: %v; want it kept", err)
+		// One whose create is under way is merged away too: its call lands
+		// on the survivor, and the worker writes the survivor's record over
+		// it again (outbound TestMergeAwayDuringCreateRetry).
+		if got, err := b.svc.Get(ctx, "contacts", inFlight.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a record whose create is under way = %+v, %v; want it merged away", got, err)
 		}
 		// Its create is now one HubSpot's change deleted: the outbound
 		// worker completes it unwritten (outbound.SourceDeletedRecords).
 		gone, err := b.svc.DeletedAtSource(ctx, "hubspot", "contacts", []string{lost.ID, fresh.ID})
 		if err != nil || !slices.Equal(gone, []string{lost.ID}) {
 			t.Fatalf("deleted at the source: %v, %v; want only %s", gone, err, lost.ID)
+		}
+		// A merge that finds more such records than it names ids without a
+		// link takes none: which were the merged objects is unclear.
+		more := insert("more@example.com")
+		if _, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"}); err != nil {
+			t.Fatal(err)
+		}
+		mr = change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com", "first_name": "Kept"})
+		mr.MergedIDs = []string{"5"}
+		mr.MatchField, mr.MatchValue = "email", "kept@example.com"
+		mr.MergedMatchValues = []string{"more@example.com", "fresh@example.com"}
+		mustApply(t, b, mr)
+		for _, id := range []string{more.ID, fresh.ID} {
+			if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
+				t.Fatalf("record %s after a merge naming one unlinked id for two candidates: %v; want it kept", id, err)
+			}
 		}
 	})
 }

@@ -59,3 +59,17 @@ func (s *Service) Resend(ctx context.Context, objectType, id string, theirs map[
 	})
 	return rec, err
 }
+
+// RepairOverwrite queues a write of record id's state over what a write of
+// another record left on the destination object the record is linked to:
+// theirs holds, by local field name, the values that write sent (see
+// Resend). The outbound worker calls it when a merge took that other
+// record's object away while its write was under way, and the destination
+// resolved the write to the survivor (outbound.OverwriteRepairer).
+func (s *Service) RepairOverwrite(ctx context.Context, objectType, id string, theirs map[string]any) error {
+	if theirs == nil {
+		theirs = map[string]any{} // sends only the fields the write set: never the whole record for want of them
+	}
+	_, err := s.Resend(ctx, objectType, id, theirs)
+	return err
+}
