@@ -208,25 +208,8 @@ func TestMergeDuringCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var xID string
 	gl := &gatedLinks{Links: b.links}
-	gl.before = func() {
-		for _, o := range b.sim.Objects("contacts") {
-			if o.ID != bID {
-				xID = o.ID
-			}
-		}
-		if xID == "" {
-			t.Error("no contact created for R")
-			return
-		}
-		b.clock.Advance(time.Second)
-		if err := b.sim.UserMerge("contacts", bID, xID); err != nil {
-			t.Error(err)
-			return
-		}
-		deliverInbound(ctx, t, b, in)
-	}
+	gl.before = func() { mergeTheOtherInto(ctx, t, b, in, bID) }
 	b.drain(t, b.worker(t, func(c *outbound.Config) {
 		c.Links = gl
 		c.OnLinkedMergedAway = inbound.Remerger(b.st.Inbound(), b.mapping)
@@ -251,6 +234,29 @@ func TestMergeDuringCreate(t *testing.T) {
 		}
 		t.Errorf("%d local contacts for %d live HubSpot contacts; R is linked to %q, which was merged into %s", len(all), live, ext, bID)
 	}
+}
+
+// mergeTheOtherInto merges the one other live contact, the one created for R,
+// into bID as a HubSpot user would, a second later, and has the SyncWorker
+// apply the merge's webhook.
+func mergeTheOtherInto(ctx context.Context, t *testing.T, b *bundle, in *inbound.Worker, bID string) {
+	t.Helper()
+	var xID string
+	for _, o := range b.sim.Objects("contacts") {
+		if o.ID != bID && !o.Archived {
+			xID = o.ID
+		}
+	}
+	if xID == "" {
+		t.Error("no contact created for R")
+		return
+	}
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserMerge("contacts", bID, xID); err != nil {
+		t.Error(err)
+		return
+	}
+	deliverInbound(ctx, t, b, in)
 }
 
 // syncedContact inserts a local contact and drains the outbound worker, so
@@ -320,22 +326,7 @@ func TestMergeAwayDuringCreateRetry(t *testing.T) {
 	}
 	hs := &lostThenHooked{HubSpot: b.client}
 	hs.before = func() {
-		var xID string
-		for _, o := range b.sim.Objects("contacts") {
-			if o.ID != bID && !o.Archived {
-				xID = o.ID
-			}
-		}
-		if xID == "" {
-			t.Error("no contact created for R")
-			return
-		}
-		b.clock.Advance(time.Second)
-		if err := b.sim.UserMerge("contacts", bID, xID); err != nil {
-			t.Error(err)
-			return
-		}
-		deliverInbound(ctx, t, b, in)
+		mergeTheOtherInto(ctx, t, b, in, bID)
 		if _, err := b.recs.Get(ctx, "contacts", rec.ID); !errors.Is(err, records.ErrNotFound) {
 			t.Errorf("R after the merge was applied: %v; want it merged away (found by B's additional emails)", err)
 		}
