@@ -62,12 +62,14 @@ const (
 	// wrote over the survivor; the outbound worker now asks the records
 	// service whether HubSpot's change deleted it (SourceDeletedRecords).
 	gapTwoSidedGone = 103
-	// gapUnrecordedGone (open, narrowed): a HubSpot merge away of an object
-	// whose create reached HubSpot while its answer was lost (no link
-	// recorded yet), when the create's retry runs before the merge is
-	// applied: the retry upserts by email, which HubSpot resolves to the
-	// survivor, writes over it and meets a link conflict (seeds 3158 and
-	// 4944 of 5000 with -model.gaps=none). Fixed: a merge applied first finds
+	// gapUnrecordedGone (open, narrowed): a HubSpot deletion or merge away of
+	// an object whose create reached HubSpot while its answer was lost (no
+	// link recorded yet). A deletion finds no record (the retry's upsert
+	// creates the contact again); a merge away fails when the create's retry
+	// runs before the merge is applied: the retry upserts by email, which
+	// HubSpot resolves to the survivor, writes over it and meets a link
+	// conflict (seeds 3158 and 4944 of 5000 with -model.gaps=none; the model
+	// deletes such objects rarely). Fixed: a merge applied first finds
 	// the record by the survivor's additional emails (apply
 	// TestMergeAwayOfAnUnlinkedObject; seed 216 passes now), and a merge
 	// into such an object by the survivor's email (apply
