@@ -69,10 +69,9 @@ const (
 	// runs before the merge is applied: the retry upserts by email, which
 	// HubSpot resolves to the survivor, writes over it and meets a link
 	// conflict (seeds 3158 and 4944 of 5000 with -model.gaps=none). Fixed: a
-	// merge applied first finds
-	// the record by the survivor's additional emails (apply
-	// TestMergeAwayOfAnUnlinkedObject; seed 216 passes now), and a merge
-	// into such an object by the survivor's email (apply
+	// merge applied first finds the record by the survivor's additional
+	// emails (apply TestMergeAwayOfAnUnlinkedObject; seed 216 passes now),
+	// and a merge into such an object by the survivor's email (apply
 	// TestMergeIntoAnUnlinkedSurvivor).
 	gapUnrecordedGone = 104
 )
