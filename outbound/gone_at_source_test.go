@@ -194,15 +194,7 @@ func TestMergeDuringCreate(t *testing.T) {
 	b := setup(t, options{dialect: store.SQLite})
 	in := b.inboundSide(t)
 
-	// B, made in HubSpot, reaches the app as R2.
-	bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !deliverInbound(ctx, t, b, in) {
-		t.FailNow()
-	}
-	b.clock.Advance(time.Second)
+	bID, _ := madeInHubSpot(ctx, t, b, in)
 
 	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
 	if err != nil {
@@ -234,6 +226,26 @@ func TestMergeDuringCreate(t *testing.T) {
 		}
 		t.Errorf("%d local contacts for %d live HubSpot contacts; R is linked to %q, which was merged into %s", len(all), live, ext, bID)
 	}
+}
+
+// madeInHubSpot has a HubSpot user create contact B (lovelace@example.com,
+// Augusta) and the SyncWorker make its local record R2; it returns B's id and
+// R2's, a second before the test goes on.
+func madeInHubSpot(ctx context.Context, t *testing.T, b *bundle, in *inbound.Worker) (bID, r2 string) {
+	t.Helper()
+	bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	r2, _, err = b.links.LookupRecord(ctx, "hubspot", "contacts", bID)
+	if err != nil || r2 == "" {
+		t.Fatalf("B's record: %q, %v", r2, err)
+	}
+	b.clock.Advance(time.Second)
+	return bID, r2
 }
 
 // mergeTheOtherInto merges the one other live contact, the one created for R,
@@ -308,18 +320,7 @@ func TestMergeAwayDuringCreateRetry(t *testing.T) {
 	ctx := context.Background()
 	b := setup(t, options{dialect: store.SQLite})
 	in := b.inboundSide(t)
-	bID, err := b.sim.UserCreate("contacts", map[string]string{"email": "lovelace@example.com", "firstname": "Augusta"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !deliverInbound(ctx, t, b, in) {
-		t.FailNow()
-	}
-	r2, _, err := b.links.LookupRecord(ctx, "hubspot", "contacts", bID)
-	if err != nil || r2 == "" {
-		t.Fatalf("B's record: %q, %v", r2, err)
-	}
-	b.clock.Advance(time.Second)
+	bID, r2 := madeInHubSpot(ctx, t, b, in)
 	rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
 	if err != nil {
 		t.Fatal(err)
