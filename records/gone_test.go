@@ -46,13 +46,7 @@ func TestTombstoneDeletedSeesTheDeletionItWaitedFor(t *testing.T) {
 		}
 		b := setup(t, d, Config{})
 		ctx := context.Background()
-		first, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "first@example.com"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.svc.Delete(ctx, "contacts", first.ID, first.Version); err != nil {
-			t.Fatal(err)
-		}
+		first := deletedHere(t, b, map[string]any{"email": "first@example.com"})
 		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "del@example.com"})
 		if err != nil || first.ID >= rec.ID {
 			t.Fatal(err, first.ID, rec.ID)
@@ -163,15 +157,23 @@ func TestMergeAfterTheLinkOfADeletedRecord(t *testing.T) {
 // while the record's create was in flight.
 func deletedBeforeItsLink(t *testing.T, b *bundle, ext string) Record {
 	t.Helper()
+	rec := deletedHere(t, b, map[string]any{"email": "gone@example.com", "first_name": "Gone"})
+	if err := b.links.Link(context.Background(), "hubspot", "contacts", rec.ID, ext); err != nil { // the worker's link
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// deletedHere makes a contact of fields through the records service and
+// deletes it there, as the application would.
+func deletedHere(t *testing.T, b *bundle, fields map[string]any) Record {
+	t.Helper()
 	ctx := context.Background()
-	rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "gone@example.com", "first_name": "Gone"})
+	rec, err := b.svc.Insert(ctx, "contacts", fields)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.links.Link(ctx, "hubspot", "contacts", rec.ID, ext); err != nil { // the worker's link
 		t.Fatal(err)
 	}
 	return rec
@@ -195,13 +197,7 @@ func TestDeletedAtSource(t *testing.T) {
 		// records service can tell.
 		private := mustApply(t, b, change(store.EventCreate, "102", at, map[string]any{"email": "p@example.com"})).RecordID
 		mustApply(t, b, change(store.EventPrivacyDelete, "102", at.Add(time.Second), nil))
-		local, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "b@example.com"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := b.svc.Delete(ctx, "contacts", local.ID, local.Version); err != nil {
-			t.Fatal(err)
-		}
+		local := deletedHere(t, b, map[string]any{"email": "b@example.com"})
 		live, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "c@example.com"})
 		if err != nil {
 			t.Fatal(err)
