@@ -109,7 +109,7 @@
 // write that sets one back to the dropped value changes nothing the plan can
 // see), and after new links are stored, records deleted while their create
 // was in flight get a local-delete tombstone of their object, which their
-// deletion then archives (a HubSpot edit applied between the link and
+// deletion then archives (a HubSpot edit or merge applied between the link and
 // that check writes the tombstone itself: apply.LocalDeletedClock); a
 // created object already linked to another record (made from a HubSpot edit
 // before the link) is left to it; one HubSpot's merge deleted here while its
