@@ -603,7 +603,7 @@ func (r run) unrecordedMerged(ctx context.Context, ch Change, n int) ([]string, 
 	}
 	var out []string
 	for _, v := range ch.MergedMatchValues {
-		if v == "" || v == ch.MatchValue {
+		if v == "" {
 			continue
 		}
 		id, ok, err := r.tx.MatchRecord(ctx, ch.Source, ch.ObjectType, ch.MatchField, v)

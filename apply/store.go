@@ -146,10 +146,12 @@ type MergeRecorder interface {
 }
 
 // UnrecordedWrites is a RecordTx that knows the writes of its records to the
-// source: MayHaveWritten reports whether a write of record id that may have
-// reached the source is unfinished (an unfinished change of the record for
-// it was handed to a worker at least once, so a call of it may have been
-// made and its answer lost, or may be under way). A merge takes an unlinked
+// source: MayHaveWritten reports whether a write of record id may have
+// reached the source without its answer being recorded (a change of the
+// record for it was handed to a worker at least once and is unfinished, so
+// a call of it may have been made and its answer lost, or may be under way;
+// or it was dead-lettered: a retry that the source resolved to a merge's
+// survivor fails as a link conflict). A merge takes an unlinked
 // record found by one of its MergedMatchValues as a merged record only when
 // this says so, never a record that the source cannot have seen. (A call
 // under way then lands on the survivor; the outbound worker writes the

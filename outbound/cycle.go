@@ -908,6 +908,7 @@ func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
 		}
 		settled[r] = true
 		ids[r] = obj.ID
+		r.answeredAt = obj.UpdatedAt
 		ok = append(ok, r)
 	}
 	c.succeed(ok, ids)
@@ -1071,6 +1072,16 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 			}
 			switch {
 			case !c.deletedHere(r):
+				if r.Op == OpUpsert || r.Op == OpResolveUpsert {
+					// HubSpot resolved the record's email to an object
+					// another record keeps and wrote the record over it: a
+					// merge took away the object an earlier attempt made
+					// (its answer lost; the merge's webhook, on its way,
+					// deletes this record), or the email moved there.
+					c.repairOverwrite(r, id)
+					c.fail(r, c.upsertConflictMessage(r, id))
+					continue
+				}
 			case c.deletedAtSource(r):
 				// HubSpot's merge took the record's object away while this
 				// write was under way, and the merge, applied here, deleted
@@ -1151,7 +1162,7 @@ func (c *cycle) deletedAtSource(r *RecordPlan) bool {
 
 // repairOverwrite asks Config.LocalRecords (an OverwriteRepairer) to write
 // the record that HubSpot object hubspotID is linked to over what r's write
-// left there (see OverwriteRepairer).
+// left there (see OverwriteRepairer), as of HubSpot's answer to it.
 func (c *cycle) repairOverwrite(r *RecordPlan, hubspotID string) {
 	other, err := c.linkedElsewhere(r, hubspotID)
 	if err != nil {
@@ -1161,21 +1172,21 @@ func (c *cycle) repairOverwrite(r *RecordPlan, hubspotID string) {
 	rep, ok := c.w.cfg.LocalRecords.(OverwriteRepairer)
 	obj, mapped := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
 	if other == "" || !ok || !mapped {
-		c.w.log.Warn("outbound: HubSpot merged the record's object away while its write was under way and took the write onto the survivor; nothing here can write the survivor's record again",
+		c.w.log.Warn("outbound: HubSpot took the record's write onto an object another record keeps (a merge's survivor); nothing here can write that record over it again",
 			"record", r.Key.String(), "hubspot_id", hubspotID)
 		return
 	}
 	theirs, err := obj.FromHubSpot(r.Properties)
 	if err == nil {
 		ctx, cancel := c.storeCtx()
-		err = rep.RepairOverwrite(ctx, r.Key.ObjectType, other, theirs)
+		err = rep.RepairOverwrite(ctx, r.Key.ObjectType, other, theirs, r.answeredAt)
 		cancel()
 	}
 	if err != nil {
 		c.errs = append(c.errs, fmt.Errorf("outbound: write %s/%s over what %s left on HubSpot object %s: %w", r.Key.ObjectType, other, r.Key, hubspotID, err))
 		return
 	}
-	c.w.log.Info("outbound: HubSpot merged the record's object away while its write was under way and took the write onto the survivor; writing the survivor's local record over it again",
+	c.w.log.Info("outbound: HubSpot took the record's write onto an object another record keeps (a merge's survivor); writing that record over it again",
 		"record", r.Key.String(), "hubspot_id", hubspotID, "survivor_record", other)
 }
 
@@ -1397,18 +1408,34 @@ func (c *cycle) linkedElsewhere(r *RecordPlan, hubspotID string) (string, error)
 // conflictMessage describes a link conflict: HubSpot object hubspotID is
 // linked to another local record than r.
 func (c *cycle) conflictMessage(r *RecordPlan, hubspotID string) string {
-	other := "another local record"
+	return fmt.Sprintf("link conflict: HubSpot %s object %s is already linked to %s, so %s cannot be linked to it "+
+		"(two local records share one HubSpot object, e.g. one email); merge or fix the records, then re-queue",
+		r.HubSpotType, hubspotID, c.linkedName(r, hubspotID), r.Key)
+}
+
+// upsertConflictMessage describes the link conflict of an upsert that
+// HubSpot resolved, by r's id property value, to object hubspotID, which is
+// linked to another local record than r.
+func (c *cycle) upsertConflictMessage(r *RecordPlan, hubspotID string) string {
+	other := c.linkedName(r, hubspotID)
+	return fmt.Sprintf("link conflict: HubSpot resolved %s %q of %s to %s object %s, which is already linked to %s, and wrote this record over it; "+
+		"%s is being written over it again. Most likely HubSpot merged the object an earlier attempt of this write created (its answer was lost) into %s, "+
+		"and the merge's webhook deletes this record; if the record stays, give it another %s or merge it into %s, then re-queue",
+		r.IDProperty, r.IDValue, r.Key, r.HubSpotType, hubspotID, other, other, hubspotID, r.IDProperty, other)
+}
+
+// linkedName names the local record HubSpot object hubspotID is linked to
+// ("another local record" when Config.Links cannot say).
+func (c *cycle) linkedName(r *RecordPlan, hubspotID string) string {
 	if rl, ok := c.w.cfg.Links.(RecordLookup); ok {
 		ctx, cancel := c.storeCtx()
 		rec, found, err := rl.LookupRecord(ctx, c.w.cfg.Destination, r.Key.ObjectType, hubspotID)
 		cancel()
 		if err == nil && found {
-			other = "local record " + r.Key.ObjectType + "/" + rec
+			return "local record " + r.Key.ObjectType + "/" + rec
 		}
 	}
-	return fmt.Sprintf("link conflict: HubSpot %s object %s is already linked to %s, so %s cannot be linked to it "+
-		"(two local records share one HubSpot object, e.g. one email); merge or fix the records, then re-queue",
-		r.HubSpotType, hubspotID, other, r.Key)
+	return "another local record"
 }
 
 // owe records, with OwedLinks, the local fields r's write would have set, so

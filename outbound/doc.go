@@ -176,8 +176,15 @@
 // A link conflict (the HubSpot object a write reached is already linked to
 // another local record, e.g. two local contacts with one email) cannot be
 // fixed by a retry: the record's events are dead-lettered with a message
-// naming both records and the HubSpot id. The same link recorded meanwhile by
-// the SyncWorker (it matched the record by its id property) is no conflict.
+// naming both records and the HubSpot id. An upsert has written the record
+// over that object first, so the worker also asks LocalRecords (an
+// OverwriteRepairer) to write the object's own record over it again, as of
+// HubSpot's answer. Most often the upsert was a create's retry after a lost
+// answer, and HubSpot had merged the object the first attempt created into
+// that one, which keeps its email; the merge's webhook then takes the
+// dead-lettered record as merged (apply.UnrecordedWrites). The same link
+// recorded meanwhile by the SyncWorker (it matched the record by its id
+// property) is no conflict.
 // Other failures to store a link are that record's: its events are retried
 // with backoff (an attempt), and the rest of the cycle completes.
 //

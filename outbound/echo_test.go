@@ -87,7 +87,8 @@ func TestInboundChangeNotEchoed(t *testing.T) {
 // TestLinkConflictDeadLetters: two local contacts with one email upsert into
 // one HubSpot contact; the second cannot be linked to it. Its events are
 // dead-lettered with a message naming both records and the HubSpot id, not
-// left leased to be re-claimed forever; the first stays linked and correct.
+// left leased to be re-claimed forever; the first stays linked, and is
+// written over what the second's upsert left on its object.
 func TestLinkConflictDeadLetters(t *testing.T) {
 	t.Parallel()
 	b := setup(t, options{sharedEmails: true})
@@ -121,9 +122,13 @@ func TestLinkConflictDeadLetters(t *testing.T) {
 	if c := b.counts(t); c[store.StatusProcessing] != 0 {
 		t.Fatalf("%d events still leased", c[store.StatusProcessing])
 	}
-	// The first record is still linked to the object, which still has the
-	// second's upserted values (HubSpot merged them): a local edit of the
-	// first puts it right.
+	// The second's upsert wrote its values over the first's object; the
+	// worker wrote the first record over them again.
+	if o, _ := b.sim.Object("contacts", hsID); o.Properties["firstname"] != "First" {
+		t.Errorf("HubSpot object %s has first name %q after the conflict; want the first record's written back", hsID, o.Properties["firstname"])
+	}
+	// The first record stays linked to the object, and a local edit of it
+	// reaches it.
 	wl.update(t, "contacts", first, map[string]any{"first_name": "First again"})
 	b.drain(t, w)
 	if got, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", first); got != hsID {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -250,7 +251,7 @@ func madeInHubSpot(ctx context.Context, t *testing.T, b *bundle, in *inbound.Wor
 
 // mergeTheOtherInto merges the one other live contact, the one created for R,
 // into bID as a HubSpot user would, a second later, and has the SyncWorker
-// apply the merge's webhook.
+// in apply the merge's webhook (none when in is nil: the webhook waits).
 func mergeTheOtherInto(ctx context.Context, t *testing.T, b *bundle, in *inbound.Worker, bID string) {
 	t.Helper()
 	var xID string
@@ -268,7 +269,9 @@ func mergeTheOtherInto(ctx context.Context, t *testing.T, b *bundle, in *inbound
 		t.Error(err)
 		return
 	}
-	deliverInbound(ctx, t, b, in)
+	if in != nil {
+		deliverInbound(ctx, t, b, in)
+	}
 }
 
 // syncedContact inserts a local contact and drains the outbound worker, so
@@ -347,5 +350,93 @@ func TestMergeAwayDuringCreateRetry(t *testing.T) {
 	got, err := b.recs.Get(ctx, "contacts", r2)
 	if err != nil || got.Fields["first_name"] != o.Properties["firstname"] {
 		t.Errorf("R2 = %+v, %v; want it to agree with B (%q)", got, err, o.Properties["firstname"])
+	}
+}
+
+// hookedUpdate runs before ahead of its first BatchUpdate.
+type hookedUpdate struct {
+	outbound.HubSpot
+	before func()
+}
+
+func (h *hookedUpdate) BatchUpdate(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpdateInput) (*hubspot.BatchResult, error) {
+	if f := h.before; f != nil {
+		h.before = nil
+		f()
+	}
+	return h.HubSpot.BatchUpdate(ctx, t, in)
+}
+
+// TestMergeAwayBeforeCreateRetry: local record R's create reaches HubSpot
+// (contact X) but its answer is lost, and a HubSpot user merges X into B,
+// which has its own local record R2. The create's retry runs before the
+// merge's webhook is applied: its upsert by R's email lands on B, writes R's
+// values there, and cannot link R to B (R2 has it). The worker must write
+// R2's values over B again and dead-letter R; the merge's webhook, applied
+// before or after that write, must then take R as merged into R2 (B's
+// additional emails find it), and R2 must keep its own values, not take
+// R's from the read of B. Before, R stayed (a local contact with no HubSpot
+// object) and B kept R's values.
+func TestMergeAwayBeforeCreateRetry(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		beforeWrite bool // the merge's webhook is applied before R2 is written over B again
+	}{
+		{"merge applied after the repair", false},
+		{"merge applied before the repair", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			b := setup(t, options{dialect: store.SQLite})
+			in := b.inboundSide(t)
+			bID, r2 := madeInHubSpot(ctx, t, b, in)
+			rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			hs := &lostThenHooked{HubSpot: b.client}
+			hs.before = func() { mergeTheOtherInto(ctx, t, b, nil, bID) }
+			up := &hookedUpdate{HubSpot: hs}
+			if tc.beforeWrite {
+				up.before = func() {
+					if o, _ := b.sim.Object("contacts", bID); o.Properties["firstname"] != "Ada" {
+						t.Errorf("B before the repair = %v; want the retry's Ada on it", o.Properties)
+					}
+					deliverInbound(ctx, t, b, in)
+				}
+			}
+			b.drain(t, b.worker(t, func(c *outbound.Config) { c.HubSpot = up }))
+			if hs.calls < 2 {
+				t.Fatalf("%d upsert calls; want the create and its retry", hs.calls)
+			}
+			dl, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: "hubspot", Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(dl) != 1 || dl[0].RecordID != rec.ID || !strings.Contains(dl[0].ErrorMessage, "merged") || !strings.Contains(dl[0].ErrorMessage, r2) {
+				t.Errorf("dead letters %+v; want R's create, naming R2 and the likely merge", dl)
+			}
+			drainInbound(t, b, in)
+			if !deliverInbound(ctx, t, b, in) {
+				t.FailNow()
+			}
+			if _, err := b.recs.Get(ctx, "contacts", rec.ID); !errors.Is(err, records.ErrNotFound) {
+				t.Errorf("R after the merge was applied: %v; want it merged away into R2", err)
+			}
+			o, ok := b.sim.Object("contacts", bID)
+			if !ok || o.Properties["firstname"] != "Augusta" || o.Properties["email"] != "lovelace@example.com" {
+				t.Errorf("B = %v; want R2's lovelace@example.com and Augusta written over the retry's ada@example.com and Ada", o.Properties)
+			}
+			got, err := b.recs.Get(ctx, "contacts", r2)
+			if err != nil || got.Fields["first_name"] != "Augusta" || got.Fields["email"] != "lovelace@example.com" {
+				t.Errorf("R2 = %+v, %v; want its own Augusta and lovelace@example.com kept", got, err)
+			}
+			if _, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com"}); !errors.Is(err, records.ErrEmailTaken) {
+				t.Errorf("a new contact with R's email: %v; want it taken (held by R2, as B keeps it)", err)
+			}
+			if c := b.counts(t); c[store.StatusPending]+c[store.StatusProcessing] != 0 {
+				t.Errorf("outbound queue %v; want nothing left to do", c)
+			}
+		})
 	}
 }

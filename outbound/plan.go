@@ -101,6 +101,8 @@ type RecordPlan struct {
 	// Superseded marks an OpNone whose events are not newer than the state
 	// HubSpot already has (a re-queued or late event): completed without a call.
 	Superseded bool
+	// answeredAt is HubSpot's updatedAt in the answer to the record's write.
+	answeredAt time.Time
 	// Next is the state HubSpot holds once the plan's write (or OpNone)
 	// succeeds, for the worker to record (links.PushedMany); nil when there is
 	// nothing to record (a failure, a superseded event, no known HubSpot id).

@@ -175,14 +175,14 @@ type SourceDeletedRecords interface {
 
 // OverwriteRepairer is implemented by LocalRecords that can queue a write
 // of a record's state (*records.Service does). HubSpot may take a record's
-// write onto another record's object: a merge took the record's object away
-// while the write's call was under way (a create's retry, whose earlier
-// answer was lost), HubSpot resolved the write's email to the survivor, and
-// the merge, applied here meanwhile, deleted the record. The worker then
-// asks for the survivor's local record to be written again over what the
-// write left: theirs holds, by local field name, the values the write sent.
+// upsert by email onto another record's object: a merge took the record's
+// object away while its create's retry (whose earlier answer was lost) was
+// under way, or the email moved to that object in HubSpot. The worker then
+// asks for that object's local record to be written again over what the
+// upsert left: theirs holds, by local field name, the values the upsert
+// sent, and at is HubSpot's updatedAt in its answer (zero when unknown).
 type OverwriteRepairer interface {
-	RepairOverwrite(ctx context.Context, objectType, id string, theirs map[string]any) error
+	RepairOverwrite(ctx context.Context, objectType, id string, theirs map[string]any, at time.Time) error
 }
 
 // Links stores which HubSpot object each local record is.

@@ -388,9 +388,9 @@ func (t *recordTx) overwritten(ctx context.Context, destination, objectType, id,
 
 var _ apply.UnrecordedWrites = (*recordTx)(nil)
 
-// MayHaveWritten reports whether a write of the record to destination that
-// may have reached it is unfinished: one of its outbound events for
-// destination was claimed and is not done (see apply.UnrecordedWrites).
+// MayHaveWritten reports whether a write of the record to destination may
+// have reached it unrecorded: one of its outbound events for destination was
+// claimed and is not done, or was dead-lettered (see apply.UnrecordedWrites).
 func (t *recordTx) MayHaveWritten(ctx context.Context, destination, objectType, id string) (bool, error) {
 	var written bool
 	if err := t.tx.QueryRowContext(ctx, t.s.q.Get("record_may_have_written"), destination, objectType, id).Scan(&written); err != nil {

@@ -234,3 +234,51 @@ func TestMergeAwayOfAContactWhoseLinkIsUnrecorded(t *testing.T) {
 		}
 	})
 }
+
+// TestMergeAwayAfterACreateRetryConflicted: a contact's create reached
+// HubSpot with its answer lost, HubSpot merged that object into one linked
+// to another record, and the create's retry, made before the merge's
+// webhook came, upserted by email onto the survivor: the outbound worker
+// dead-lettered the create (link conflict) and queued the survivor's record
+// over what the retry left (RepairOverwrite, as of HubSpot's answer). The
+// merge, applied then, must take the dead-lettered record as merged even
+// though the survivor's read now shows its email as the primary one, and
+// the survivor's record must keep its values against the read's (stamped
+// with the merge's earlier time).
+func TestMergeAwayAfterACreateRetryConflicted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com", "first_name": "Kept"})).RecordID
+		lost, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "lost@example.com", "first_name": "Lost"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"})
+		if err != nil || len(evs) != 1 {
+			t.Fatalf("claim: %d events, %v; want the create", len(evs), err)
+		}
+		if err := b.st.Outbound().Fail(ctx, evs[0].Lease(), "link conflict"); err != nil {
+			t.Fatal(err)
+		}
+		stray := map[string]any{"email": "lost@example.com", "first_name": "Lost"}
+		if err := b.svc.RepairOverwrite(ctx, "contacts", kept, stray, at.Add(3*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		mr := change(store.EventMerge, "9", at.Add(2*time.Second), stray)
+		mr.MergedIDs = []string{"8"}
+		mr.MatchField, mr.MatchValue = "email", "lost@example.com"
+		mr.MergedMatchValues = []string{"lost@example.com"}
+		if res := mustApply(t, b, mr); res.Outcome != apply.Merged || res.RecordID != kept {
+			t.Fatalf("merge = %+v; want merged into %s", res, kept)
+		}
+		if got, err := b.svc.Get(ctx, "contacts", lost.ID); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("the dead-lettered contact's record = %+v, %v; want it merged away", got, err)
+		}
+		got, err := b.svc.Get(ctx, "contacts", kept)
+		if err != nil || got.Fields["email"] != "kept@example.com" || got.Fields["first_name"] != "Kept" {
+			t.Fatalf("the survivor's record = %+v, %v; want its own values kept against the stray write's", got, err)
+		}
+	})
+}

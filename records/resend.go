@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
@@ -19,6 +20,13 @@ import (
 // locked while the event is written, so the event is ordered after every
 // write that committed before it. It returns the record as resent.
 func (s *Service) Resend(ctx context.Context, objectType, id string, theirs map[string]any) (Record, error) {
+	return s.resend(ctx, objectType, id, theirs, time.Time{})
+}
+
+// resend is Resend; a non-zero at also moves the field clocks of what the
+// event sends (the fields of theirs whose value differs from the record's)
+// to at, never backwards, in the same transaction.
+func (s *Service) resend(ctx context.Context, objectType, id string, theirs map[string]any, at time.Time) (Record, error) {
 	if err := s.checkType(objectType); err != nil {
 		return Record{}, err
 	}
@@ -55,7 +63,16 @@ func (s *Service) Resend(ctx context.Context, objectType, id string, theirs map[
 				return fmt.Errorf("records: resend %s/%s: %w", objectType, id, err)
 			}
 		}
-		return nil
+		if at.IsZero() {
+			return nil
+		}
+		var sent []string
+		for k, v := range theirs {
+			if !sameJSON(rec.Fields[k], v) {
+				sent = append(sent, k)
+			}
+		}
+		return s.touchClocks(ctx, tx.Tx, objectType, id, sent, at)
 	})
 	return rec, err
 }
@@ -63,13 +80,23 @@ func (s *Service) Resend(ctx context.Context, objectType, id string, theirs map[
 // RepairOverwrite queues a write of record id's state over what a write of
 // another record left on the destination object the record is linked to:
 // theirs holds, by local field name, the values that write sent (see
-// Resend). The outbound worker calls it when a merge took that other
-// record's object away while its write was under way, and the destination
-// resolved the write to the survivor (outbound.OverwriteRepairer).
-func (s *Service) RepairOverwrite(ctx context.Context, objectType, id string, theirs map[string]any) error {
+// Resend), and at is when the destination took it (zero when unknown). The
+// outbound worker calls it when the destination resolved a record's write by
+// its id property (an email) to the object of record id: a merge took the
+// writing record's object away while its create's retry was under way, or
+// the email had moved to that object (outbound.OverwriteRepairer). The
+// fields the repair sends have their clocks moved to at (or now, if later),
+// as a local write's would be: the destination's values of them since the
+// merge are that stray write's, and a read of the object stamped earlier (a
+// merge's survivor read, stamped with the merge's time) must not make the
+// record take them.
+func (s *Service) RepairOverwrite(ctx context.Context, objectType, id string, theirs map[string]any, at time.Time) error {
 	if theirs == nil {
 		theirs = map[string]any{} // sends only the fields the write set: never the whole record for want of them
 	}
-	_, err := s.Resend(ctx, objectType, id, theirs)
+	if now := s.now(); now.After(at) {
+		at = now
+	}
+	_, err := s.resend(ctx, objectType, id, theirs, at)
 	return err
 }

@@ -62,16 +62,18 @@ const (
 	// wrote over the survivor; the outbound worker now asks the records
 	// service whether HubSpot's change deleted it (SourceDeletedRecords).
 	gapTwoSidedGone = 103
-	// gapUnrecordedGone (open, narrowed): a HubSpot deletion or merge away of
-	// an object whose create reached HubSpot while its answer was lost (no
-	// link recorded yet). A deletion finds no record (the retry's upsert
-	// creates the contact again); a merge away fails when the create's retry
-	// runs before the merge is applied: the retry upserts by email, which
-	// HubSpot resolves to the survivor, writes over it and meets a link
-	// conflict (seeds 3158 and 4944 of 5000 with -model.gaps=none). Fixed: a
-	// merge applied first finds the record by the survivor's additional
-	// emails (apply TestMergeAwayOfAnUnlinkedObject; seed 216 passes now),
-	// and a merge into such an object by the survivor's email (apply
+	// gapUnrecordedGone (open, narrowed): a HubSpot deletion of an object
+	// whose create reached HubSpot while its answer was lost (no link
+	// recorded yet), or a merge away of such a company. The deletion finds
+	// no record, and the create's retry (an upsert) makes the object again;
+	// nothing on a company's survivor names the merged one's record. Fixed
+	// for contacts' merges: a merge applied before the retry finds the
+	// record by the survivor's additional emails (apply
+	// TestMergeAwayOfAnUnlinkedObject; seed 216), a retry run first
+	// dead-letters as a link conflict, writes the survivor's record over
+	// what it left, and the merge then finds the dead-lettered record the
+	// same way (outbound TestMergeAwayBeforeCreateRetry; seeds 3158 and
+	// 4944); a merge into such a contact matches it by email (apply
 	// TestMergeIntoAnUnlinkedSurvivor).
 	gapUnrecordedGone = 104
 )

@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"os"
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,7 +175,7 @@ var editable = map[string][][2]string{
 
 func newWorld(ctx context.Context, t testing.TB, dialect store.Dialect, replicas int, skews []time.Duration) *world {
 	w := &world{
-		t: t, ctx: ctx, m: mapping.Default(), log: slog.New(slog.DiscardHandler),
+		t: t, ctx: ctx, m: mapping.Default(), log: debugLog(),
 		clk:          &clock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)},
 		dead:         make(chan struct{}),
 		deletedLocal: map[string]string{}, deletedHS: map[string]string{}, mergedHS: map[string]bool{},
@@ -422,4 +423,11 @@ func (w *world) quiesce() error {
 		}
 	}
 	return fmt.Errorf("not quiescent after 60 rounds: %s", desc)
+}
+
+func debugLog() *slog.Logger {
+	if os.Getenv("HUBSYNC_MODEL_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
 }
