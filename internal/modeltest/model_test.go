@@ -74,7 +74,9 @@ const (
 	// what it left, and the merge then finds the dead-lettered record the
 	// same way (outbound TestMergeAwayBeforeCreateRetry; seeds 3158 and
 	// 4944); a merge into such a contact matches it by email (apply
-	// TestMergeIntoAnUnlinkedSurvivor).
+	// TestMergeIntoAnUnlinkedSurvivor). Still gated as a whole: with
+	// -model.gaps=none, 5000 seeds gave one failure (seed 3158, a lost
+	// contact after two merges of unrecorded contacts), not yet understood.
 	gapUnrecordedGone = 104
 )
 

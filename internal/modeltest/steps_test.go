@@ -373,17 +373,15 @@ func (w *world) gated(k kind, typ, recordID, hubspotID string) bool {
 		// the edit), or while a local change waits to be pushed (the push
 		// later overwrites HubSpot's newer value, whose webhook wins
 		// locally): an edit is gapTwoSided (fixed: the applied edit is sent
-		// back), a deletion or a company's merge gapUnrecordedGone when the
-		// create is unrecorded, else gapTwoSidedGone (fixed).
+		// back), a deletion or merge gapUnrecordedGone when the create is
+		// unrecorded, else gapTwoSidedGone (fixed).
 		unrecorded := recordID == "" && w.createdByHubsync(typ, hubspotID)
 		inFlight := unrecorded || (recordID != "" && w.outboundOpen(typ, recordID))
 		switch {
 		case k == hsUpdate:
 			return w.gaps[gapTwoSided] && inFlight
 		case unrecorded:
-			// A merge away of such a contact is fixed, whenever the
-			// create's retry runs.
-			return w.gaps[gapUnrecordedGone] && (k == hsDelete || typ != "contacts")
+			return w.gaps[gapUnrecordedGone]
 		}
 		return w.gaps[gapTwoSidedGone] && inFlight
 	case localUpdate:
