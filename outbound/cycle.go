@@ -1425,15 +1425,10 @@ func (c *cycle) upsertConflictMessage(r *RecordPlan, hubspotID string) string {
 }
 
 // linkedName names the local record HubSpot object hubspotID is linked to
-// ("another local record" when Config.Links cannot say).
+// ("another local record" when linkedElsewhere cannot say).
 func (c *cycle) linkedName(r *RecordPlan, hubspotID string) string {
-	if rl, ok := c.w.cfg.Links.(RecordLookup); ok {
-		ctx, cancel := c.storeCtx()
-		rec, found, err := rl.LookupRecord(ctx, c.w.cfg.Destination, r.Key.ObjectType, hubspotID)
-		cancel()
-		if err == nil && found {
-			return "local record " + r.Key.ObjectType + "/" + rec
-		}
+	if rec, err := c.linkedElsewhere(r, hubspotID); err == nil && rec != "" {
+		return "local record " + r.Key.ObjectType + "/" + rec
 	}
 	return "another local record"
 }

@@ -425,6 +425,9 @@ func (w *world) quiesce() error {
 	return fmt.Errorf("not quiescent after 60 rounds: %s", desc)
 }
 
+// debugLog is the workers' and records' logger: discarded, or with
+// HUBSYNC_MODEL_LOG set, every line at debug level on stderr (a run's
+// story, for a failing seed).
 func debugLog() *slog.Logger {
 	if os.Getenv("HUBSYNC_MODEL_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
