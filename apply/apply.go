@@ -54,6 +54,14 @@ type Change struct {
 	// (UnrecordedWrites), and it joins the survivor as a linked merged
 	// record does.
 	MergedMatchValues []string
+	// SurvivorMergedIDs are, for EventMerge, the ids the survivor lists as
+	// merged into it (hs_merged_object_ids), this merge's and earlier ones',
+	// and those merged into a merged id before it was merged itself. One
+	// with no link whose merge was not applied here (an object merged into a
+	// merged one, whose webhook comes later or came when its survivor could
+	// no longer be read) is one more object a record with an unrecorded
+	// link may have become: MergedMatchValues then find its record too.
+	SurvivorMergedIDs []string
 }
 
 // Outcome says in one word what an Applier did with a Change, for logs and

@@ -522,7 +522,11 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	merged := slices.Clone(ch.MergedIDs)
 	slices.Sort(merged) // a fixed lock order
-	unlinked := 0
+	// Counted before this merge's tombstones redirect the merged ids.
+	unlinked, err := r.unappliedMerged(ctx, ch, target)
+	if err != nil {
+		return Result{}, err
+	}
 	for _, ext := range slices.Compact(merged) {
 		if ext == "" || ext == ch.ExternalID {
 			continue
@@ -587,6 +591,54 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	}
 	res.Outcome = Merged
 	return res, nil
+}
+
+// unappliedMerged counts the ids of ch.SurvivorMergedIDs, beside its
+// MergedIDs, that have no link and whose merge into target was not applied
+// here: no chain of merge tombstones leads from them to target. Such an id
+// was merged into one of the merged objects before (its own merge's webhook
+// is late, or came when its survivor, since merged on, could not be read),
+// so its unrecorded record may be among those MergedMatchValues find. An id
+// of a merge applied before, or of one made before this application saw the
+// survivor, is counted only when no tombstone says so: the count only bounds
+// how many such records a merge may take.
+func (r run) unappliedMerged(ctx context.Context, ch Change, target string) (int, error) {
+	n := 0
+	for _, ext := range ch.SurvivorMergedIDs {
+		if ext == "" || ext == ch.ExternalID || ext == target || slices.Contains(ch.MergedIDs, ext) {
+			continue
+		}
+		if _, ok, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ext); err != nil || ok {
+			if err != nil {
+				return 0, err
+			}
+			continue
+		}
+		applied, err := r.redirectsTo(ctx, ch, ext, target)
+		if err != nil {
+			return 0, err
+		}
+		if !applied {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// redirectsTo reports whether merge tombstones lead from ext to target in at
+// most maxRedirects hops.
+func (r run) redirectsTo(ctx context.Context, ch Change, ext, target string) (bool, error) {
+	for range r.maxRedirects + 1 {
+		tomb, ok, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ext)
+		if err != nil || !ok || tomb.Kind != TombstoneMerged {
+			return false, err
+		}
+		if tomb.SurvivorID == target {
+			return true, nil
+		}
+		ext = tomb.SurvivorID
+	}
+	return false, nil
 }
 
 // unrecordedMerged returns the records a merge with n merged ids that have

@@ -28,6 +28,19 @@ func TestAdditionalEmails(t *testing.T) {
 	}
 }
 
+func TestMergedObjectIDs(t *testing.T) {
+	o := hubspot.Object{Properties: map[string]string{
+		hubspot.MergedObjectIDsProperty:  " 1002;;1003 ",
+		hubspot.AdditionalEmailsProperty: "a@example.com",
+	}}
+	if got, want := o.MergedObjectIDs(), []string{"1002", "1003"}; !slices.Equal(got, want) {
+		t.Errorf("MergedObjectIDs = %q, want %q", got, want)
+	}
+	if got := (&hubspot.Object{}).MergedObjectIDs(); got != nil {
+		t.Errorf("MergedObjectIDs of an object read without the property = %q, want none", got)
+	}
+}
+
 // FuzzAdditionalEmails: whatever HubSpot sends, every email returned is one
 // of the list's items, trimmed and not blank, in the list's order.
 func FuzzAdditionalEmails(f *testing.F) {

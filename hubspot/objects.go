@@ -68,10 +68,27 @@ const AdditionalEmailsProperty = "hs_additional_emails"
 // AdditionalEmails returns the emails of o's AdditionalEmailsProperty,
 // trimmed, without blanks; none when it was not read.
 func (o *Object) AdditionalEmails() []string {
+	return o.list(AdditionalEmailsProperty)
+}
+
+// MergedObjectIDsProperty is the property that lists, separated by ";", the
+// ids of the objects merged into an object: by every merge it survived, and
+// those merged into an object before that object was merged into it.
+const MergedObjectIDsProperty = "hs_merged_object_ids"
+
+// MergedObjectIDs returns the ids of o's MergedObjectIDsProperty, trimmed,
+// without blanks; none when it was not read.
+func (o *Object) MergedObjectIDs() []string {
+	return o.list(MergedObjectIDsProperty)
+}
+
+// list returns the items of o's ";"-separated property name, trimmed,
+// without blanks.
+func (o *Object) list(name string) []string {
 	var out []string
-	for _, e := range strings.Split(o.Properties[AdditionalEmailsProperty], ";") {
-		if e = strings.TrimSpace(e); e != "" {
-			out = append(out, e)
+	for _, v := range strings.Split(o.Properties[name], ";") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
 		}
 	}
 	return out

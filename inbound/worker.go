@@ -598,8 +598,9 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 	props := obj.ReadProperties()
 	if upsertsByEmail(obj) && slices.ContainsFunc(tasks, func(t *task) bool { return t.ev.EventType == store.EventMerge }) {
 		// The emails the survivor keeps from the contacts merged into it find
-		// the record of a merged-away contact whose link is unrecorded.
-		props = append(props, hubspot.AdditionalEmailsProperty)
+		// the record of a merged-away contact whose link is unrecorded; the
+		// ids merged into it say how many such contacts there may be.
+		props = append(props, hubspot.AdditionalEmailsProperty, hubspot.MergedObjectIDsProperty)
 	}
 	result, err := w.cfg.HubSpot.BatchRead(ctx, hubspot.ObjectType(obj.HubSpotType), ids, props, "")
 	if err != nil {
@@ -659,6 +660,7 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 				// a local edit after the merge still wins.
 				if upsertsByEmail(obj) {
 					t.change.MergedMatchValues = o.AdditionalEmails()
+					t.change.SurvivorMergedIDs = o.MergedObjectIDs()
 				}
 				ready = append(ready, t)
 				continue

@@ -545,6 +545,7 @@ func TestWorkerMergeReadsSurvivor(t *testing.T) {
 	b := setup(t)
 	ada := contactObj("1", "ada@example.com", "Ada", time.UnixMilli(t0+500))
 	ada.Properties[hubspot.AdditionalEmailsProperty] = "ann@example.com; ;bob@example.com"
+	ada.Properties[hubspot.MergedObjectIDsProperty] = "3;2"
 	reader := &fakeReader{objects: map[string]hubspot.Object{"1": ada}}
 	bud := &fakeBudget{left: 10}
 	w := b.newWorker(t, reader, "w1", func(c *WorkerConfig) { c.Budget = bud })
@@ -581,6 +582,11 @@ func TestWorkerMergeReadsSurvivor(t *testing.T) {
 	// (apply TestMergeAwayOfAnUnlinkedObject).
 	if ch := byExt["1"]; !slices.Equal(ch.MergedMatchValues, []string{"ann@example.com", "bob@example.com"}) {
 		t.Errorf("merge into 1 carries merged emails %q; want ann@ and bob@example.com", ch.MergedMatchValues)
+	}
+	// And the ids the survivor lists as merged into it, 2 merged into 3
+	// before (apply TestMergeChainOfUnrecordedCreates in records).
+	if ch := byExt["1"]; !slices.Equal(ch.SurvivorMergedIDs, []string{"3", "2"}) {
+		t.Errorf("merge into 1 carries the survivor's merged ids %q; want 3 and 2", ch.SurvivorMergedIDs)
 	}
 	if ch, ok := byExt["7"]; !ok || len(ch.Fields) != 0 {
 		t.Errorf("merge into 7 (nothing moved) = %+v, %v; want applied without fields", ch, ok)

@@ -1834,7 +1834,7 @@ func (c *cycle) readGone(r *RecordPlan) goneState {
 	}
 	c.sum.Calls++
 	ctx, cancel := c.callCtx(c.underGrant(c.ctx))
-	res, err := cfg.HubSpot.BatchRead(ctx, r.HubSpotType, []string{r.HubSpotID}, []string{mergedIDsProperty}, "")
+	res, err := cfg.HubSpot.BatchRead(ctx, r.HubSpotType, []string{r.HubSpotID}, []string{hubspot.MergedObjectIDsProperty}, "")
 	err = c.callErr(ctx, err)
 	cancel()
 	c.countRateLimited(err)
@@ -1852,7 +1852,7 @@ func (c *cycle) readGone(r *RecordPlan) goneState {
 		if obj.ID == r.HubSpotID {
 			return goneLive
 		}
-		if !slices.Contains(strings.Split(obj.Properties[mergedIDsProperty], ";"), r.HubSpotID) {
+		if !slices.Contains(obj.MergedObjectIDs(), r.HubSpotID) {
 			continue
 		}
 		ts := links.Tombstone{
@@ -1885,7 +1885,3 @@ func (c *cycle) readGone(r *RecordPlan) goneState {
 	}
 	return goneMissing
 }
-
-// mergedIDsProperty lists, on a merge's survivor, the ids merged into it
-// (";"-separated).
-const mergedIDsProperty = "hs_merged_object_ids"

@@ -282,3 +282,96 @@ func TestMergeAwayAfterACreateRetryConflicted(t *testing.T) {
 		}
 	})
 }
+
+// Two contacts created here whose creates' answers were lost (their objects
+// 7 and 8 have no links) are merged in a chain: 8 into 7, then 7 into 9, a
+// contact linked here. The merge into 9 lists one merged id (7), but its
+// survivor lists both (hs_merged_object_ids) and keeps both emails, so both
+// records are merged into 9's, whichever webhook is applied first. (The
+// merge into 7, read after 7 was merged on, comes without values.)
+func TestMergeChainOfUnrecordedCreates(t *testing.T) {
+	for _, outerFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("outerFirst=%v", outerFirst), func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+				b := setup(t, d, Config{})
+				ctx := context.Background()
+				at := b.clock.Now().Add(time.Minute)
+				kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com", "first_name": "Kept"})).RecordID
+				var lost []string
+				for _, email := range []string{"a@example.com", "b@example.com"} {
+					r, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email})
+					if err != nil {
+						t.Fatal(err)
+					}
+					lost = append(lost, r.ID)
+				}
+				// Claimed, and the worker died after its call: unfinished.
+				if evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"}); err != nil || len(evs) != 2 {
+					t.Fatalf("claim: %d events, %v; want the two creates", len(evs), err)
+				}
+				inner := change(store.EventMerge, "7", at.Add(time.Second), nil)
+				inner.MergedIDs = []string{"8"}
+				outer := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com", "first_name": "Kept"})
+				outer.MergedIDs = []string{"7"}
+				outer.MatchField, outer.MatchValue = "email", "kept@example.com"
+				outer.MergedMatchValues = []string{"a@example.com", "b@example.com"}
+				outer.SurvivorMergedIDs = []string{"7", "8"}
+				order := []apply.Change{inner, outer}
+				if outerFirst {
+					order = []apply.Change{outer, inner}
+				}
+				for _, ch := range order {
+					mustApply(t, b, ch)
+				}
+				for _, id := range lost {
+					if got, err := b.svc.Get(ctx, "contacts", id); !errors.Is(err, ErrNotFound) {
+						t.Errorf("record %s, whose object was merged into 9 = %+v, %v; want it merged away", id, got, err)
+					}
+				}
+				if got, err := b.svc.Get(ctx, "contacts", kept); err != nil || got.Fields["first_name"] != "Kept" {
+					t.Fatalf("the survivor's record = %+v, %v; want it kept", got, err)
+				}
+			})
+		})
+	}
+}
+
+// An id the survivor lists from a merge applied before (5, merged into 9
+// with its record) does not widen what a later merge may take: with one
+// unlinked merged id (7) and two unlinked contacts whose writes may have
+// reached HubSpot found by the survivor's emails, it is unclear which was
+// 7, and neither is taken.
+func TestMergeCountsOnlyUnappliedSurvivorMergedIDs(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com"}))
+		mustApply(t, b, change(store.EventCreate, "5", at, map[string]any{"email": "old@example.com"}))
+		old := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "kept@example.com"})
+		old.MergedIDs = []string{"5"}
+		mustApply(t, b, old)
+		var unclear []string
+		for _, email := range []string{"a@example.com", "x@example.com"} {
+			r, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email})
+			if err != nil {
+				t.Fatal(err)
+			}
+			unclear = append(unclear, r.ID)
+		}
+		if evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"}); err != nil || len(evs) != 2 {
+			t.Fatalf("claim: %d events, %v; want the two creates", len(evs), err)
+		}
+		mr := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com"})
+		mr.MergedIDs = []string{"7"}
+		mr.MatchField, mr.MatchValue = "email", "kept@example.com"
+		mr.MergedMatchValues = []string{"old@example.com", "a@example.com", "x@example.com"}
+		mr.SurvivorMergedIDs = []string{"5", "7"}
+		mustApply(t, b, mr)
+		for _, id := range unclear {
+			if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
+				t.Errorf("record %s: %v; want it kept (two candidates for one merged id)", id, err)
+			}
+		}
+	})
+}

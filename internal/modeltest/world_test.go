@@ -173,9 +173,9 @@ var editable = map[string][][2]string{
 	"companies": {{"name", "name"}, {"city", "city"}, {"industry", "industry"}},
 }
 
-func newWorld(ctx context.Context, t testing.TB, dialect store.Dialect, replicas int, skews []time.Duration) *world {
+func newWorld(ctx context.Context, t testing.TB, dialect store.Dialect, replicas int, skews []time.Duration, log *slog.Logger) *world {
 	w := &world{
-		t: t, ctx: ctx, m: mapping.Default(), log: debugLog(),
+		t: t, ctx: ctx, m: mapping.Default(), log: log,
 		clk:          &clock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)},
 		dead:         make(chan struct{}),
 		deletedLocal: map[string]string{}, deletedHS: map[string]string{}, mergedHS: map[string]bool{},
@@ -427,9 +427,10 @@ func (w *world) quiesce() error {
 
 // debugLog is the workers' and records' logger: discarded, or with
 // HUBSYNC_MODEL_LOG set, every line at debug level on stderr (a run's
-// story, for a failing seed).
-func debugLog() *slog.Logger {
-	if os.Getenv("HUBSYNC_MODEL_LOG") != "" {
+// story, for a failing seed): of every run with HUBSYNC_MODEL_LOG=1, of the
+// replay of the shortest failing trace only with HUBSYNC_MODEL_LOG=short.
+func debugLog(replay bool) *slog.Logger {
+	if v := os.Getenv("HUBSYNC_MODEL_LOG"); v != "" && (v != "short" || replay) {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)
