@@ -182,7 +182,9 @@
 // HubSpot's answer. Most often the upsert was a create's retry after a lost
 // answer, and HubSpot had merged the object the first attempt created into
 // that one, which keeps its email; the merge's webhook then takes the
-// dead-lettered record as merged (apply.UnrecordedWrites). The same link
+// dead-lettered record as merged (apply.UnrecordedWrites), and the records
+// service re-queues the dead letter, which goneAtSource completes without a
+// call. The same link
 // recorded meanwhile by the SyncWorker (it matched the record by its id
 // property) is no conflict.
 // Other failures to store a link are that record's: its events are retried

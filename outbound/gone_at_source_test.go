@@ -376,7 +376,8 @@ func (h *hookedUpdate) BatchUpdate(ctx context.Context, t hubspot.ObjectType, in
 // before or after that write, must then take R as merged into R2 (B's
 // additional emails find it), and R2 must keep its own values, not take
 // R's from the read of B. Before, R stayed (a local contact with no HubSpot
-// object) and B kept R's values.
+// object) and B kept R's values. R's dead letter is re-queued by the merge
+// that takes R, and resolved without a call.
 func TestMergeAwayBeforeCreateRetry(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -413,7 +414,14 @@ func TestMergeAwayBeforeCreateRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(dl) != 1 || dl[0].RecordID != rec.ID || !strings.Contains(dl[0].ErrorMessage, "merged") || !strings.Contains(dl[0].ErrorMessage, r2) {
+			switch {
+			case tc.beforeWrite:
+				// The merge took R after its create was dead-lettered, and
+				// re-queued the dead letter, which the drain resolved.
+				if len(dl) != 0 {
+					t.Errorf("dead letters %+v; want none: the merge took R", dl)
+				}
+			case len(dl) != 1 || dl[0].RecordID != rec.ID || !strings.Contains(dl[0].ErrorMessage, "merged") || !strings.Contains(dl[0].ErrorMessage, r2):
 				t.Errorf("dead letters %+v; want R's create, naming R2 and the likely merge", dl)
 			}
 			drainInbound(t, b, in)
@@ -422,6 +430,16 @@ func TestMergeAwayBeforeCreateRetry(t *testing.T) {
 			}
 			if _, err := b.recs.Get(ctx, "contacts", rec.ID); !errors.Is(err, records.ErrNotFound) {
 				t.Errorf("R after the merge was applied: %v; want it merged away into R2", err)
+			}
+			// The merge took R, so R's dead letter asks nothing of anyone
+			// any more: it is resolved without a call.
+			calls := b.sim.Counters().Requests
+			b.drain(t, b.worker(t, nil))
+			if dl, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: "hubspot", Limit: 10}); err != nil || len(dl) != 0 {
+				t.Errorf("dead letters after the merge took R: %+v, %v; want none", dl, err)
+			}
+			if got := b.sim.Counters().Requests; got != calls {
+				t.Errorf("%d HubSpot calls resolving R's dead letter; want none", got-calls)
 			}
 			o, ok := b.sim.Object("contacts", bID)
 			if !ok || o.Properties["firstname"] != "Augusta" || o.Properties["email"] != "lovelace@example.com" {
@@ -439,4 +457,63 @@ func TestMergeAwayBeforeCreateRetry(t *testing.T) {
 			}
 		})
 	}
+}
+
+// refusedUpdate answers every BatchUpdate as HubSpot answers a value it
+// refuses (400), which dead-letters the update.
+type refusedUpdate struct{ outbound.HubSpot }
+
+func (refusedUpdate) BatchUpdate(context.Context, hubspot.ObjectType, []hubspot.UpdateInput) (*hubspot.BatchResult, error) {
+	return nil, &hubspot.Error{StatusCode: 400, Kind: hubspot.KindValidation, Message: "Property values were not valid"}
+}
+
+// TestHubSpotDeleteResolvesDeadLetter: R's update was dead-lettered (HubSpot
+// refused a value); a HubSpot user then deletes R's contact, and the
+// SyncWorker deletes R. The dead letter asked an operator to fix the value;
+// HubSpot's deletion made that moot, so it is re-queued and resolved as a
+// queued edit of a deleted contact is (TestHubSpotDeleteWhileLocalEditQueued),
+// rather than waiting for a discard, and R's contact stays deleted.
+func TestHubSpotDeleteResolvesDeadLetter(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, options{dialect: d})
+		rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
+		in := b.inboundSide(t)
+		b.clock.Advance(time.Second)
+		if _, err := b.recs.Update(ctx, "contacts", rec.ID, 1, map[string]any{"first_name": "Ada2"}); err != nil {
+			t.Fatal(err)
+		}
+		b.drain(t, b.worker(t, func(c *outbound.Config) { c.HubSpot = refusedUpdate{b.client} }))
+		if dl, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: "hubspot"}); err != nil || len(dl) != 1 {
+			t.Fatalf("dead letters %+v, %v; want R's refused update (test setup)", dl, err)
+		}
+		b.clock.Advance(time.Second)
+		if err := b.sim.UserDelete("contacts", aID); err != nil {
+			t.Fatal(err)
+		}
+		if !deliverInbound(ctx, t, b, in) {
+			t.FailNow()
+		}
+		if _, err := b.recs.Get(ctx, "contacts", rec.ID); !errors.Is(err, records.ErrNotFound) {
+			t.Fatalf("R after HubSpot deleted its contact: %v; want it deleted", err)
+		}
+		b.sim.ResetCounters()
+		b.drain(t, b.worker(t, nil))
+		if dl, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: "hubspot"}); err != nil || len(dl) != 0 {
+			t.Errorf("dead letters after HubSpot deleted R's contact: %+v, %v; want none", dl, err)
+		}
+		if c := b.counts(t); c[store.StatusPending]+c[store.StatusProcessing]+c[store.StatusFailed] != 0 {
+			t.Errorf("outbound queue %v; want everything finished", c)
+		}
+		// As a queued edit of a deleted contact: at most its update meets
+		// the deletion's 404; nothing is created or upserted.
+		for path := range b.sim.Counters().RequestsByPath {
+			if !strings.HasSuffix(path, "/batch/update") {
+				t.Errorf("call %s resolving the dead letter; want at most the update", path)
+			}
+		}
+		if live := liveContacts(b); len(live) != 0 {
+			t.Errorf("HubSpot's live contacts %v; want none: R's contact stays deleted", live)
+		}
+	})
 }

@@ -451,5 +451,23 @@ func (t *recordTx) DeleteRecord(ctx context.Context, objectType, id string, priv
 		return err
 	}
 	delete(t.locked, lockKey(objectType, id))
-	return nil
+	return t.supersede(ctx, objectType, id)
+}
+
+// supersede notes the dead letters of a record a source's change deleted, to
+// be re-queued once the transaction commits (Service.requeueSuperseded).
+func (t *recordTx) supersede(ctx context.Context, objectType, id string) error {
+	rows, err := t.tx.QueryContext(ctx, t.s.q.Get("record_dead_letters"), objectType, id)
+	if err != nil {
+		return fmt.Errorf("records: dead letters of %s/%s: %w", objectType, id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var ev string
+		if err := rows.Scan(&ev); err != nil {
+			return fmt.Errorf("records: dead letters of %s/%s: %w", objectType, id, err)
+		}
+		t.tx.superseded = append(t.tx.superseded, ev)
+	}
+	return rows.Err()
 }

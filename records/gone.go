@@ -160,3 +160,20 @@ func (s *Service) CurrentFields(ctx context.Context, objectType string, ids []st
 	}
 	return out, nil
 }
+
+// requeueSuperseded returns to their queue, after the transaction that
+// deleted their records committed, the dead letters of records a source's
+// change deleted (a deletion or a merge that took the record away). Each
+// waited for an operator, but the change deleted what it would write: the
+// outbound worker, claiming it behind the record's later events, completes
+// it without a call (DeletedAtSource, or a pushed state of a later Seq),
+// and the dead letter stops asking for a decision nobody needs to make. A
+// failure to re-queue only leaves them where they were, and is logged.
+func (s *Service) requeueSuperseded(ctx context.Context, ids []string) {
+	n, err := s.st.Outbound().Requeue(context.WithoutCancel(ctx), ids...)
+	if err != nil {
+		s.log.Warn("records: re-queue the dead letters of records a source's change deleted; they stay dead letters", "events", ids, "err", err)
+		return
+	}
+	s.log.Info("records: re-queued the dead letters of records a source's change deleted, for the outbound worker to resolve", "events", n)
+}

@@ -959,6 +959,10 @@ type writeTx struct {
 	// enqueued are the ids of the outbound events the attempt enqueued; the
 	// write's span links to them once the attempt has committed.
 	enqueued []string
+	// superseded are the ids of the dead letters of records a source's
+	// change deleted in the attempt (recordTx.DeleteRecord): re-queued once
+	// the attempt has committed.
+	superseded []string
 }
 
 // inTx runs fn in a transaction and commits it. A transaction that fails
@@ -988,6 +992,9 @@ func (s *Service) inTx(ctx context.Context, fn func(tx *writeTx) error) error {
 	}
 	for _, id := range committed.enqueued {
 		eventtrace.LinkEnqueued(ctx, id)
+	}
+	if len(committed.superseded) > 0 {
+		s.requeueSuperseded(ctx, committed.superseded)
 	}
 	return nil
 }
