@@ -144,7 +144,8 @@ func (s *Server) scheduler(pub *dispatch.PublishService) ops.Scheduler {
 // cronReconcile serves GET /api/cron/reconcile (seed 002's cron): with
 // Authorization: Bearer CronSecret it runs the reconciliation sweep with its
 // repair and answers {"checked": N, "scheduled": M}; 401 without the secret,
-// 404 when no CronSecret is configured. It is registered on the main mux,
+// 404 when no CronSecret is configured, 405 for any other method (HEAD
+// included: only GET runs the sweep). It is registered on the main mux,
 // beside the /api guard: its caller (a cron service) holds the cron secret,
 // not an API token.
 func (s *Server) cronReconcile(sched ops.Scheduler) http.Handler {
@@ -157,7 +158,8 @@ func (s *Server) cronReconcile(sched ops.Scheduler) http.Handler {
 		if !auth.check(w, r) {
 			return
 		}
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		if r.Method != http.MethodGet {
+			// HEAD too: a probe of the route must not run the sweep.
 			w.Header().Set("Allow", "GET")
 			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed", "the reconciliation sweep is GET "+CronReconcilePath+" (as Vercel Cron sends it)")
 			return

@@ -118,6 +118,11 @@ func TestCronReconcileAuth(t *testing.T) {
 	if code, _ := call("Bearer " + testAPIToken); code != http.StatusUnauthorized {
 		t.Fatalf("POST with the api token: %d; want 401", code)
 	}
+	// A HEAD probe (which the mux routes to a GET pattern) runs no sweep.
+	method = http.MethodHead
+	if code, _ := call("Bearer " + testCronSecret); code != http.StatusMethodNotAllowed {
+		t.Fatalf("HEAD with the right secret: %d; want 405", code)
+	}
 	method = http.MethodGet
 
 	db2 := dbtest.New(t, store.SQLite)
