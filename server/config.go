@@ -71,6 +71,13 @@ type Config struct {
 	// Addr is the listen address; default AddrDefault. Use port 0
 	// for any free port (see Server.Addr).
 	Addr string
+	// MetricsAddr, when set, is a second listen address that serves GET
+	// /metrics (and GET /healthz) only, and Addr then does not serve
+	// /metrics: the figures stay on a port only the scraper reaches, while
+	// Addr is exposed to HubSpot and the API's clients. Empty: /metrics is
+	// served on Addr to anyone who reaches it. Port 0 picks a free port
+	// (see Server.MetricsAddr).
+	MetricsAddr string
 	// PublicURL is the scheme and host HubSpot calls
 	// (webhook signatures cover it). Empty: rebuilt from each request, which
 	// only fits a receiver that HubSpot reaches without a proxy.
@@ -330,6 +337,15 @@ func (c Config) Validate() error {
 	}
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		add("Addr %q is not host:port (%v); use e.g. 127.0.0.1:8080 or :8080", c.Addr, err)
+	}
+	if c.MetricsAddr != "" {
+		_, port, err := net.SplitHostPort(c.MetricsAddr)
+		switch {
+		case err != nil:
+			add("MetricsAddr %q is not host:port (%v); use e.g. 127.0.0.1:9090, or leave it empty to serve /metrics on Addr", c.MetricsAddr, err)
+		case c.MetricsAddr == c.Addr && port != "0":
+			add("MetricsAddr %q is Addr's address; give the metrics listener a port of its own, e.g. 127.0.0.1:9090, or leave it empty to serve /metrics on Addr", c.MetricsAddr)
+		}
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {

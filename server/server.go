@@ -62,6 +62,8 @@ type Server struct {
 	bus         *relay.Bus
 	ln          net.Listener
 	http        *http.Server
+	metricsLn   net.Listener // Config.MetricsAddr's; nil without one
+	metricsHTTP *http.Server
 	parts       []part // in start order
 	// outboundCycles is the polling outbound worker's Concurrency, logged
 	// when the server starts serving; 0 without one.
@@ -109,19 +111,27 @@ func (s *Server) Start(ctx context.Context) error {
 			}
 			cancel()
 			s.ln.Close()
+			if s.metricsLn != nil {
+				s.metricsLn.Close()
+			}
 			s.closeDB()
 			_ = s.svc.Stop(context.Background()) // never started: a Server runs once
 			return fmt.Errorf("start %s: %w", p.name, err)
 		}
 	}
 	httpFailed := make(chan struct{})
-	go func() {
-		err := s.http.Serve(s.ln)
+	var failOnce sync.Once
+	serve := func(name string, srv *http.Server, ln net.Listener) {
+		err := srv.Serve(ln)
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.setErr(fmt.Errorf("http: %w", err))
-			close(httpFailed)
+			s.setErr(fmt.Errorf("%s: %w", name, err))
+			failOnce.Do(func() { close(httpFailed) })
 		}
-	}()
+	}
+	go serve("http", s.http, s.ln)
+	if s.metricsHTTP != nil {
+		go serve("metrics http", s.metricsHTTP, s.metricsLn)
+	}
 	// run waits for a reason to stop, then drains. Its context is cancelled
 	// only by a hard stop (a Stop whose context ended): that cuts the drain
 	// short.
@@ -151,6 +161,9 @@ func (s *Server) Start(ctx context.Context) error {
 		names = append(names, p.name)
 	}
 	attrs := []any{"addr", s.ln.Addr().String(), "database", s.db.Dialect, "parts", names}
+	if s.metricsLn != nil {
+		attrs = append(attrs, "metrics_addr", s.metricsLn.Addr().String())
+	}
 	if s.outboundCycles > 0 {
 		attrs = append(attrs, "outbound_cycles", s.outboundCycles)
 	}
@@ -173,6 +186,13 @@ func (s *Server) drain(ctx context.Context) {
 			s.http.Close()
 		}
 	})
+	if s.metricsHTTP != nil {
+		wg.Go(func() {
+			if err := s.metricsHTTP.Shutdown(drainCtx); err != nil {
+				s.metricsHTTP.Close()
+			}
+		})
+	}
 	for _, p := range s.parts {
 		wg.Go(func() {
 			if err := p.stop(drainCtx); err != nil {
@@ -193,6 +213,17 @@ func (s *Server) Addr() string {
 		return ""
 	}
 	return s.ln.Addr().String()
+}
+
+// MetricsAddr is Config.MetricsAddr's listen address after Start (useful
+// with port 0); empty without one.
+func (s *Server) MetricsAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.metricsLn == nil {
+		return ""
+	}
+	return s.metricsLn.Addr().String()
 }
 
 // Store is the service's (instrumented) store after Start, for embedding code
@@ -273,7 +304,9 @@ func (s *Server) build(ctx context.Context) error {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", s.in.handler())
+	if cfg.MetricsAddr == "" {
+		mux.Handle("GET /metrics", s.in.handler())
+	}
 	rejected, err := inbound.NewRejectedLog(st)
 	if err != nil {
 		return err
@@ -435,16 +468,34 @@ func (s *Server) build(ctx context.Context) error {
 		return fmt.Errorf("Addr %s: cannot listen (%v); choose a free port, e.g. 127.0.0.1:8081", cfg.Addr, err)
 	}
 	s.ln = ln
-	s.http = &http.Server{
-		Handler:           noSniff(mux),
-		ReadHeaderTimeout: cfg.HTTP.ReadHeaderTimeout,
-		ReadTimeout:       cfg.HTTP.ReadTimeout,
-		WriteTimeout:      cfg.HTTP.WriteTimeout,
-		IdleTimeout:       cfg.HTTP.IdleTimeout,
-		MaxHeaderBytes:    cfg.HTTP.MaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	s.http = s.httpServer(mux)
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("MetricsAddr %s: cannot listen (%v); choose a free port, e.g. 127.0.0.1:9091", cfg.MetricsAddr, err)
+		}
+		mmux := http.NewServeMux()
+		mmux.Handle("GET /metrics", s.in.handler())
+		mmux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		})
+		s.metricsLn, s.metricsHTTP = mln, s.httpServer(mmux)
 	}
 	return nil
+}
+
+// httpServer is an HTTP server of h with Config.HTTP's limits.
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           noSniff(h),
+		ReadHeaderTimeout: s.cfg.HTTP.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.HTTP.ReadTimeout,
+		WriteTimeout:      s.cfg.HTTP.WriteTimeout,
+		IdleTimeout:       s.cfg.HTTP.IdleTimeout,
+		MaxHeaderBytes:    s.cfg.HTTP.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
 }
 
 // openChecked opens the database and makes sure its schema is current: SQLite

@@ -12,6 +12,7 @@ import (
 var configNames = map[string]string{
 	"DatabaseURL":           "HUBSYNC_DATABASE_URL",
 	"Addr":                  "HUBSYNC_ADDR",
+	"MetricsAddr":           "HUBSYNC_METRICS_ADDR",
 	"PublicURL":             "HUBSYNC_PUBLIC_URL",
 	"HubSpotAPIBase":        "HUBSPOT_API_BASE",
 	"HubSpotAccessToken":    "HUBSPOT_ACCESS_TOKEN",

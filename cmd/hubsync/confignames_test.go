@@ -9,17 +9,17 @@ import (
 )
 
 func TestNamingSettingsRetellsConfigErrors(t *testing.T) {
-	_, err := server.New(server.Config{Addr: "8080", RateLimit: -1})
+	_, err := server.New(server.Config{Addr: "8080", MetricsAddr: "9090", RateLimit: -1})
 	got := namingSettings(err)
 	if !errors.Is(got, server.ErrConfig) {
 		t.Fatalf("namingSettings(%v) = %v, want it to still match server.ErrConfig", err, got)
 	}
-	for _, want := range []string{"HUBSYNC_ADDR", "HUBSYNC_HUBSPOT_RATE_LIMIT", "HUBSPOT_ACCESS_TOKEN", "HUBSPOT_CLIENT_SECRET", "-webhooks=false", "-sync-worker=false"} {
+	for _, want := range []string{"HUBSYNC_ADDR", "HUBSYNC_METRICS_ADDR", "HUBSYNC_HUBSPOT_RATE_LIMIT", "HUBSPOT_ACCESS_TOKEN", "HUBSPOT_CLIENT_SECRET", "-webhooks=false", "-sync-worker=false"} {
 		if !strings.Contains(got.Error(), want) {
 			t.Errorf("%q does not name %s", got, want)
 		}
 	}
-	for _, field := range []string{"Addr ", "RateLimit", "HubSpotAccessToken", "DisableWebhooks"} {
+	for _, field := range []string{"Addr ", "MetricsAddr", "RateLimit", "HubSpotAccessToken", "DisableWebhooks"} {
 		if strings.Contains(got.Error(), field) {
 			t.Errorf("%q still names the Config field %s", got, field)
 		}

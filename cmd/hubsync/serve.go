@@ -130,6 +130,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var cfg server.Config
 	dbURL := databaseURLFlag(fs)
 	e.string(&cfg.Addr, "addr", "HUBSYNC_ADDR", server.AddrDefault, "listen address")
+	e.string(&cfg.MetricsAddr, "metrics-addr", "HUBSYNC_METRICS_ADDR", "", "a second listen address serving only /metrics (and /healthz); empty serves /metrics on -addr")
 	e.string(&cfg.PublicURL, "public-url", "HUBSYNC_PUBLIC_URL", "", "scheme and host HubSpot calls webhooks on, e.g. https://crm.example.com")
 	e.string(&cfg.HubSpotAPIBase, "hubspot-api-base", "HUBSPOT_API_BASE", "https://api.hubapi.com", "HubSpot API base URL")
 	e.secret(&cfg.HubSpotAccessToken, "hubspot-access-token", "HUBSPOT_ACCESS_TOKEN", "private app access token")
@@ -239,6 +240,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return namingSettings(err)
 	}
 	fmt.Fprintf(stdout, "hubsync serving on http://%s\n", srv.Addr())
+	if a := srv.MetricsAddr(); a != "" {
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", a)
+	}
 	return namingSettings(srv.Wait())
 }
 
