@@ -165,3 +165,40 @@ func TestSimWebhookSignatureVerifies(t *testing.T) {
 		t.Fatal("no webhook delivered within 10s")
 	}
 }
+
+// TestBatchReadArchived: an archived read returns a deleted contact with the
+// properties asked for (its email), and a live one as not found; a plain
+// read no longer finds the deleted one.
+func TestBatchReadArchived(t *testing.T) {
+	t.Parallel()
+	c, _ := simClient(t, hubspotsim.Config{})
+	ctx := context.Background()
+	created, err := c.BatchCreate(ctx, hubspot.Contacts, []hubspot.CreateInput{
+		{Properties: map[string]string{"email": "gone@example.com"}},
+		{Properties: map[string]string{"email": "live@example.com"}},
+	})
+	if err != nil || len(created.Results) != 2 {
+		t.Fatalf("create: %+v, %v", created, err)
+	}
+	gone, live := created.Results[0].ID, created.Results[1].ID
+	if created.Results[0].Properties["email"] != "gone@example.com" {
+		gone, live = live, gone
+	}
+	if err := c.BatchArchive(ctx, hubspot.Contacts, []string{gone}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.BatchReadArchived(ctx, hubspot.Contacts, []string{gone, live}, []string{"email"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := res.ResultByID(gone)
+	if o == nil || !o.Archived || o.Properties["email"] != "gone@example.com" {
+		t.Fatalf("archived read of the deleted contact = %+v; want it archived, with its email", o)
+	}
+	if o := res.ResultByID(live); o != nil {
+		t.Errorf("archived read of a live contact = %+v; want it not found", o)
+	}
+	if res, err := c.BatchRead(ctx, hubspot.Contacts, []string{gone}, []string{"email"}, ""); err != nil || res.ResultByID(gone) != nil {
+		t.Errorf("plain read of the deleted contact = %+v, %v; want it not found", res, err)
+	}
+}

@@ -97,7 +97,7 @@ func (c *Client) BatchReadWithHistory(ctx context.Context, t ObjectType, ids []s
 		Properties            []string `json:"properties"`
 		PropertiesWithHistory []string `json:"propertiesWithHistory"`
 	}{in, nonNilStrings(properties), nonNilStrings(history)}
-	return c.read(ctx, t, len(ids), body)
+	return c.read(ctx, t, len(ids), nil, body)
 }
 
 // ListLimitMax is the largest page List returns.

@@ -323,6 +323,11 @@ func objectsPath(t ObjectType, rest ...string) string {
 }
 
 func (c *Client) batch(ctx context.Context, t ObjectType, op string, n int, body any) (*BatchResult, error) {
+	return c.batchQuery(ctx, t, op, n, nil, body)
+}
+
+// batchQuery is batch with query parameters.
+func (c *Client) batchQuery(ctx context.Context, t ObjectType, op string, n int, query url.Values, body any) (*BatchResult, error) {
 	if err := checkType(t); err != nil {
 		return nil, err
 	}
@@ -330,7 +335,7 @@ func (c *Client) batch(ctx context.Context, t ObjectType, op string, n int, body
 		return nil, err
 	}
 	var w wireBatchResult
-	resp, err := c.do(ctx, http.MethodPost, objectsPath(t, "batch", op), nil, body, &w)
+	resp, err := c.do(ctx, http.MethodPost, objectsPath(t, "batch", op), query, body, &w)
 	if err != nil {
 		return nil, err
 	}
@@ -353,8 +358,8 @@ func (c *Client) BatchCreate(ctx context.Context, t ObjectType, inputs []CreateI
 // (nothing there), not a failed call, so it comes back as a result without
 // Results whose one Error is the 404's (Multi=true), like a read that found
 // some.
-func (c *Client) read(ctx context.Context, t ObjectType, n int, body any) (*BatchResult, error) {
-	res, err := c.batch(ctx, t, "read", n, body)
+func (c *Client) read(ctx context.Context, t ObjectType, n int, query url.Values, body any) (*BatchResult, error) {
+	res, err := c.batchQuery(ctx, t, "read", n, query, body)
 	var he *Error
 	if errors.As(err, &he) && he.StatusCode == http.StatusNotFound && strings.EqualFold(he.Category, "OBJECT_NOT_FOUND") {
 		return &BatchResult{
@@ -384,7 +389,26 @@ func (c *Client) BatchRead(ctx context.Context, t ObjectType, ids []string, prop
 		Properties []string `json:"properties"`
 		IDProperty string   `json:"idProperty,omitempty"`
 	}{in, nonNilStrings(properties), idProperty}
-	return c.read(ctx, t, len(ids), body)
+	return c.read(ctx, t, len(ids), nil, body)
+}
+
+// BatchReadArchived reads up to MaxBatchInputs archived (deleted) records by
+// id (POST …/batch/read?archived=true): what a deleted object held, such as
+// the email of a contact whose deletion names only its id. Ids that are not
+// archived come back as Errors, as BatchRead's missing ids do.
+func (c *Client) BatchReadArchived(ctx context.Context, t ObjectType, ids []string, properties []string) (*BatchResult, error) {
+	type id struct {
+		ID string `json:"id"`
+	}
+	in := make([]id, len(ids))
+	for i, x := range ids {
+		in[i] = id{x}
+	}
+	body := struct {
+		Inputs     []id     `json:"inputs"`
+		Properties []string `json:"properties"`
+	}{in, nonNilStrings(properties)}
+	return c.read(ctx, t, len(ids), url.Values{"archived": {"true"}}, body)
 }
 
 // BatchUpdate updates up to MaxBatchInputs records (POST …/batch/update).

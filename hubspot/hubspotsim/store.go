@@ -148,12 +148,20 @@ func (ts *typeStore) live(id string) *object {
 
 // readable returns the object for a read: live objects, and for a
 // merged-away id the surviving primary, as HubSpot redirects merged ids.
+// With archived (?archived=true) it returns only a deleted object, as
+// HubSpot's archived reads do.
 func (ts *typeStore) readable(id string, archived bool) *object {
 	n, ok := parseID(id)
 	if !ok {
 		return nil
 	}
 	o := ts.objs[n]
+	if archived {
+		if o == nil || !o.archived || o.mergedInto != 0 {
+			return nil
+		}
+		return o
+	}
 	for range 10 { // merge chains are short; bound them anyway
 		if o == nil {
 			return nil
@@ -162,9 +170,6 @@ func (ts *typeStore) readable(id string, archived bool) *object {
 			return o
 		}
 		if o.mergedInto == 0 {
-			if archived {
-				return o
-			}
 			return nil
 		}
 		o = ts.objs[o.mergedInto]
