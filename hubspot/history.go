@@ -85,17 +85,11 @@ func (c *Client) BatchReadWithHistory(ctx context.Context, t ObjectType, ids []s
 	if len(ids) > MaxHistoryBatchInputs {
 		return nil, fmt.Errorf("%w: batch read with history got %d inputs; split it into chunks of %d", ErrBatchTooLarge, len(ids), MaxHistoryBatchInputs)
 	}
-	type id struct {
-		ID string `json:"id"`
-	}
-	in := make([]id, len(ids))
-	for i, x := range ids {
-		in[i] = id{x}
-	}
+	in := idInputs(ids)
 	body := struct {
-		Inputs                []id     `json:"inputs"`
-		Properties            []string `json:"properties"`
-		PropertiesWithHistory []string `json:"propertiesWithHistory"`
+		Inputs                []idInput `json:"inputs"`
+		Properties            []string  `json:"properties"`
+		PropertiesWithHistory []string  `json:"propertiesWithHistory"`
 	}{in, nonNilStrings(properties), nonNilStrings(history)}
 	return c.read(ctx, t, len(ids), nil, body)
 }

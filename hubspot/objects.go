@@ -377,19 +377,27 @@ func (c *Client) read(ctx context.Context, t ObjectType, n int, query url.Values
 // values when idProperty is set (POST …/batch/read). Missing ids come back
 // as Errors (Multi=true), not as a failed call, also when none was found.
 func (c *Client) BatchRead(ctx context.Context, t ObjectType, ids []string, properties []string, idProperty string) (*BatchResult, error) {
-	type id struct {
-		ID string `json:"id"`
-	}
-	in := make([]id, len(ids))
-	for i, x := range ids {
-		in[i] = id{x}
-	}
+	in := idInputs(ids)
 	body := struct {
-		Inputs     []id     `json:"inputs"`
-		Properties []string `json:"properties"`
-		IDProperty string   `json:"idProperty,omitempty"`
+		Inputs     []idInput `json:"inputs"`
+		Properties []string  `json:"properties"`
+		IDProperty string    `json:"idProperty,omitempty"`
 	}{in, nonNilStrings(properties), idProperty}
 	return c.read(ctx, t, len(ids), nil, body)
+}
+
+// idInput is a batch read's input by id.
+type idInput struct {
+	ID string `json:"id"`
+}
+
+// idInputs returns the inputs of a batch read of ids.
+func idInputs(ids []string) []idInput {
+	in := make([]idInput, len(ids))
+	for i, x := range ids {
+		in[i] = idInput{x}
+	}
+	return in
 }
 
 // BatchReadArchived reads up to MaxBatchInputs archived (deleted) records by
@@ -397,16 +405,10 @@ func (c *Client) BatchRead(ctx context.Context, t ObjectType, ids []string, prop
 // the email of a contact whose deletion names only its id. Ids that are not
 // archived come back as Errors, as BatchRead's missing ids do.
 func (c *Client) BatchReadArchived(ctx context.Context, t ObjectType, ids []string, properties []string) (*BatchResult, error) {
-	type id struct {
-		ID string `json:"id"`
-	}
-	in := make([]id, len(ids))
-	for i, x := range ids {
-		in[i] = id{x}
-	}
+	in := idInputs(ids)
 	body := struct {
-		Inputs     []id     `json:"inputs"`
-		Properties []string `json:"properties"`
+		Inputs     []idInput `json:"inputs"`
+		Properties []string  `json:"properties"`
 	}{in, nonNilStrings(properties)}
 	return c.read(ctx, t, len(ids), url.Values{"archived": {"true"}}, body)
 }
@@ -446,13 +448,7 @@ func (c *Client) BatchArchive(ctx context.Context, t ObjectType, ids []string) e
 	if err := checkBatch("batch archive", len(ids)); err != nil {
 		return err
 	}
-	type id struct {
-		ID string `json:"id"`
-	}
-	in := make([]id, len(ids))
-	for i, x := range ids {
-		in[i] = id{x}
-	}
+	in := idInputs(ids)
 	_, err := c.do(ctx, http.MethodPost, objectsPath(t, "batch", "archive"), nil, map[string]any{"inputs": in}, nil)
 	return err
 }
