@@ -297,18 +297,7 @@ func TestMergeChainOfUnrecordedCreates(t *testing.T) {
 				ctx := context.Background()
 				at := b.clock.Now().Add(time.Minute)
 				kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com", "first_name": "Kept"})).RecordID
-				var lost []string
-				for _, email := range []string{"a@example.com", "b@example.com"} {
-					r, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email})
-					if err != nil {
-						t.Fatal(err)
-					}
-					lost = append(lost, r.ID)
-				}
-				// Claimed, and the worker died after its call: unfinished.
-				if evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"}); err != nil || len(evs) != 2 {
-					t.Fatalf("claim: %d events, %v; want the two creates", len(evs), err)
-				}
+				lost := inFlightContacts(t, b, "a@example.com", "b@example.com")
 				inner := change(store.EventMerge, "7", at.Add(time.Second), nil)
 				inner.MergedIDs = []string{"8"}
 				outer := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com", "first_name": "Kept"})
@@ -351,17 +340,7 @@ func TestMergeCountsOnlyUnappliedSurvivorMergedIDs(t *testing.T) {
 		old := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "kept@example.com"})
 		old.MergedIDs = []string{"5"}
 		mustApply(t, b, old)
-		var unclear []string
-		for _, email := range []string{"a@example.com", "x@example.com"} {
-			r, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email})
-			if err != nil {
-				t.Fatal(err)
-			}
-			unclear = append(unclear, r.ID)
-		}
-		if evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"}); err != nil || len(evs) != 2 {
-			t.Fatalf("claim: %d events, %v; want the two creates", len(evs), err)
-		}
+		unclear := inFlightContacts(t, b, "a@example.com", "x@example.com")
 		mr := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com"})
 		mr.MergedIDs = []string{"7"}
 		mr.MatchField, mr.MatchValue = "email", "kept@example.com"
@@ -374,4 +353,24 @@ func TestMergeCountsOnlyUnappliedSurvivorMergedIDs(t *testing.T) {
 			}
 		}
 	})
+}
+
+// inFlightContacts inserts a contact per email and claims their creates, as
+// an outbound worker that then died after its call would have: their writes
+// may have reached HubSpot (unfinished, Attempt 1). It returns their ids.
+func inFlightContacts(t *testing.T, b *bundle, emails ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	var ids []string
+	for _, email := range emails {
+		r, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": email})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	if evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"}); err != nil || len(evs) != len(emails) {
+		t.Fatalf("claim: %d events, %v; want the %d creates", len(evs), err, len(emails))
+	}
+	return ids
 }
