@@ -209,10 +209,7 @@ func (s *Server) drain(ctx context.Context) {
 func (s *Server) Addr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ln == nil {
-		return ""
-	}
-	return s.ln.Addr().String()
+	return listenAddr(s.ln)
 }
 
 // MetricsAddr is Config.MetricsAddr's listen address after Start (useful
@@ -220,10 +217,15 @@ func (s *Server) Addr() string {
 func (s *Server) MetricsAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.metricsLn == nil {
+	return listenAddr(s.metricsLn)
+}
+
+// listenAddr is ln's address; empty for no listener.
+func listenAddr(ln net.Listener) string {
+	if ln == nil {
 		return ""
 	}
-	return s.metricsLn.Addr().String()
+	return ln.Addr().String()
 }
 
 // Store is the service's (instrumented) store after Start, for embedding code
