@@ -57,10 +57,10 @@ type Change struct {
 	// SurvivorMergedIDs are, for EventMerge, the ids the survivor lists as
 	// merged into it (hs_merged_object_ids), this merge's and earlier ones',
 	// and those merged into a merged id before it was merged itself. One
-	// with no link whose merge was not applied here (an object merged into a
-	// merged one, whose webhook comes later or came when its survivor could
-	// no longer be read) is one more object a record with an unrecorded
-	// link may have become: MergedMatchValues then find its record too.
+	// with no link whose earlier merge into a merged id with no link was
+	// applied here (finding no record either) is one more object a record
+	// with an unrecorded link may have become: the merge may then take one
+	// more record found by MergedMatchValues.
 	SurvivorMergedIDs []string
 }
 

@@ -523,7 +523,7 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 	merged := slices.Clone(ch.MergedIDs)
 	slices.Sort(merged) // a fixed lock order
 	// Counted before this merge's tombstones redirect the merged ids.
-	unlinked, err := r.unappliedMerged(ctx, ch, target)
+	unlinked, err := r.unappliedMerged(ctx, ch)
 	if err != nil {
 		return Result{}, err
 	}
@@ -594,46 +594,68 @@ func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error)
 }
 
 // unappliedMerged counts the ids of ch.SurvivorMergedIDs, beside its
-// MergedIDs, that have no link and whose merge into target was not applied
-// here: no chain of merge tombstones leads from them to target. Such an id
-// was merged into one of the merged objects before (its own merge's webhook
-// is late, or came when its survivor, since merged on, could not be read),
-// so its unrecorded record may be among those MergedMatchValues find. An id
-// of a merge applied before, or of one made before this application saw the
-// survivor, is counted only when no tombstone says so: the count only bounds
-// how many such records a merge may take.
-func (r run) unappliedMerged(ctx context.Context, ch Change, target string) (int, error) {
-	n := 0
-	for _, ext := range ch.SurvivorMergedIDs {
-		if ext == "" || ext == ch.ExternalID || ext == target || slices.Contains(ch.MergedIDs, ext) {
+// MergedIDs, that have no link and that a chain of merge tombstones leads
+// from to a merged id of ch with no link: objects merged into that object
+// before it was merged itself, whose merge, applied here, found no record
+// either. Each may have been made by a record here whose create's answer
+// was lost, like the merged id itself, so each widens how many such records
+// the merge may take (unrecordedMerged). An id with no tombstone is not
+// counted (merged before this application saw it, or its merge's webhook is
+// still to come), nor one whose chain ends at a linked id: its merge took
+// its record, if it had one. Counted before this merge's tombstones are
+// written.
+func (r run) unappliedMerged(ctx context.Context, ch Change) (int, error) {
+	if len(ch.SurvivorMergedIDs) == 0 {
+		return 0, nil
+	}
+	var unlinked []string // merged ids of ch with no link
+	for _, ext := range ch.MergedIDs {
+		if ext == "" || ext == ch.ExternalID {
 			continue
 		}
-		if _, ok, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ext); err != nil || ok {
-			if err != nil {
-				return 0, err
-			}
-			continue
-		}
-		applied, err := r.redirectsTo(ctx, ch, ext, target)
+		_, ok, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ext)
 		if err != nil {
 			return 0, err
 		}
-		if !applied {
+		if !ok {
+			unlinked = append(unlinked, ext)
+		}
+	}
+	n := 0
+	for _, ext := range ch.SurvivorMergedIDs {
+		if len(unlinked) == 0 {
+			break
+		}
+		if ext == "" || ext == ch.ExternalID || slices.Contains(ch.MergedIDs, ext) {
+			continue
+		}
+		_, ok, err := r.tx.LookupRecord(ctx, ch.Source, ch.ObjectType, ext)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			continue
+		}
+		into, err := r.mergedInto(ctx, ch, ext, unlinked)
+		if err != nil {
+			return 0, err
+		}
+		if into {
 			n++
 		}
 	}
 	return n, nil
 }
 
-// redirectsTo reports whether merge tombstones lead from ext to target in at
-// most maxRedirects hops.
-func (r run) redirectsTo(ctx context.Context, ch Change, ext, target string) (bool, error) {
+// mergedInto reports whether merge tombstones lead from ext to one of ids in
+// at most maxRedirects hops.
+func (r run) mergedInto(ctx context.Context, ch Change, ext string, ids []string) (bool, error) {
 	for range r.maxRedirects + 1 {
 		tomb, ok, err := r.tx.Tombstone(ctx, ch.Source, ch.ObjectType, ext)
 		if err != nil || !ok || tomb.Kind != TombstoneMerged {
 			return false, err
 		}
-		if tomb.SurvivorID == target {
+		if slices.Contains(ids, tomb.SurvivorID) {
 			return true, nil
 		}
 		ext = tomb.SurvivorID

@@ -451,13 +451,25 @@ func (t *recordTx) DeleteRecord(ctx context.Context, objectType, id string, priv
 		return err
 	}
 	delete(t.locked, lockKey(objectType, id))
+	if privacy {
+		// Not re-queued: no pushed state is left to guard a write of the
+		// person's old values. They stay for an operator to discard.
+		return nil
+	}
 	return t.supersede(ctx, objectType, id)
 }
 
-// supersede notes the dead letters of a record a source's change deleted, to
-// be re-queued once the transaction commits (Service.requeueSuperseded).
+// supersede notes the dead letters of a record that the source of ctx
+// (outbox.SyncSource) deleted, in that source's queue only, to be re-queued
+// once the transaction commits (Service.requeueSuperseded). Another
+// destination's dead letters stay: the deletion queued a delete for it, and
+// its worker has no view of the source's deletion to resolve them by.
 func (t *recordTx) supersede(ctx context.Context, objectType, id string) error {
-	rows, err := t.tx.QueryContext(ctx, t.s.q.Get("record_dead_letters"), objectType, id)
+	source := outbox.SyncSource(ctx)
+	if source == "" {
+		return nil
+	}
+	rows, err := t.tx.QueryContext(ctx, t.s.q.Get("record_dead_letters"), source, objectType, id)
 	if err != nil {
 		return fmt.Errorf("records: dead letters of %s/%s: %w", objectType, id, err)
 	}

@@ -26,9 +26,10 @@
 // merged-away ids (links.Tombstone) and merge redirects, so late, older changes
 // never resurrect a record (see Service.Apply). Its local writes advance the
 // same field clocks. A source's change that deletes a record (a deletion, or
-// a merge that takes it away) re-queues the record's dead letters once its
-// transaction commits: the outbound worker resolves them as changes the
-// deletion overtook, and no operator is asked to decide a moot failure.
+// a merge that takes it away) re-queues the record's dead letters in that
+// source's queue once its transaction commits: the outbound worker resolves
+// them as changes the deletion overtook, and no operator is asked to decide
+// a moot failure. A privacy deletion re-queues none.
 //
 // Handler serves the JSON HTTP API.
 package records

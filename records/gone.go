@@ -162,11 +162,12 @@ func (s *Service) CurrentFields(ctx context.Context, objectType string, ids []st
 }
 
 // requeueSuperseded returns to their queue, after the transaction that
-// deleted their records committed, the dead letters of records a source's
-// change deleted (a deletion or a merge that took the record away). Each
-// waited for an operator, but the change deleted what it would write: the
-// outbound worker, claiming it behind the record's later events, completes
-// it without a call (DeletedAtSource, or a pushed state of a later Seq),
+// deleted their records committed, the dead letters (in the source's own
+// queue: recordTx.supersede) of records a source's change deleted (a
+// deletion or a merge that took the record away). Each waited for an
+// operator, but the change deleted what it would write: the outbound
+// worker, claiming it behind the record's later events, completes it
+// without a write (DeletedAtSource; or its update meets the deletion's 404),
 // and the dead letter stops asking for a decision nobody needs to make. A
 // failure to re-queue only leaves them where they were, and is logged.
 func (s *Service) requeueSuperseded(ctx context.Context, ids []string) {

@@ -285,74 +285,92 @@ func TestMergeAwayAfterACreateRetryConflicted(t *testing.T) {
 
 // Two contacts created here whose creates' answers were lost (their objects
 // 7 and 8 have no links) are merged in a chain: 8 into 7, then 7 into 9, a
-// contact linked here. The merge into 9 lists one merged id (7), but its
-// survivor lists both (hs_merged_object_ids) and keeps both emails, so both
-// records are merged into 9's, whichever webhook is applied first. (The
-// merge into 7, read after 7 was merged on, comes without values.)
+// contact linked here, their webhooks applied in that order. The merge into
+// 9 names one merged id (7), but its survivor lists both
+// (hs_merged_object_ids), 8's tombstone leads to 7, and 9 keeps both
+// emails: both records are merged into 9's. (The merge into 7, read after 7
+// was merged on, comes without values. Applied the other way round, the
+// merge into 9 cannot tell 8 from an id merged before hubsync and takes
+// neither record: README "Merges".)
 func TestMergeChainOfUnrecordedCreates(t *testing.T) {
-	for _, outerFirst := range []bool{false, true} {
-		t.Run(fmt.Sprintf("outerFirst=%v", outerFirst), func(t *testing.T) {
-			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-				b := setup(t, d, Config{})
-				ctx := context.Background()
-				at := b.clock.Now().Add(time.Minute)
-				kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com", "first_name": "Kept"})).RecordID
-				lost := inFlightContacts(t, b, "a@example.com", "b@example.com")
-				inner := change(store.EventMerge, "7", at.Add(time.Second), nil)
-				inner.MergedIDs = []string{"8"}
-				outer := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com", "first_name": "Kept"})
-				outer.MergedIDs = []string{"7"}
-				outer.MatchField, outer.MatchValue = "email", "kept@example.com"
-				outer.MergedMatchValues = []string{"a@example.com", "b@example.com"}
-				outer.SurvivorMergedIDs = []string{"7", "8"}
-				order := []apply.Change{inner, outer}
-				if outerFirst {
-					order = []apply.Change{outer, inner}
-				}
-				for _, ch := range order {
-					mustApply(t, b, ch)
-				}
-				for _, id := range lost {
-					if got, err := b.svc.Get(ctx, "contacts", id); !errors.Is(err, ErrNotFound) {
-						t.Errorf("record %s, whose object was merged into 9 = %+v, %v; want it merged away", id, got, err)
-					}
-				}
-				if got, err := b.svc.Get(ctx, "contacts", kept); err != nil || got.Fields["first_name"] != "Kept" {
-					t.Fatalf("the survivor's record = %+v, %v; want it kept", got, err)
-				}
-			})
-		})
-	}
-}
-
-// An id the survivor lists from a merge applied before (5, merged into 9
-// with its record) does not widen what a later merge may take: with one
-// unlinked merged id (7) and two unlinked contacts whose writes may have
-// reached HubSpot found by the survivor's emails, it is unclear which was
-// 7, and neither is taken.
-func TestMergeCountsOnlyUnappliedSurvivorMergedIDs(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		b := setup(t, d, Config{})
 		ctx := context.Background()
 		at := b.clock.Now().Add(time.Minute)
-		mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com"}))
-		mustApply(t, b, change(store.EventCreate, "5", at, map[string]any{"email": "old@example.com"}))
-		old := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "kept@example.com"})
-		old.MergedIDs = []string{"5"}
-		mustApply(t, b, old)
-		unclear := inFlightContacts(t, b, "a@example.com", "x@example.com")
-		mr := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com"})
-		mr.MergedIDs = []string{"7"}
-		mr.MatchField, mr.MatchValue = "email", "kept@example.com"
-		mr.MergedMatchValues = []string{"old@example.com", "a@example.com", "x@example.com"}
-		mr.SurvivorMergedIDs = []string{"5", "7"}
-		mustApply(t, b, mr)
-		for _, id := range unclear {
-			if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
-				t.Errorf("record %s: %v; want it kept (two candidates for one merged id)", id, err)
+		kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com", "first_name": "Kept"})).RecordID
+		lost := inFlightContacts(t, b, "a@example.com", "b@example.com")
+		inner := change(store.EventMerge, "7", at.Add(time.Second), nil)
+		inner.MergedIDs = []string{"8"}
+		mustApply(t, b, inner)
+		outer := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com", "first_name": "Kept"})
+		outer.MergedIDs = []string{"7"}
+		outer.MatchField, outer.MatchValue = "email", "kept@example.com"
+		outer.MergedMatchValues = []string{"a@example.com", "b@example.com"}
+		outer.SurvivorMergedIDs = []string{"7", "8"}
+		mustApply(t, b, outer)
+		for _, id := range lost {
+			if got, err := b.svc.Get(ctx, "contacts", id); !errors.Is(err, ErrNotFound) {
+				t.Errorf("record %s, whose object was merged into 9 = %+v, %v; want it merged away", id, got, err)
 			}
 		}
+		if got, err := b.svc.Get(ctx, "contacts", kept); err != nil || got.Fields["first_name"] != "Kept" {
+			t.Fatalf("the survivor's record = %+v, %v; want it kept", got, err)
+		}
 	})
+}
+
+// Ids the survivor lists beside the merge's own do not widen what it may
+// take unless a tombstone chain leads from them to an unlinked merged id of
+// the merge: with one unlinked merged id (7) and two contacts whose writes
+// may have reached HubSpot found by the survivor's emails, it is unclear
+// which was 7, and neither is taken, whether the other ids were merged into
+// 9 before (5, applied with its record), before hubsync saw them (3 and 4:
+// no tombstone), or into a linked merged id (6 into 2, applied with its
+// record, then 2 merged into 9 with 7).
+func TestMergeSurvivorMergedIDsThatDoNotWiden(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		before   func(t *testing.T, b *bundle, at time.Time)
+		survivor []string
+		merged   []string
+	}{
+		{"merged into the survivor before", func(t *testing.T, b *bundle, at time.Time) {
+			mustApply(t, b, change(store.EventCreate, "5", at, map[string]any{"email": "old@example.com"}))
+			old := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "kept@example.com"})
+			old.MergedIDs = []string{"5"}
+			mustApply(t, b, old)
+		}, []string{"5", "7"}, []string{"7"}},
+		{"merged before hubsync", func(*testing.T, *bundle, time.Time) {}, []string{"3", "4", "7"}, []string{"7"}},
+		{"merged into a linked merged id", func(t *testing.T, b *bundle, at time.Time) {
+			mustApply(t, b, change(store.EventCreate, "2", at, map[string]any{"email": "two@example.com"}))
+			mustApply(t, b, change(store.EventCreate, "6", at, map[string]any{"email": "six@example.com"}))
+			inner := change(store.EventMerge, "2", at.Add(time.Second), map[string]any{"email": "two@example.com"})
+			inner.MergedIDs = []string{"6"}
+			mustApply(t, b, inner)
+		}, []string{"2", "6", "7"}, []string{"2", "7"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+				b := setup(t, d, Config{})
+				ctx := context.Background()
+				at := b.clock.Now().Add(time.Minute)
+				mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com"}))
+				tc.before(t, b, at)
+				unclear := inFlightContacts(t, b, "a@example.com", "x@example.com")
+				mr := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com"})
+				mr.MergedIDs = tc.merged
+				mr.MatchField, mr.MatchValue = "email", "kept@example.com"
+				mr.MergedMatchValues = []string{"old@example.com", "two@example.com", "six@example.com", "a@example.com", "x@example.com"}
+				mr.SurvivorMergedIDs = tc.survivor
+				mustApply(t, b, mr)
+				for _, id := range unclear {
+					if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
+						t.Errorf("record %s: %v; want it kept (two candidates for one unlinked merged id)", id, err)
+					}
+				}
+			})
+		})
+	}
 }
 
 // inFlightContacts inserts a contact per email and claims their creates, as
@@ -373,4 +391,54 @@ func inFlightContacts(t *testing.T, b *bundle, emails ...string) []string {
 		t.Fatalf("claim: %d events, %v; want the %d creates", len(evs), err, len(emails))
 	}
 	return ids
+}
+
+// TestSourceDeletionRequeuesItsDeadLetters: HubSpot's deletion of a record
+// re-queues the record's HubSpot dead letters, and only those: another
+// destination's stays (the deletion queued that destination a delete, and
+// its worker cannot tell the dead letter is moot), and a privacy deletion
+// re-queues none (no pushed state is left to guard a write of the person's
+// old values).
+func TestSourceDeletionRequeuesItsDeadLetters(t *testing.T) {
+	for _, kind := range []string{store.EventDelete, store.EventPrivacyDelete} {
+		t.Run(kind, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+				ctx := context.Background()
+				b := setup(t, d, Config{Destinations: []string{"hubspot", "salesforce"}})
+				at := b.clock.Now().Add(time.Hour)
+				id := mustApply(t, b, change(store.EventCreate, "101", at, map[string]any{"email": "a@example.com"})).RecordID
+				if _, err := b.svc.Update(ctx, "contacts", id, 1, map[string]any{"first_name": "Ann"}); err != nil {
+					t.Fatal(err)
+				}
+				dead := map[string]string{} // destination → event id
+				for _, dest := range []string{"hubspot", "salesforce"} {
+					evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: dest, Limit: 10, LeaseDuration: time.Minute, Owner: "w"})
+					if err != nil || len(evs) == 0 {
+						t.Fatalf("claim %s: %d events, %v", dest, len(evs), err)
+					}
+					last := evs[len(evs)-1]
+					for _, ev := range evs[:len(evs)-1] {
+						if err := b.st.Outbound().Complete(ctx, ev.Lease()); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if err := b.st.Outbound().Fail(ctx, last.Lease(), dest+" refused"); err != nil {
+						t.Fatal(err)
+					}
+					dead[dest] = last.ID
+				}
+				mustApply(t, b, change(kind, "101", at.Add(time.Minute), nil))
+				for dest, ev := range dead {
+					dl, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: dest})
+					if err != nil {
+						t.Fatal(err)
+					}
+					requeued := !slices.ContainsFunc(dl, func(e store.OutboundEvent) bool { return e.ID == ev })
+					if want := dest == "hubspot" && kind == store.EventDelete; requeued != want {
+						t.Errorf("%s's dead letter re-queued by HubSpot's %s: %v; want %v", dest, kind, requeued, want)
+					}
+				}
+			})
+		})
+	}
 }

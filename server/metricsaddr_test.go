@@ -88,4 +88,7 @@ func TestMetricsAddrConfigErrors(t *testing.T) {
 		srv.Stop(t.Context())
 		t.Fatalf("Start with MetricsAddr taken: %v; want an error naming MetricsAddr", err)
 	}
+	if a := srv.Addr(); a != "" {
+		t.Errorf("Addr() after the failed Start = %q; want none (the main listener is closed)", a)
+	}
 }

@@ -189,6 +189,7 @@ func (s *Server) drain(ctx context.Context) {
 	if s.metricsHTTP != nil {
 		wg.Go(func() {
 			if err := s.metricsHTTP.Shutdown(drainCtx); err != nil {
+				s.log.Warn("hubsync: metrics requests still running at the drain deadline were cut off", "err", err)
 				s.metricsHTTP.Close()
 			}
 		})
@@ -469,8 +470,6 @@ func (s *Server) build(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("Addr %s: cannot listen (%v); choose a free port, e.g. 127.0.0.1:8081", cfg.Addr, err)
 	}
-	s.ln = ln
-	s.http = s.httpServer(mux)
 	if cfg.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", cfg.MetricsAddr)
 		if err != nil {
@@ -484,6 +483,7 @@ func (s *Server) build(ctx context.Context) error {
 		})
 		s.metricsLn, s.metricsHTTP = mln, s.httpServer(mmux)
 	}
+	s.ln, s.http = ln, s.httpServer(mux)
 	return nil
 }
 
