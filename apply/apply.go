@@ -29,7 +29,12 @@ type Change struct {
 	// field whose change is not newer (the monotonic guard).
 	OccurredAt time.Time
 	// MatchField and MatchValue, when set, let the Applier link a record that has
-	// no external id yet by a unique field (for contacts: "email").
+	// no external id yet by a unique field (for contacts: "email"). For a
+	// deletion of an external id no record is linked to, they are the
+	// deleted object's value (inbound reads it: UnknownIDs): the record with
+	// no link that has it, and whose write may have reached the source
+	// (UnrecordedWrites), made that object with its answer lost, and is
+	// deleted.
 	MatchField string
 	MatchValue string
 	// Partial marks Fields as only the properties that changed (a HubSpot

@@ -401,7 +401,7 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 		return Result{}, err
 	}
 	if !linked {
-		return Result{Outcome: Ignored}, nil
+		return r.deleteUnrecorded(ctx, ch, at, privacy)
 	}
 	res := Result{RecordID: id, Outcome: Ignored}
 	if exists {
@@ -425,6 +425,40 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 		}
 	}
 	return res, nil
+}
+
+// deleteUnrecorded applies the deletion of an id no record is linked to. The
+// object may have been made by a record here whose create's answer was lost
+// (its link unrecorded): the record with no link that has the object's id
+// property value (ch's MatchField and MatchValue, read from the deleted
+// object) and whose write may have reached the source (UnrecordedWrites) is
+// deleted as a linked one would be. Its write's retry then finds it deleted
+// by the source (the outbound worker's goneAtSource) and does not make the
+// object again. Without a match value, or such a record, nothing is deleted.
+func (r run) deleteUnrecorded(ctx context.Context, ch Change, at time.Time, privacy bool) (Result, error) {
+	uw, ok := r.tx.(UnrecordedWrites)
+	if !ok || ch.MatchField == "" || ch.MatchValue == "" {
+		return Result{Outcome: Ignored}, nil
+	}
+	id, ok, err := r.tx.MatchRecord(ctx, ch.Source, ch.ObjectType, ch.MatchField, ch.MatchValue)
+	if err != nil || !ok {
+		return Result{Outcome: Ignored}, err
+	}
+	written, err := uw.MayHaveWritten(ctx, ch.Source, ch.ObjectType, id)
+	if err != nil || !written {
+		return Result{Outcome: Ignored}, err
+	}
+	exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
+	if err != nil || !exists {
+		return Result{Outcome: Ignored}, err
+	}
+	if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, privacy); err != nil {
+		return Result{}, err
+	}
+	if err := r.tx.AdvanceClocks(ctx, ch.ObjectType, id, []string{DeletedClock}, at); err != nil {
+		return Result{}, err
+	}
+	return Result{RecordID: id, Outcome: Deleted}, nil
 }
 
 func (r run) merge(ctx context.Context, ch Change, at time.Time) (Result, error) {

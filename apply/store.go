@@ -160,6 +160,18 @@ type UnrecordedWrites interface {
 	MayHaveWritten(ctx context.Context, source, objectType, id string) (bool, error)
 }
 
+// UnknownIDs is an Applier that tells which external ids it knows nothing
+// of: no record is linked to them and no tombstone is kept. The SyncWorker
+// asks before it applies deletions (inbound.Worker): the deleted object of
+// such an id may be one a record here created whose create's answer was
+// lost, so the worker reads the deleted object's id property value (its
+// email, or the record id hubsync wrote on it) and sets the deletion's
+// MatchField and MatchValue, by which the Applier finds that record
+// (UnrecordedWrites).
+type UnknownIDs interface {
+	UnknownIDs(ctx context.Context, source, objectType string, externalIDs []string) ([]string, error)
+}
+
 // PrivacyForgetter is a RecordTx that keeps values of a record outside its
 // row (states pushed to HubSpot, emails it holds): ForgetRecord is called, in
 // the privacy deletion's transaction, for a linked record deleted before the

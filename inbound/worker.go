@@ -400,6 +400,7 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 		}
 	}
 	ready = append(ready, c.fetch(ctx, fetch)...)
+	ready = c.readDeleted(ctx, ready)
 	c.apply(ctx, ready)
 	c.finish(ctx, tasks)
 	return len(evs), errors.Join(append([]error{ctx.Err()}, c.errs...)...)
@@ -545,13 +546,123 @@ func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
 	return ready
 }
 
+// ArchivedReader is an ObjectReader that also reads deleted objects
+// (hubspot.Client.BatchReadArchived).
+type ArchivedReader interface {
+	BatchReadArchived(ctx context.Context, t hubspot.ObjectType, ids []string, properties []string) (*hubspot.BatchResult, error)
+}
+
+// readDeleted gives the deletions among tasks of ids the Applier knows
+// nothing of (apply.UnknownIDs: no link, no tombstone) the deleted object's
+// id property value, read from HubSpot (ArchivedReader), at most
+// hubspot.MaxBatchInputs ids per call and one budget token per call, as
+// MatchField and MatchValue: the object may be one a local record created
+// whose create's answer was lost, and the Applier finds that record by it
+// (apply's deleteUnrecorded) before the create's retry makes the object
+// again. Deletions of linked or tombstoned ids, and of object types with no
+// id property, read nothing. It returns the tasks still ready to apply:
+// those whose read could not be made are released or retried.
+func (c *cycle) readDeleted(ctx context.Context, tasks []*task) []*task {
+	uk, ok := c.w.cfg.Applier.(apply.UnknownIDs)
+	ar, ok2 := c.w.cfg.HubSpot.(ArchivedReader)
+	if !ok || !ok2 {
+		return tasks
+	}
+	byType := map[string][]*task{}
+	var types []string
+	for _, t := range tasks {
+		if t.ev.EventType != store.EventDelete || t.obj.IDProperty == "" || t.change.MatchValue != "" {
+			continue
+		}
+		if _, seen := byType[t.obj.ObjectType]; !seen {
+			types = append(types, t.obj.ObjectType)
+		}
+		byType[t.obj.ObjectType] = append(byType[t.obj.ObjectType], t)
+	}
+	dropped := map[*task]bool{}
+	for _, typ := range types {
+		ts := byType[typ]
+		byID := map[string][]*task{}
+		var ids []string
+		for _, t := range ts {
+			if _, ok := byID[t.change.ExternalID]; !ok {
+				ids = append(ids, t.change.ExternalID)
+			}
+			byID[t.change.ExternalID] = append(byID[t.change.ExternalID], t)
+		}
+		unknown, err := uk.UnknownIDs(ctx, c.w.cfg.Source, typ, ids)
+		if err != nil {
+			if ctx.Err() != nil {
+				return tasks // finish releases the rest
+			}
+			for _, t := range ts {
+				c.hold([]*task{t}, c.retry(ctx, t, fmt.Sprintf("look up the links of deleted %s: %v", typ, err), 0))
+				dropped[t] = true
+			}
+			continue
+		}
+		for chunk := range slices.Chunk(unknown, hubspot.MaxBatchInputs) {
+			var chunkTasks []*task
+			for _, id := range chunk {
+				chunkTasks = append(chunkTasks, byID[id]...)
+			}
+			if !c.readDeletedChunk(ctx, ar, ts[0].obj, chunk, byID, chunkTasks) {
+				for _, t := range chunkTasks {
+					dropped[t] = true
+				}
+			}
+		}
+	}
+	if len(dropped) == 0 {
+		return tasks
+	}
+	return slices.DeleteFunc(slices.Clone(tasks), func(t *task) bool { return dropped[t] })
+}
+
+// readDeletedChunk reads the deleted objects of ids for tasks and sets their
+// match values; false when the tasks were released or retried instead.
+func (c *cycle) readDeletedChunk(ctx context.Context, ar ArchivedReader, obj mapping.Object, ids []string, byID map[string][]*task, tasks []*task) bool {
+	ctx, ok := c.reserveRead(ctx, tasks)
+	if !ok {
+		return false
+	}
+	result, err := ar.BatchReadArchived(ctx, hubspot.ObjectType(obj.HubSpotType), ids, []string{obj.IDProperty})
+	if err != nil {
+		if ctx.Err() != nil {
+			return false // finish releases them
+		}
+		var delay time.Duration
+		for _, t := range tasks {
+			delay = max(delay, c.retry(ctx, t, fmt.Sprintf("read deleted %s from HubSpot: %v", obj.HubSpotType, err), hubspot.RetryAfterOf(err)))
+		}
+		c.hold(tasks, delay)
+		return false
+	}
+	for _, id := range ids {
+		o := result.ResultByID(id)
+		if o == nil {
+			continue // not found archived (purged, or restored since): nothing to match
+		}
+		if v := o.Properties[obj.IDProperty]; v != "" {
+			for _, t := range byID[id] {
+				t.change.MatchField, t.change.MatchValue = obj.IDField, v
+			}
+		}
+	}
+	return true
+}
+
 // upsertsByEmail reports whether obj's objects are matched by their email
 // (contacts), whose merged-away addresses HubSpot keeps on the survivor.
 func upsertsByEmail(obj mapping.Object) bool {
 	return obj.IDProperty == "email"
 }
 
-func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string, byID map[string][]*task, tasks []*task) []*task {
+// reserveRead books a budget token for one read call made for tasks, waiting
+// for its booked instant. It reports false when there is no room (or the
+// budget failed, or a 429 paused it): tasks are then released and held, or
+// left for finish when ctx ended. The context it returns carries the call.
+func (c *cycle) reserveRead(ctx context.Context, tasks []*task) (context.Context, bool) {
 	w := c.w
 	if w.cfg.Budget != nil {
 		var res budget.Reservation
@@ -564,36 +675,45 @@ func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				c.log.Warn("inbound: budget reserve failed; releasing creation events", "err", err)
+				c.log.Warn("inbound: budget reserve failed; releasing the events waiting for a read", "err", err)
 				c.release(ctx, w.cfg.PollInterval, tasks)
 				c.hold(tasks, w.cfg.PollInterval)
 			}
-			return nil
+			return ctx, false
 		}
 		if !res.Granted {
-			c.log.Debug("inbound: no HubSpot budget; releasing creation events", "events", len(tasks), "retry_after", res.RetryAfter)
+			c.log.Debug("inbound: no HubSpot budget; releasing the events waiting for a read", "events", len(tasks), "retry_after", res.RetryAfter)
 			c.release(ctx, res.RetryAfter, tasks)
 			c.hold(tasks, res.RetryAfter)
-			return nil
+			return ctx, false
 		}
 		if res.Wait > 0 {
 			if !sleepCtx(ctx, res.Wait) {
-				return nil // finish releases the rest
+				return ctx, false // finish releases the rest
 			}
 			// A 429 answered since the booking pauses every call, booked or not.
 			paused, err := sched.Paused(ctx, w.cfg.BudgetKey)
 			if err != nil || paused > 0 {
 				wait := paused
 				if err != nil {
-					c.log.Warn("inbound: read the budget's pause failed; releasing creation events", "err", err)
+					c.log.Warn("inbound: read the budget's pause failed; releasing the events waiting for a read", "err", err)
 					wait = w.cfg.PollInterval
 				}
 				c.release(ctx, wait, tasks)
 				c.hold(tasks, wait)
-				return nil
+				return ctx, false
 			}
 		}
 		ctx = budget.WithCall(ctx, w.cfg.BudgetKey, res) // counted from its answer
+	}
+	return ctx, true
+}
+
+func (c *cycle) fetchChunk(ctx context.Context, obj mapping.Object, ids []string, byID map[string][]*task, tasks []*task) []*task {
+	w := c.w
+	ctx, ok := c.reserveRead(ctx, tasks)
+	if !ok {
+		return nil
 	}
 	props := obj.ReadProperties()
 	if upsertsByEmail(obj) && slices.ContainsFunc(tasks, func(t *task) bool { return t.ev.EventType == store.EventMerge }) {

@@ -84,6 +84,22 @@ func (l *Links) many(ctx context.Context, tx store.DBTX, query, destination, obj
 	return out, nil
 }
 
+// LookupRecordsMany returns the records linked to the external ids among
+// externalIDs on destination, by external id, in one query per
+// LookupManyMax ids. Ids without a link are absent from the map.
+func (l *Links) LookupRecordsMany(ctx context.Context, destination, objectType string, externalIDs []string) (map[string]string, error) {
+	out := make(map[string]string, len(externalIDs))
+	err := eachChunk(destination, objectType, externalIDs, func(chunk []string) error {
+		got, err := l.many(ctx, l.db, "lookup_records_many", destination, objectType, chunk)
+		maps.Copy(out, got)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LinkMany links many records of one object type on destination in one
 // transaction: for each record id of pairs, Link(recordID, pairs[recordID]).
 // It is all or nothing: when one pair fails (ErrConflict, ErrInvalid, a

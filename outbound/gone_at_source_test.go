@@ -517,3 +517,97 @@ func TestHubSpotDeleteResolvesDeadLetter(t *testing.T) {
 		}
 	})
 }
+
+// TestHubSpotDeleteOfAnUnrecordedCreate: local record R's create reaches
+// HubSpot (object X) but its answer is lost, so R has no link. A HubSpot
+// user deletes X, and the SyncWorker applies the deletion before the
+// create's retry: X's id is unknown here, so the worker reads the deleted
+// object's id property (the contact's email; the record id hubsync wrote on
+// a company), which finds R, whose write may have reached HubSpot, and R is
+// deleted. The retry then finds R deleted by HubSpot and makes no object.
+// Before, the deletion found no record, and the retry's upsert made X
+// again: a deletion undone.
+func TestHubSpotDeleteOfAnUnrecordedCreate(t *testing.T) {
+	for _, tc := range []struct {
+		typ    string
+		fields map[string]any
+	}{
+		{"contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"}},
+		{"companies", map[string]any{"name": "Acme"}},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+				ctx := context.Background()
+				b := setup(t, options{dialect: d})
+				in := b.inboundSide(t)
+				rec, err := b.recs.Insert(ctx, tc.typ, tc.fields)
+				if err != nil {
+					t.Fatal(err)
+				}
+				lost := &lostAnswers{HubSpot: b.client}
+				if _, err := b.worker(t, func(c *outbound.Config) { c.HubSpot = lost }).RunOnce(ctx); err != nil {
+					t.Logf("cycle: %v", err)
+				}
+				objs := live(b, tc.typ)
+				if len(objs) != 1 || lost.lost == 0 {
+					t.Fatalf("HubSpot %s after the lost answer: %v (%d answers lost); want the one object the create made (test setup)", tc.typ, objs, lost.lost)
+				}
+				if _, ok, _ := b.links.Lookup(ctx, "hubspot", tc.typ, rec.ID); ok {
+					t.Fatal("R is linked after its create's answer was lost (test setup)")
+				}
+				b.clock.Advance(time.Second)
+				if err := b.sim.UserDelete(tc.typ, objs[0]); err != nil {
+					t.Fatal(err)
+				}
+				if !deliverInbound(ctx, t, b, in) {
+					t.FailNow()
+				}
+				if _, err := b.recs.Get(ctx, tc.typ, rec.ID); !errors.Is(err, records.ErrNotFound) {
+					t.Errorf("R after HubSpot deleted the object its create made: %v; want it deleted", err)
+				}
+				b.clock.Advance(time.Minute)
+				b.drain(t, b.worker(t, nil))
+				if objs := live(b, tc.typ); len(objs) != 0 {
+					t.Errorf("HubSpot's live %s after the create's retry: %v; want none: the deletion stands", tc.typ, objs)
+				}
+				if c := b.counts(t); c[store.StatusPending]+c[store.StatusProcessing]+c[store.StatusFailed] != 0 {
+					t.Errorf("outbound queue %v; want everything finished", c)
+				}
+			})
+		})
+	}
+}
+
+// lostAnswers answers every batch create or upsert that HubSpot applied as
+// a dropped connection (the answer lost), counting them.
+type lostAnswers struct {
+	outbound.HubSpot
+	lost int
+}
+
+func (h *lostAnswers) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpsertInput) (*hubspot.BatchResult, error) {
+	if _, err := h.HubSpot.BatchUpsert(ctx, t, in); err != nil {
+		return nil, err
+	}
+	h.lost++
+	return nil, fmt.Errorf("read the answer: %w", io.ErrUnexpectedEOF)
+}
+
+func (h *lostAnswers) BatchCreate(ctx context.Context, t hubspot.ObjectType, in []hubspot.CreateInput) (*hubspot.BatchResult, error) {
+	if _, err := h.HubSpot.BatchCreate(ctx, t, in); err != nil {
+		return nil, err
+	}
+	h.lost++
+	return nil, fmt.Errorf("read the answer: %w", io.ErrUnexpectedEOF)
+}
+
+// live returns the ids of HubSpot's live objects of type typ.
+func live(b *bundle, typ string) []string {
+	var out []string
+	for _, o := range b.sim.Objects(typ) {
+		if !o.Archived {
+			out = append(out, o.ID)
+		}
+	}
+	return out
+}

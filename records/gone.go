@@ -9,6 +9,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/links"
 )
 
@@ -177,4 +178,30 @@ func (s *Service) requeueSuperseded(ctx context.Context, ids []string) {
 		return
 	}
 	s.log.Info("records: re-queued the dead letters of records a source's change deleted, for the outbound worker to resolve", "events", n)
+}
+
+var _ apply.UnknownIDs = (*Service)(nil)
+
+// UnknownIDs returns the ids among externalIDs that no record is linked to on
+// source and that keep no tombstone (apply.UnknownIDs): one query for the
+// links, and one primary-key read of a tombstone per id without a link.
+func (s *Service) UnknownIDs(ctx context.Context, source, objectType string, externalIDs []string) ([]string, error) {
+	owners, err := s.links.LookupRecordsMany(ctx, source, objectType, externalIDs)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ext := range externalIDs {
+		if _, linked := owners[ext]; linked || slices.Contains(out, ext) {
+			continue
+		}
+		_, tombstoned, err := s.links.Tombstone(ctx, source, objectType, ext)
+		if err != nil {
+			return nil, err
+		}
+		if !tombstoned {
+			out = append(out, ext)
+		}
+	}
+	return out, nil
 }

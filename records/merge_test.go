@@ -442,3 +442,44 @@ func TestSourceDeletionRequeuesItsDeadLetters(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletionOfAnUnrecordedCreate: HubSpot deleted an object (7) that no
+// record is linked to, and the SyncWorker read its email. The record with no
+// link that has that email is deleted when its create was handed to a
+// worker (it may have made 7 with its answer lost); a record whose create
+// no worker has claimed cannot have made it and stays. UnknownIDs names 7
+// as unknown, not a linked id (9) or a tombstoned one (8).
+func TestDeletionOfAnUnrecordedCreate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com"}))
+		mustApply(t, b, change(store.EventDelete, "8", at, nil))
+		unknown, err := b.svc.UnknownIDs(ctx, "hubspot", "contacts", []string{"9", "8", "7"})
+		if err != nil || !slices.Equal(unknown, []string{"7"}) {
+			t.Fatalf("UnknownIDs = %v, %v; want [7]", unknown, err)
+		}
+		made := inFlightContacts(t, b, "ada@example.com")[0]
+		unclaimed, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "bob@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		del := change(store.EventDelete, "7", at.Add(time.Second), nil)
+		del.MatchField, del.MatchValue = "email", "ada@example.com"
+		if res := mustApply(t, b, del); res.Outcome != apply.Deleted || res.RecordID != made {
+			t.Errorf("deletion of 7 (ada@) = %+v; want %s deleted", res, made)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", made); !errors.Is(err, ErrNotFound) {
+			t.Errorf("the record whose create made 7: %v; want it deleted", err)
+		}
+		other := change(store.EventDelete, "6", at.Add(time.Second), nil)
+		other.MatchField, other.MatchValue = "email", "bob@example.com"
+		if res := mustApply(t, b, other); res.Outcome != apply.Ignored {
+			t.Errorf("deletion of 6 (bob@) = %+v; want it ignored", res)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", unclaimed.ID); err != nil {
+			t.Errorf("the record whose create no worker claimed: %v; want it kept", err)
+		}
+	})
+}
