@@ -611,3 +611,51 @@ func live(b *bundle, typ string) []string {
 	}
 	return out
 }
+
+// TestHubSpotDeleteDuringCreateRetry: as TestHubSpotDeleteOfAnUnrecordedCreate,
+// but the SyncWorker applies X's deletion (deleting R) while the create's
+// retry is under way: the retry's upsert by R's email finds no live contact
+// and makes a new one, Y. Once Y's link is stored, the worker learns R was
+// deleted by HubSpot meanwhile, and Y is archived: HubSpot's deletion
+// stands. Before, Y stayed, a contact with no record.
+func TestHubSpotDeleteDuringCreateRetry(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, options{dialect: d})
+		in := b.inboundSide(t)
+		rec, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := &lostThenHooked{HubSpot: b.client}
+		hs.before = func() {
+			objs := live(b, "contacts")
+			if len(objs) != 1 {
+				t.Errorf("HubSpot contacts before the retry: %v; want the one the lost create made", objs)
+				return
+			}
+			if err := b.sim.UserDelete("contacts", objs[0]); err != nil {
+				t.Error(err)
+				return
+			}
+			deliverInbound(ctx, t, b, in)
+			if _, err := b.recs.Get(ctx, "contacts", rec.ID); !errors.Is(err, records.ErrNotFound) {
+				t.Errorf("R after HubSpot deleted the object its create made: %v; want it deleted", err)
+			}
+		}
+		b.drain(t, b.worker(t, func(c *outbound.Config) { c.HubSpot = hs }))
+		if hs.calls < 2 {
+			t.Fatalf("%d upsert calls; want the create and its retry", hs.calls)
+		}
+		if objs := live(b, "contacts"); len(objs) != 0 {
+			t.Errorf("HubSpot's live contacts after the retry: %v; want none: the object the retry made is archived", objs)
+		}
+		if c := b.counts(t); c[store.StatusPending]+c[store.StatusProcessing]+c[store.StatusFailed] != 0 {
+			t.Errorf("outbound queue %v; want everything finished", c)
+		}
+		drainInbound(t, b, in)
+		if _, err := b.recs.Get(ctx, "contacts", rec.ID); !errors.Is(err, records.ErrNotFound) {
+			t.Errorf("R at the end: %v; want it deleted", err)
+		}
+	})
+}
