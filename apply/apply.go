@@ -31,10 +31,9 @@ type Change struct {
 	// MatchField and MatchValue, when set, let the Applier link a record that has
 	// no external id yet by a unique field (for contacts: "email"). For a
 	// deletion of an external id no record is linked to, they are the
-	// deleted object's value (inbound reads it: UnknownIDs): the record with
-	// no link that has it, and whose write may have reached the source
-	// (UnrecordedWrites), made that object with its answer lost, and is
-	// deleted.
+	// deleted object's value (inbound reads it: UnknownIDs), with
+	// ObjectCreatedAt: the record with no link that has it, and whose write
+	// may have made that object (UnrecordedCreates), is deleted.
 	MatchField string
 	MatchValue string
 	// Partial marks Fields as only the properties that changed (a HubSpot
@@ -47,6 +46,10 @@ type Change struct {
 	// link it has not recorded yet; a record made of the changed properties
 	// alone would take that link from the record the object belongs to.
 	Partial bool
+	// ObjectCreatedAt is, for a deletion read as above, when the deleted
+	// object was created at the source: a record created here after it
+	// cannot have made it.
+	ObjectCreatedAt time.Time
 	// MergedIDs are, for EventMerge, the external ids merged into ExternalID,
 	// which survives.
 	MergedIDs []string

@@ -431,25 +431,26 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 // object may have been made by a record here whose create's answer was lost
 // (its link unrecorded): the record with no link that has the object's id
 // property value (ch's MatchField and MatchValue, read from the deleted
-// object) and whose write may have reached the source (UnrecordedWrites) is
-// deleted as a linked one would be. Its write's retry then finds it deleted
+// object) and whose write may have made it (UnrecordedCreates: a write of
+// it was handed to a worker, and the record is not younger than the object)
+// is linked to the object and deleted as a linked one is. Its write's retry then finds it deleted
 // by the source (the outbound worker's goneAtSource) and does not make the
 // object again. Without a match value, or such a record, nothing is deleted.
 func (r run) deleteUnrecorded(ctx context.Context, ch Change, at time.Time, privacy bool) (Result, error) {
-	uw, ok := r.tx.(UnrecordedWrites)
-	if !ok || ch.MatchField == "" || ch.MatchValue == "" {
+	uc, ok := r.tx.(UnrecordedCreates)
+	if !ok || ch.MatchField == "" || ch.MatchValue == "" || ch.ObjectCreatedAt.IsZero() {
 		return Result{Outcome: Ignored}, nil
 	}
 	id, ok, err := r.tx.MatchRecord(ctx, ch.Source, ch.ObjectType, ch.MatchField, ch.MatchValue)
 	if err != nil || !ok {
 		return Result{Outcome: Ignored}, err
 	}
-	written, err := uw.MayHaveWritten(ctx, ch.Source, ch.ObjectType, id)
-	if err != nil || !written {
-		return Result{Outcome: Ignored}, err
-	}
 	exists, err := r.tx.LockRecord(ctx, ch.ObjectType, id)
 	if err != nil || !exists {
+		return Result{Outcome: Ignored}, err
+	}
+	made, err := uc.LinkMade(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID, ch.ObjectCreatedAt)
+	if err != nil || !made {
 		return Result{Outcome: Ignored}, err
 	}
 	if err := r.tx.DeleteRecord(ctx, ch.ObjectType, id, privacy); err != nil {

@@ -160,6 +160,22 @@ type UnrecordedWrites interface {
 	MayHaveWritten(ctx context.Context, source, objectType, id string) (bool, error)
 }
 
+// UnrecordedCreates is a RecordTx that links a record to an object the
+// source deleted when a write of the record may have made that object, its
+// answer lost (LinkMade): a write of it was handed to a worker
+// (UnrecordedWrites), the record existed by then (allowing for clock skew,
+// its creation here no later than createdAt, the object's, plus a minute),
+// and it has no link now, read after LockRecord (a link the write's retry
+// stored meanwhile says the write was recorded; one stored concurrently
+// makes the link fail, and the change is retried). It reports whether it
+// linked. A deletion of an object no record is linked to deletes the record
+// it links, which is then a record HubSpot deleted like any linked one (a
+// later privacy deletion or restore of the object finds it); without
+// UnrecordedCreates, none.
+type UnrecordedCreates interface {
+	LinkMade(ctx context.Context, source, objectType, id, externalID string, createdAt time.Time) (bool, error)
+}
+
 // UnknownIDs is an Applier that tells which external ids it knows nothing
 // of: no record is linked to them and no tombstone is kept. The SyncWorker
 // asks before it applies deletions (inbound.Worker): the deleted object of

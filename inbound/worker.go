@@ -646,6 +646,7 @@ func (c *cycle) readDeletedChunk(ctx context.Context, ar ArchivedReader, obj map
 		if v := o.Properties[obj.IDProperty]; v != "" {
 			for _, t := range byID[id] {
 				t.change.MatchField, t.change.MatchValue = obj.IDField, v
+				t.change.ObjectCreatedAt = o.CreatedAt
 			}
 		}
 	}

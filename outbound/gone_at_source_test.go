@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -658,4 +659,46 @@ func TestHubSpotDeleteDuringCreateRetry(t *testing.T) {
 			t.Errorf("R at the end: %v; want it deleted", err)
 		}
 	})
+}
+
+// TestHubSpotDeleteAndRecreateDuringCreateRetry: as
+// TestHubSpotDeleteDuringCreateRetry, but a HubSpot user also makes a new
+// contact Z with R's email before the retry's upsert, which finds Z by the
+// email and writes over it rather than making an object. Z is the user's,
+// not one hubsync made: it must not be archived.
+func TestHubSpotDeleteAndRecreateDuringCreateRetry(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	in := b.inboundSide(t)
+	if _, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"}); err != nil {
+		t.Fatal(err)
+	}
+	var zID string
+	hs := &lostThenHooked{HubSpot: b.client}
+	hs.before = func() {
+		objs := live(b, "contacts")
+		if len(objs) != 1 {
+			t.Errorf("HubSpot contacts before the retry: %v; want the one the lost create made", objs)
+			return
+		}
+		if err := b.sim.UserDelete("contacts", objs[0]); err != nil {
+			t.Error(err)
+			return
+		}
+		deliverInbound(ctx, t, b, in)
+		b.clock.Advance(time.Second)
+		var err error
+		if zID, err = b.sim.UserCreate("contacts", map[string]string{"email": "ada@example.com", "firstname": "Zed"}); err != nil {
+			t.Error(err)
+		}
+	}
+	b.drain(t, b.worker(t, func(c *outbound.Config) { c.HubSpot = hs }))
+	deliverInbound(ctx, t, b, in)
+	b.drain(t, b.worker(t, nil))
+	if zID == "" {
+		t.Fatal("Z was not made (test setup)")
+	}
+	if objs := live(b, "contacts"); !slices.Contains(objs, zID) {
+		t.Errorf("HubSpot's live contacts %v; want the user's Z (%s) kept", objs, zID)
+	}
 }

@@ -386,7 +386,44 @@ func (t *recordTx) overwritten(ctx context.Context, destination, objectType, id,
 	return "", nil
 }
 
-var _ apply.UnrecordedWrites = (*recordTx)(nil)
+var (
+	_ apply.UnrecordedWrites  = (*recordTx)(nil)
+	_ apply.UnrecordedCreates = (*recordTx)(nil)
+)
+
+// madeSkew is the clock skew MayHaveMade allows between this database's
+// clock (a record's creation) and the source's (an object's creation).
+const madeSkew = time.Minute
+
+// LinkMade implements apply.UnrecordedCreates for a record locked by
+// LockRecord: its link is read as it is now (record_link_now), so a link
+// the write's retry committed after the record was matched is seen, and the
+// link is inserted, never moved (links.LinkNewTx), so one committed after
+// that read fails the change, which is retried.
+func (t *recordTx) LinkMade(ctx context.Context, destination, objectType, id, externalID string, createdAt time.Time) (bool, error) {
+	rec, err := t.lockedRecord(objectType, id)
+	if err != nil {
+		return false, err
+	}
+	if createdAt.Before(rec.CreatedAt.Add(-madeSkew)) {
+		return false, nil // the object is older than the record
+	}
+	if written, err := t.MayHaveWritten(ctx, destination, objectType, id); err != nil || !written {
+		return false, err
+	}
+	var one int
+	err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_link_now"), destination, objectType, id).Scan(&one)
+	switch {
+	case err == nil:
+		return false, nil // linked meanwhile: the write was recorded
+	case !errors.Is(err, sql.ErrNoRows):
+		return false, fmt.Errorf("records: the link of %s/%s: %w", objectType, id, err)
+	}
+	if err := t.s.links.LinkNewTx(ctx, t.tx.Tx, destination, objectType, id, externalID); err != nil {
+		return false, fmt.Errorf("records: %w", err)
+	}
+	return true, nil
+}
 
 // MayHaveWritten reports whether a write of the record to destination may
 // have reached it unrecorded: one of its outbound events for destination was

@@ -23,13 +23,17 @@ import (
 // (outbound.Config.LocalRecords): a record deleted while its create was
 // in flight had no link for Delete to tombstone, and a HubSpot change of
 // the new object would otherwise bring the record back before the
-// deletion, queued after the create, archives the object. A record that
-// destination's own change deleted (HubSpot deleted the object an earlier,
-// answer-lost attempt of the create made) has no deletion queued for it:
-// this queues the one that archives the new object (archiveMadeAfterTx).
+// deletion, queued after the create, archives the object. A record of
+// created (the write made its object, rather than finding one by its id
+// property and writing over it) that destination's own change deleted
+// (HubSpot deleted the object an earlier, answer-lost attempt of the create
+// made) has no deletion queued for it: this queues the one that archives
+// the new object (archiveMadeAfterTx). An object found and written over is
+// someone else's (a contact a HubSpot user made again with the email, say),
+// and is not archived.
 // Each record's row is locked as a deletion locks it, so a deletion in
 // flight is waited for: either it sees the link, or this sees the deletion.
-func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error) {
+func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string, created []string) ([]string, error) {
 	if len(linked) == 0 {
 		return nil, nil
 	}
@@ -59,8 +63,10 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 			}); err != nil {
 				return fmt.Errorf("records: %w", err)
 			}
-			if err := s.archiveMadeAfterTx(ctx, tx, destination, objectType, id, v); err != nil {
-				return err
+			if slices.Contains(created, id) {
+				if err := s.archiveMadeAfterTx(ctx, tx, destination, objectType, id, v); err != nil {
+					return err
+				}
 			}
 			gone = append(gone, id)
 		}

@@ -2,6 +2,7 @@ package records
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"slices"
@@ -444,10 +445,12 @@ func TestSourceDeletionRequeuesItsDeadLetters(t *testing.T) {
 }
 
 // TestDeletionOfAnUnrecordedCreate: HubSpot deleted an object (7) that no
-// record is linked to, and the SyncWorker read its email. The record with no
-// link that has that email is deleted when its create was handed to a
-// worker (it may have made 7 with its answer lost); a record whose create
-// no worker has claimed cannot have made it and stays. UnknownIDs names 7
+// record is linked to, and the SyncWorker read its email and creation time.
+// The record with no link that has that email is deleted when its create
+// was handed to a worker (it may have made 7 with its answer lost). A record
+// whose create no worker has claimed cannot have made it, nor one created
+// here after the object (an old HubSpot contact hubsync never saw, with the
+// email of a new record whose create failed): both stay. UnknownIDs names 7
 // as unknown, not a linked id (9) or a tombstoned one (8).
 func TestDeletionOfAnUnrecordedCreate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
@@ -460,26 +463,75 @@ func TestDeletionOfAnUnrecordedCreate(t *testing.T) {
 		if err != nil || !slices.Equal(unknown, []string{"7"}) {
 			t.Fatalf("UnknownIDs = %v, %v; want [7]", unknown, err)
 		}
-		made := inFlightContacts(t, b, "ada@example.com")[0]
+		inFlight := inFlightContacts(t, b, "ada@example.com", "carl@example.com")
+		made, younger := inFlight[0], inFlight[1]
 		unclaimed, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "bob@example.com"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		del := change(store.EventDelete, "7", at.Add(time.Second), nil)
-		del.MatchField, del.MatchValue = "email", "ada@example.com"
-		if res := mustApply(t, b, del); res.Outcome != apply.Deleted || res.RecordID != made {
+		created := b.clock.Now() // the objects' creation, as HubSpot stamps it
+		deletion := func(ext, email string, createdAt time.Time) apply.Change {
+			ch := change(store.EventDelete, ext, at.Add(time.Second), nil)
+			ch.MatchField, ch.MatchValue, ch.ObjectCreatedAt = "email", email, createdAt
+			return ch
+		}
+		if res := mustApply(t, b, deletion("7", "ada@example.com", created)); res.Outcome != apply.Deleted || res.RecordID != made {
 			t.Errorf("deletion of 7 (ada@) = %+v; want %s deleted", res, made)
 		}
 		if _, err := b.svc.Get(ctx, "contacts", made); !errors.Is(err, ErrNotFound) {
 			t.Errorf("the record whose create made 7: %v; want it deleted", err)
 		}
-		other := change(store.EventDelete, "6", at.Add(time.Second), nil)
-		other.MatchField, other.MatchValue = "email", "bob@example.com"
-		if res := mustApply(t, b, other); res.Outcome != apply.Ignored {
-			t.Errorf("deletion of 6 (bob@) = %+v; want it ignored", res)
+		// Linked to 7, as any record HubSpot deleted: a later privacy
+		// deletion or restore of 7 finds it.
+		if owner, ok, err := b.links.LookupRecord(ctx, "hubspot", "contacts", "7"); err != nil || !ok || owner != made {
+			t.Errorf("7's record = %q, %v, %v; want %s", owner, ok, err, made)
 		}
-		if _, err := b.svc.Get(ctx, "contacts", unclaimed.ID); err != nil {
-			t.Errorf("the record whose create no worker claimed: %v; want it kept", err)
+		for _, ch := range []apply.Change{
+			deletion("6", "bob@example.com", created),
+			deletion("5", "carl@example.com", created.Add(-time.Hour)),
+		} {
+			if res := mustApply(t, b, ch); res.Outcome != apply.Ignored {
+				t.Errorf("deletion of %s (%s) = %+v; want it ignored", ch.ExternalID, ch.MatchValue, res)
+			}
+		}
+		for what, id := range map[string]string{"whose create no worker claimed": unclaimed.ID, "younger than the object": younger} {
+			if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
+				t.Errorf("the record %s: %v; want it kept", what, err)
+			}
+		}
+	})
+}
+
+// TestDeletionOfAnUnrecordedCreateLinkedMeanwhile: the create's retry
+// stores the record's link (to the new object it made) after the deletion
+// of the old object matched the record and before its lock was taken: the
+// deletion must see the link and leave the record, whose write was recorded.
+// (SQLite's write transactions are serial: the link waits or comes first.)
+func TestDeletionOfAnUnrecordedCreateLinkedMeanwhile(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		if d == store.SQLite {
+			t.Skip("serial write transactions: no interleaving")
+		}
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		id := inFlightContacts(t, b, "ada@example.com")[0]
+		b.svc.testLocked = func(_ *sql.Tx, _, locked string) {
+			if locked != id {
+				return
+			}
+			b.svc.testLocked = nil
+			if err := b.links.Link(ctx, "hubspot", "contacts", id, "8"); err != nil {
+				t.Errorf("the retry's link: %v", err)
+			}
+		}
+		del := change(store.EventDelete, "7", at, nil)
+		del.MatchField, del.MatchValue, del.ObjectCreatedAt = "email", "ada@example.com", b.clock.Now()
+		if res := mustApply(t, b, del); res.Outcome != apply.Ignored {
+			t.Errorf("deletion of 7 = %+v; want it ignored: the record was linked meanwhile", res)
+		}
+		if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
+			t.Errorf("the record linked meanwhile: %v; want it kept", err)
 		}
 	})
 }
