@@ -449,7 +449,7 @@ func (r run) deleteUnrecorded(ctx context.Context, ch Change, at time.Time, priv
 	if err != nil || !exists {
 		return Result{Outcome: Ignored}, err
 	}
-	made, err := uc.LinkMade(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID, ch.ObjectCreatedAt)
+	made, err := uc.LinkMade(ctx, ch.Source, ch.ObjectType, id, ch.ExternalID, ch.ObjectCreatedAt, at)
 	if err != nil || !made {
 		return Result{Outcome: Ignored}, err
 	}

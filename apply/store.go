@@ -165,7 +165,9 @@ type UnrecordedWrites interface {
 // answer lost (LinkMade): a write of it was handed to a worker
 // (UnrecordedWrites), the record existed by then (allowing for clock skew,
 // its creation here no later than createdAt, the object's, plus a minute),
-// and it has no link now, read after LockRecord (a link the write's retry
+// no write of it was handed to a worker since deletedAt (one may have made
+// another object, which nothing here finds: the record then stays, and its
+// retry finds that object by its id property), and it has no link now, read after LockRecord (a link the write's retry
 // stored meanwhile says the write was recorded; one stored concurrently
 // makes the link fail, and the change is retried). It reports whether it
 // linked. A deletion of an object no record is linked to deletes the record
@@ -173,7 +175,7 @@ type UnrecordedWrites interface {
 // later privacy deletion or restore of the object finds it); without
 // UnrecordedCreates, none.
 type UnrecordedCreates interface {
-	LinkMade(ctx context.Context, source, objectType, id, externalID string, createdAt time.Time) (bool, error)
+	LinkMade(ctx context.Context, source, objectType, id, externalID string, createdAt, deletedAt time.Time) (bool, error)
 }
 
 // UnknownIDs is an Applier that tells which external ids it knows nothing

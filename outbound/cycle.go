@@ -909,7 +909,6 @@ func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
 		settled[r] = true
 		ids[r] = obj.ID
 		r.answeredAt = obj.UpdatedAt
-		r.created = op == OpCreate || obj.New
 		ok = append(ok, r)
 	}
 	c.succeed(ok, ids)
@@ -1207,14 +1206,10 @@ func (c *cycle) deletedMeanwhile(recs []*RecordPlan, ids map[*RecordPlan]string)
 	defer cancel()
 	for _, t := range types {
 		linked := make(map[string]string, len(byType[t]))
-		var created []string
 		for _, r := range byType[t] {
 			linked[r.Key.RecordID] = ids[r]
-			if r.created {
-				created = append(created, r.Key.RecordID)
-			}
 		}
-		gone, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, t, linked, created)
+		gone, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, t, linked)
 		if err != nil {
 			c.errs = append(c.errs, fmt.Errorf("outbound: check %d %s records just linked for deletions: %w", len(linked), t, err))
 			continue

@@ -103,9 +103,6 @@ type RecordPlan struct {
 	Superseded bool
 	// answeredAt is HubSpot's updatedAt in the answer to the record's write.
 	answeredAt time.Time
-	// created says the answer's object was made by the record's write (a
-	// create, or an upsert answered new), not found and written over.
-	created bool
 	// Next is the state HubSpot holds once the plan's write (or OpNone)
 	// succeeds, for the worker to record (links.PushedMany); nil when there is
 	// nothing to record (a failure, a superseded event, no known HubSpot id).

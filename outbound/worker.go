@@ -152,10 +152,8 @@ var _ HubSpot = (*hubspot.Client)(nil)
 type LocalRecords interface {
 	// TombstoneDeleted keeps a local-delete tombstone of the HubSpot id of
 	// each record of linked (record id → HubSpot id) deleted here, waiting
-	// for a deletion in flight, and returns those records' ids. For a
-	// record of created (the write made its object) that HubSpot's own
-	// change deleted, it also queues the new object's archive.
-	TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string, created []string) ([]string, error)
+	// for a deletion in flight, and returns those records' ids.
+	TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error)
 	// Deleted reports whether the record is deleted here.
 	Deleted(ctx context.Context, objectType, recordID string) (bool, error)
 	// CurrentFields returns the fields of the records of ids that exist.

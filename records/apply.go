@@ -391,16 +391,23 @@ var (
 	_ apply.UnrecordedCreates = (*recordTx)(nil)
 )
 
-// madeSkew is the clock skew MayHaveMade allows between this database's
-// clock (a record's creation) and the source's (an object's creation).
-const madeSkew = time.Minute
+// madeSkew is the clock skew LinkMade allows between this database's clock
+// (a record's creation) and the source's (an object's creation): the record
+// may be that much younger than the object. handedSkew is the one it allows
+// the other way (a write handed to a worker that much before the object's
+// deletion counts as after it): the smaller, since a write after the
+// deletion left unseen is the worse mistake (LinkMade).
+const (
+	madeSkew   = time.Minute
+	handedSkew = 5 * time.Second
+)
 
 // LinkMade implements apply.UnrecordedCreates for a record locked by
 // LockRecord: its link is read as it is now (record_link_now), so a link
 // the write's retry committed after the record was matched is seen, and the
 // link is inserted, never moved (links.LinkNewTx), so one committed after
 // that read fails the change, which is retried.
-func (t *recordTx) LinkMade(ctx context.Context, destination, objectType, id, externalID string, createdAt time.Time) (bool, error) {
+func (t *recordTx) LinkMade(ctx context.Context, destination, objectType, id, externalID string, createdAt, deletedAt time.Time) (bool, error) {
 	rec, err := t.lockedRecord(objectType, id)
 	if err != nil {
 		return false, err
@@ -408,8 +415,15 @@ func (t *recordTx) LinkMade(ctx context.Context, destination, objectType, id, ex
 	if createdAt.Before(rec.CreatedAt.Add(-madeSkew)) {
 		return false, nil // the object is older than the record
 	}
-	if written, err := t.MayHaveWritten(ctx, destination, objectType, id); err != nil || !written {
-		return false, err
+	var handed time.Time
+	err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_last_handed"), destination, objectType, id).Scan(dialectsql.TimeDest(&handed))
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil // no write of it may have reached the destination
+	case err != nil:
+		return false, fmt.Errorf("records: the writes of %s/%s: %w", objectType, id, err)
+	case !handed.Before(deletedAt.Add(-handedSkew)):
+		return false, nil // a write since the deletion may have made another object
 	}
 	var one int
 	err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_link_now"), destination, objectType, id).Scan(&one)

@@ -11,8 +11,6 @@ import (
 
 	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/links"
-	"github.com/hubsync/hubsync/outbox"
-	"github.com/hubsync/hubsync/store"
 )
 
 // TombstoneDeleted keeps, for each record of linked (record id → the
@@ -23,17 +21,10 @@ import (
 // (outbound.Config.LocalRecords): a record deleted while its create was
 // in flight had no link for Delete to tombstone, and a HubSpot change of
 // the new object would otherwise bring the record back before the
-// deletion, queued after the create, archives the object. A record of
-// created (the write made its object, rather than finding one by its id
-// property and writing over it) that destination's own change deleted
-// (HubSpot deleted the object an earlier, answer-lost attempt of the create
-// made) has no deletion queued for it: this queues the one that archives
-// the new object (archiveMadeAfterTx). An object found and written over is
-// someone else's (a contact a HubSpot user made again with the email, say),
-// and is not archived.
-// Each record's row is locked as a deletion locks it, so a deletion in
-// flight is waited for: either it sees the link, or this sees the deletion.
-func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string, created []string) ([]string, error) {
+// deletion, queued after the create, archives the object. Each record's
+// row is locked as a deletion locks it, so a deletion in flight is waited
+// for: either it sees the link, or this sees the deletion.
+func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error) {
 	if len(linked) == 0 {
 		return nil, nil
 	}
@@ -51,8 +42,7 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 			case !errors.Is(err, sql.ErrNoRows):
 				return fmt.Errorf("records: lock %s/%s: %w", objectType, id, err)
 			}
-			v, err := s.goneVersion(ctx, tx, "record_gone_get_current", objectType, id)
-			if err != nil {
+			if v, err := s.goneVersion(ctx, tx, "record_gone_get_current", objectType, id); err != nil {
 				return err
 			} else if v == 0 {
 				continue // never a record of this service's: not deleted here
@@ -63,11 +53,6 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 			}); err != nil {
 				return fmt.Errorf("records: %w", err)
 			}
-			if slices.Contains(created, id) {
-				if err := s.archiveMadeAfterTx(ctx, tx, destination, objectType, id, v); err != nil {
-					return err
-				}
-			}
 			gone = append(gone, id)
 		}
 		return nil
@@ -76,41 +61,6 @@ func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType 
 		return nil, err
 	}
 	return gone, nil
-}
-
-// archiveMadeAfterTx queues, for a record destination's own change deleted
-// (no deletion of it was queued for destination: anti-loop), the deletion
-// that archives the object a write of the record made there meanwhile: a
-// create's retry under way while the change (the deletion of the object an
-// earlier attempt made, its answer lost) was applied, which upserted the
-// object again. A record the application deleted has its deletion queued
-// already, behind the create. version is the deleted record's.
-func (s *Service) archiveMadeAfterTx(ctx context.Context, tx *writeTx, destination, objectType, id string, version int64) error {
-	var one int
-	err := tx.QueryRowContext(ctx, s.q.Get("record_outbound_delete"), objectType, id, destination).Scan(&one)
-	switch {
-	case err == nil:
-		return nil
-	case !errors.Is(err, sql.ErrNoRows):
-		return fmt.Errorf("records: the deletion of %s/%s for %s: %w", objectType, id, destination, err)
-	}
-	payload, err := outbox.Snapshot{ID: id, Version: version, Fields: map[string]any{}}.Marshal()
-	if err != nil {
-		return err
-	}
-	res, err := outbox.EnqueueTx(ctx, s.st, tx.Tx, store.OutboundEvent{
-		ID: newID(), Destination: destination, ObjectType: objectType, RecordID: id,
-		EventType: store.EventDelete, Payload: payload,
-	})
-	if err != nil {
-		return fmt.Errorf("records: %w", err)
-	}
-	if res.Inserted {
-		tx.enqueued = append(tx.enqueued, res.ID)
-		s.log.Info("records: the record was deleted by its destination's change while a write of it made a new object there; queued that object's archive",
-			"record", objectType+"/"+id, "destination", destination)
-	}
-	return nil
 }
 
 // Deleted reports whether record id of objectType is deleted here: it has

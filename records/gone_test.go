@@ -74,7 +74,7 @@ func TestTombstoneDeletedSeesTheDeletionItWaitedFor(t *testing.T) {
 		}
 		checked := make(chan result, 1)
 		go func() {
-			g, err := b.svc.TombstoneDeleted(ctx, "hubspot", "contacts", map[string]string{first.ID: "111", rec.ID: "222"}, nil)
+			g, err := b.svc.TombstoneDeleted(ctx, "hubspot", "contacts", map[string]string{first.ID: "111", rec.ID: "222"})
 			checked <- result{g, err}
 		}()
 		testwait.For(t, "the check waits for the deletion's row", func() bool { return waitingIn(t, b, "SELECT 1 FROM hubsync_record") })
