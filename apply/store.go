@@ -162,18 +162,20 @@ type UnrecordedWrites interface {
 
 // UnrecordedCreates is a RecordTx that links a record to an object the
 // source deleted when a write of the record may have made that object, its
-// answer lost (LinkMade): a write of it was handed to a worker
-// (UnrecordedWrites), the record existed by then (allowing for clock skew,
-// its creation here no later than createdAt, the object's, plus a minute),
-// no write of it was handed to a worker since deletedAt (one may have made
-// another object, which nothing here finds: the record then stays, and its
-// retry finds that object by its id property), and it has no link now, read after LockRecord (a link the write's retry
-// stored meanwhile says the write was recorded; one stored concurrently
-// makes the link fail, and the change is retried). It reports whether it
-// linked. A deletion of an object no record is linked to deletes the record
-// it links, which is then a record HubSpot deleted like any linked one (a
-// later privacy deletion or restore of the object finds it); without
-// UnrecordedCreates, none.
+// answer lost (LinkMade): an unfinished write of it was handed to a worker
+// (a dead-lettered one, most often the source's refusal, does not count),
+// the record existed by then (allowing for clock skew, its creation here no
+// later than createdAt, the object's, plus a minute), no write of it was in
+// a worker's hands since deletedAt (one may have made another object, which
+// nothing here finds: the record then stays, and its retry finds that
+// object by its id property), no worker can claim one before the change
+// commits, and it has no link now, read after LockRecord (a link the
+// write's retry stored meanwhile says the write was recorded; one stored
+// concurrently makes the link fail, and the change is retried). It reports
+// whether it linked. A deletion of an object no record is linked to deletes
+// the record it links, which is then a record HubSpot deleted like any
+// linked one (a later privacy deletion or restore of the object finds it);
+// without UnrecordedCreates, none.
 type UnrecordedCreates interface {
 	LinkMade(ctx context.Context, source, objectType, id, externalID string, createdAt, deletedAt time.Time) (bool, error)
 }

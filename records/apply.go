@@ -391,6 +391,45 @@ var (
 	_ apply.UnrecordedCreates = (*recordTx)(nil)
 )
 
+// lastHanded returns when an unfinished write of record id to destination
+// that a worker claimed was last in a worker's hands: the latest
+// LastModifiedDate of such events (a claim, a lease extension, a release or
+// a retry), or the end of the lease of one held now or by a worker that
+// died (no call of it is answered later). ok is false when there is none: a
+// dead-lettered write is not counted, since most end with HubSpot's refusal,
+// and one retried only by an operator. The events are locked (PostgreSQL,
+// MySQL), so no claim of them commits before the caller's transaction.
+func (t *recordTx) lastHanded(ctx context.Context, destination, objectType, id string) (last time.Time, ok bool, err error) {
+	rows, err := t.tx.QueryContext(ctx, t.s.q.Get("record_open_writes"), destination, objectType, id)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("records: the writes of %s/%s: %w", objectType, id, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var status string
+		var attempt int
+		var modified time.Time
+		var lease *time.Time
+		if err := rows.Scan(&status, &attempt, dialectsql.TimeDest(&modified), dialectsql.NullTimeDest(&lease)); err != nil {
+			return time.Time{}, false, fmt.Errorf("records: the writes of %s/%s: %w", objectType, id, err)
+		}
+		if attempt == 0 {
+			continue // never handed to a worker
+		}
+		ok = true
+		if status == string(store.StatusProcessing) && lease != nil && lease.After(modified) {
+			modified = *lease
+		}
+		if modified.After(last) {
+			last = modified
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return time.Time{}, false, fmt.Errorf("records: the writes of %s/%s: %w", objectType, id, err)
+	}
+	return last, ok, nil
+}
+
 // madeSkew is the clock skew LinkMade allows between this database's clock
 // (a record's creation) and the source's (an object's creation): the record
 // may be that much younger than the object. handedSkew is the one it allows
@@ -415,13 +454,15 @@ func (t *recordTx) LinkMade(ctx context.Context, destination, objectType, id, ex
 	if createdAt.Before(rec.CreatedAt.Add(-madeSkew)) {
 		return false, nil // the object is older than the record
 	}
-	var handed time.Time
-	err = t.tx.QueryRowContext(ctx, t.s.q.Get("record_last_handed"), destination, objectType, id).Scan(dialectsql.TimeDest(&handed))
+	handed, ok, err := t.lastHanded(ctx, destination, objectType, id)
+	if t.s.testHanded != nil {
+		t.s.testHanded()
+	}
 	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return false, nil // no write of it may have reached the destination
 	case err != nil:
-		return false, fmt.Errorf("records: the writes of %s/%s: %w", objectType, id, err)
+		return false, err
+	case !ok:
+		return false, nil // no unfinished write of it may have reached the destination
 	case !handed.Before(deletedAt.Add(-handedSkew)):
 		return false, nil // a write since the deletion may have made another object
 	}

@@ -450,7 +450,8 @@ func TestSourceDeletionRequeuesItsDeadLetters(t *testing.T) {
 // was handed to a worker (it may have made 7 with its answer lost). A record
 // whose create no worker has claimed cannot have made it, nor one created
 // here after the object (an old HubSpot contact hubsync never saw, with the
-// email of a new record whose create failed): both stay. UnknownIDs names 7
+// email of a new record whose create failed), nor one whose create was
+// dead-lettered (most often HubSpot's refusal): they stay. UnknownIDs names 7
 // as unknown, not a linked id (9) or a tombstoned one (8).
 func TestDeletionOfAnUnrecordedCreate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
@@ -463,6 +464,18 @@ func TestDeletionOfAnUnrecordedCreate(t *testing.T) {
 		if err != nil || !slices.Equal(unknown, []string{"7"}) {
 			t.Fatalf("UnknownIDs = %v, %v; want [7]", unknown, err)
 		}
+		// A create HubSpot refused (dead-lettered): it never made an object.
+		dan, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "dan@example.com"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refused := dan.ID
+		if err := failAll(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if evs, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: "hubspot"}); err != nil || len(evs) != 1 {
+			t.Fatalf("dead letters: %d, %v; want the refused create (test setup)", len(evs), err)
+		}
 		inFlight := inFlightContacts(t, b, "ada@example.com", "carl@example.com")
 		made, younger := inFlight[0], inFlight[1]
 		unclaimed, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "bob@example.com"})
@@ -470,8 +483,11 @@ func TestDeletionOfAnUnrecordedCreate(t *testing.T) {
 			t.Fatal(err)
 		}
 		created := b.clock.Now() // the objects' creation, as HubSpot stamps it
+		// After the creates' leases (a minute, from their claims) ended:
+		// the worker that held them is gone, and no call of theirs is
+		// answered later.
 		deletion := func(ext, email string, createdAt time.Time) apply.Change {
-			ch := change(store.EventDelete, ext, at.Add(time.Second), nil)
+			ch := change(store.EventDelete, ext, at.Add(10*time.Second), nil)
 			ch.MatchField, ch.MatchValue, ch.ObjectCreatedAt = "email", email, createdAt
 			return ch
 		}
@@ -489,12 +505,13 @@ func TestDeletionOfAnUnrecordedCreate(t *testing.T) {
 		for _, ch := range []apply.Change{
 			deletion("6", "bob@example.com", created),
 			deletion("5", "carl@example.com", created.Add(-time.Hour)),
+			deletion("4", "dan@example.com", created),
 		} {
 			if res := mustApply(t, b, ch); res.Outcome != apply.Ignored {
 				t.Errorf("deletion of %s (%s) = %+v; want it ignored", ch.ExternalID, ch.MatchValue, res)
 			}
 		}
-		for what, id := range map[string]string{"whose create no worker claimed": unclaimed.ID, "younger than the object": younger} {
+		for what, id := range map[string]string{"whose create no worker claimed": unclaimed.ID, "younger than the object": younger, "whose create HubSpot refused": refused} {
 			if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
 				t.Errorf("the record %s: %v; want it kept", what, err)
 			}
@@ -525,7 +542,7 @@ func TestDeletionOfAnUnrecordedCreateLinkedMeanwhile(t *testing.T) {
 				t.Errorf("the retry's link: %v", err)
 			}
 		}
-		del := change(store.EventDelete, "7", at, nil)
+		del := change(store.EventDelete, "7", at.Add(10*time.Second), nil) // after the create's lease
 		del.MatchField, del.MatchValue, del.ObjectCreatedAt = "email", "ada@example.com", b.clock.Now()
 		if res := mustApply(t, b, del); res.Outcome != apply.Ignored {
 			t.Errorf("deletion of 7 = %+v; want it ignored: the record was linked meanwhile", res)
@@ -534,4 +551,80 @@ func TestDeletionOfAnUnrecordedCreateLinkedMeanwhile(t *testing.T) {
 			t.Errorf("the record linked meanwhile: %v; want it kept", err)
 		}
 	})
+}
+
+// TestDeletionOfAnUnrecordedCreateClaimedMeanwhile: the create's retry is
+// claimed by a worker while the deletion of the object its lost first
+// attempt made is applied. Claimed before the deletion reads the record's
+// writes, it is seen (a write handed to a worker since the deletion: the
+// record stays); claimed after, it must wait for the deletion's commit (the
+// read locked the writes; a claim skips them), after which the worker finds
+// the record deleted by HubSpot.
+func TestDeletionOfAnUnrecordedCreateClaimedMeanwhile(t *testing.T) {
+	for _, before := range []bool{true, false} {
+		t.Run(fmt.Sprintf("claimedBeforeTheRead=%v", before), func(t *testing.T) {
+			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+				if d == store.SQLite {
+					t.Skip("serial write transactions: no interleaving")
+				}
+				b := setup(t, d, Config{})
+				ctx := context.Background()
+				r, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				created := b.clock.Now()
+				// The first attempt: claimed, its answer lost, its worker gone.
+				if evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Second, Owner: "w1"}); err != nil || len(evs) != 1 {
+					t.Fatalf("claim: %d events, %v", len(evs), err)
+				}
+				deletedAt := b.clock.Now().Add(time.Minute)
+				b.clock.Advance(time.Minute + 10*time.Second) // applied 10 s after it happened
+				claimed := -1
+				claim := func() {
+					b.svc.testLocked, b.svc.testHanded = nil, nil
+					evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w2"})
+					if err != nil {
+						t.Errorf("the retry's claim: %v", err)
+					}
+					claimed = len(evs)
+				}
+				if before {
+					b.svc.testLocked = func(*sql.Tx, string, string) { claim() }
+				} else {
+					b.svc.testHanded = claim
+				}
+				del := change(store.EventDelete, "7", deletedAt, nil)
+				del.MatchField, del.MatchValue, del.ObjectCreatedAt = "email", "ada@example.com", created
+				res := mustApply(t, b, del)
+				switch {
+				case before && (claimed != 1 || res.Outcome != apply.Ignored):
+					t.Errorf("retry claimed before the read: %d claimed, deletion %v; want 1 claimed and the deletion ignored", claimed, res.Outcome)
+				case !before && (claimed != 0 || res.Outcome != apply.Deleted):
+					t.Errorf("retry claimed after the read: %d claimed, deletion %v; want none claimed (locked) and the record deleted", claimed, res.Outcome)
+				}
+				if !before {
+					gone, err := b.svc.DeletedAtSource(ctx, "hubspot", "contacts", []string{r.ID})
+					if err != nil || !slices.Contains(gone, r.ID) {
+						t.Errorf("DeletedAtSource after the deletion = %v, %v; want the record, so its retry writes nothing", gone, err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// failAll dead-letters every outbound event workers hold (Fail), as a worker
+// does with HubSpot's refusal.
+func failAll(ctx context.Context, b *bundle) error {
+	evs, err := b.st.Outbound().Claim(ctx, store.ClaimParams{Key: "hubspot", Limit: 10, LeaseDuration: time.Minute, Owner: "w"})
+	if err != nil {
+		return err
+	}
+	for _, ev := range evs {
+		if err := b.st.Outbound().Fail(ctx, ev.Lease(), "HubSpot refused the record"); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -185,6 +185,9 @@ type Service struct {
 	// testLookedUp, set by tests only, runs in an apply's transaction right
 	// after it found no record linked to an external id.
 	testLookedUp func(objectType, externalID string)
+	// testHanded, set by tests only, runs in an apply's transaction right
+	// after it read (and locked) a record's unfinished writes (LinkMade).
+	testHanded func()
 }
 
 // New returns a records service on st's database, which must have hubsync's
