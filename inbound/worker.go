@@ -512,26 +512,12 @@ func deref(s *string) string {
 // hubspot.MaxBatchInputs ids per call and one budget token per call, and
 // returns the tasks ready to apply.
 func (c *cycle) fetch(ctx context.Context, tasks []*task) []*task {
-	byType := map[string][]*task{}
-	var types []string
-	for _, t := range tasks {
-		if _, ok := byType[t.obj.ObjectType]; !ok {
-			types = append(types, t.obj.ObjectType)
-		}
-		byType[t.obj.ObjectType] = append(byType[t.obj.ObjectType], t)
-	}
+	types, byType := groupTasks(tasks, func(t *task) string { return t.obj.ObjectType })
 	var ready []*task
 	for _, typ := range types {
 		ts := byType[typ]
-		byID := map[string][]*task{}
-		var ids []string
-		for _, t := range ts {
-			id := t.change.ExternalID // a merge's survivor; else the event's object
-			if _, ok := byID[id]; !ok {
-				ids = append(ids, id)
-			}
-			byID[id] = append(byID[id], t)
-		}
+		// A merge's survivor; else the event's object.
+		ids, byID := groupTasks(ts, func(t *task) string { return t.change.ExternalID })
 		for chunk := range slices.Chunk(ids, hubspot.MaxBatchInputs) {
 			if ctx.Err() != nil {
 				return ready // finish releases the rest
@@ -568,28 +554,14 @@ func (c *cycle) readDeleted(ctx context.Context, tasks []*task) []*task {
 	if !ok || !ok2 {
 		return tasks
 	}
-	byType := map[string][]*task{}
-	var types []string
-	for _, t := range tasks {
-		if t.ev.EventType != store.EventDelete || t.obj.IDProperty == "" || t.change.MatchValue != "" {
-			continue
-		}
-		if _, seen := byType[t.obj.ObjectType]; !seen {
-			types = append(types, t.obj.ObjectType)
-		}
-		byType[t.obj.ObjectType] = append(byType[t.obj.ObjectType], t)
-	}
+	deletions := slices.DeleteFunc(slices.Clone(tasks), func(t *task) bool {
+		return t.ev.EventType != store.EventDelete || t.obj.IDProperty == "" || t.change.MatchValue != ""
+	})
+	types, byType := groupTasks(deletions, func(t *task) string { return t.obj.ObjectType })
 	dropped := map[*task]bool{}
 	for _, typ := range types {
 		ts := byType[typ]
-		byID := map[string][]*task{}
-		var ids []string
-		for _, t := range ts {
-			if _, ok := byID[t.change.ExternalID]; !ok {
-				ids = append(ids, t.change.ExternalID)
-			}
-			byID[t.change.ExternalID] = append(byID[t.change.ExternalID], t)
-		}
+		ids, byID := groupTasks(ts, func(t *task) string { return t.change.ExternalID })
 		unknown, err := uk.UnknownIDs(ctx, c.w.cfg.Source, typ, ids)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -651,6 +623,19 @@ func (c *cycle) readDeletedChunk(ctx context.Context, ar ArchivedReader, obj map
 		}
 	}
 	return true
+}
+
+// groupTasks groups tasks by key, in the order each key first appears.
+func groupTasks(tasks []*task, key func(*task) string) (keys []string, groups map[string][]*task) {
+	groups = map[string][]*task{}
+	for _, t := range tasks {
+		k := key(t)
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], t)
+	}
+	return keys, groups
 }
 
 // upsertsByEmail reports whether obj's objects are matched by their email
