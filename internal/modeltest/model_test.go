@@ -76,15 +76,21 @@ const (
 	// same way (outbound TestMergeAwayBeforeCreateRetry; seeds 3158 and
 	// 4944); a merge into such a contact matches it by email (apply
 	// TestMergeIntoAnUnlinkedSurvivor), and so is a chain of merges of
-	// unrecorded contacts (records TestMergeChainOfUnrecordedCreates).
-	// Still gated as a whole: seed 3158 with -model.gaps=none fails in some
-	// runs. Two contacts whose creates were lost in one batch are merged
-	// into each other, then retried in one batch: both upserts land on the
-	// survivor, the records race for its link (storePushed writes them one
-	// by one, in parallel), and when the merged-away contact's record wins,
-	// the other dead-letters as a link conflict that no merge webhook finds:
-	// the winner's upsert made its email the survivor's, and the simulator
-	// then keeps the loser's nowhere.
+	// unrecorded contacts (records TestMergeChainOfUnrecordedCreates). A
+	// deletion applied before the retry reads the deleted object and takes
+	// the record when no write of it was in a worker's hands since (outbound
+	// TestHubSpotDeleteOfAnUnrecordedCreate); otherwise the record stays and
+	// the retry makes the object again, consistent on both sides
+	// (TestHubSpotDeleteBetweenLostAttempts; seed 2267). With
+	// -model.gaps=none, 4000 seeds fail only seed 3158, so the gap stays
+	// gated as a whole. There, two contacts whose creates were lost in one
+	// batch are merged into each other, then retried in one batch: both
+	// upserts land on the survivor, the records race for its link
+	// (storePushed writes them one by one, in parallel), and when the
+	// merged-away contact's record wins, the other dead-letters as a link
+	// conflict that no merge webhook finds: the winner's upsert made its
+	// email the survivor's, and the simulator then keeps the loser's
+	// nowhere.
 	gapUnrecordedGone = 104
 )
 
