@@ -431,11 +431,11 @@ func (r run) delete(ctx context.Context, ch Change, at time.Time) (Result, error
 // object may have been made by a record here whose create's answer was lost
 // (its link unrecorded): the record with no link that has the object's id
 // property value (ch's MatchField and MatchValue, read from the deleted
-// object) and whose write may have made it (UnrecordedCreates: a write of
-// it was handed to a worker, and the record is not younger than the object)
-// is linked to the object and deleted as a linked one is. Its write's retry then finds it deleted
-// by the source (the outbound worker's goneAtSource) and does not make the
-// object again. Without a match value, or such a record, nothing is deleted.
+// object) is linked to the object and deleted as a linked one is, when
+// UnrecordedCreates says its write may have made the object. Its write's
+// retry then finds it deleted by the source (the outbound worker's
+// goneAtSource) and does not make the object again. Without a match value,
+// or such a record, nothing is deleted.
 func (r run) deleteUnrecorded(ctx context.Context, ch Change, at time.Time, privacy bool) (Result, error) {
 	uc, ok := r.tx.(UnrecordedCreates)
 	if !ok || ch.MatchField == "" || ch.MatchValue == "" || ch.ObjectCreatedAt.IsZero() {

@@ -187,7 +187,7 @@ type UnrecordedCreates interface {
 // lost, so the worker reads the deleted object's id property value (its
 // email, or the record id hubsync wrote on it) and sets the deletion's
 // MatchField and MatchValue, by which the Applier finds that record
-// (UnrecordedWrites).
+// (UnrecordedCreates).
 type UnknownIDs interface {
 	UnknownIDs(ctx context.Context, source, objectType string, externalIDs []string) ([]string, error)
 }

@@ -559,13 +559,16 @@ func (c *cycle) readDeleted(ctx context.Context, tasks []*task) []*task {
 	})
 	types, byType := groupTasks(deletions, func(t *task) string { return t.obj.ObjectType })
 	dropped := map[*task]bool{}
+	left := func() []*task {
+		return slices.DeleteFunc(slices.Clone(tasks), func(t *task) bool { return dropped[t] })
+	}
 	for _, typ := range types {
 		ts := byType[typ]
 		ids, byID := groupTasks(ts, func(t *task) string { return t.change.ExternalID })
 		unknown, err := uk.UnknownIDs(ctx, c.w.cfg.Source, typ, ids)
 		if err != nil {
 			if ctx.Err() != nil {
-				return tasks // finish releases the rest
+				return left() // finish releases the rest
 			}
 			for _, t := range ts {
 				c.hold([]*task{t}, c.retry(ctx, t, fmt.Sprintf("look up the links of deleted %s: %v", typ, err), 0))
@@ -585,10 +588,7 @@ func (c *cycle) readDeleted(ctx context.Context, tasks []*task) []*task {
 			}
 		}
 	}
-	if len(dropped) == 0 {
-		return tasks
-	}
-	return slices.DeleteFunc(slices.Clone(tasks), func(t *task) bool { return dropped[t] })
+	return left()
 }
 
 // readDeletedChunk reads the deleted objects of ids for tasks and sets their

@@ -180,17 +180,14 @@ func (s *Server) drain(ctx context.Context) {
 	// accepting and finishes its requests while each worker finishes (or, at
 	// the deadline, releases) its in-flight batch.
 	var wg sync.WaitGroup
-	wg.Go(func() {
-		if err := s.http.Shutdown(drainCtx); err != nil {
-			s.log.Warn("hubsync: HTTP requests still running at the drain deadline were cut off", "err", err)
-			s.http.Close()
+	for name, srv := range map[string]*http.Server{"HTTP": s.http, "metrics": s.metricsHTTP} {
+		if srv == nil {
+			continue
 		}
-	})
-	if s.metricsHTTP != nil {
 		wg.Go(func() {
-			if err := s.metricsHTTP.Shutdown(drainCtx); err != nil {
-				s.log.Warn("hubsync: metrics requests still running at the drain deadline were cut off", "err", err)
-				s.metricsHTTP.Close()
+			if err := srv.Shutdown(drainCtx); err != nil {
+				s.log.Warn("hubsync: "+name+" requests still running at the drain deadline were cut off", "err", err)
+				srv.Close()
 			}
 		})
 	}
@@ -219,6 +216,11 @@ func (s *Server) MetricsAddr() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return listenAddr(s.metricsLn)
+}
+
+// healthz answers GET /healthz: the process is up.
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 // listenAddr is ln's address; empty for no listener.
@@ -303,9 +305,7 @@ func (s *Server) build(ctx context.Context) error {
 	s.st = st
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	mux.HandleFunc("GET /healthz", healthz)
 	mux.HandleFunc("GET /readyz", s.readyz)
 	if cfg.MetricsAddr == "" {
 		mux.Handle("GET /metrics", s.in.handler())
@@ -478,9 +478,7 @@ func (s *Server) build(ctx context.Context) error {
 		}
 		mmux := http.NewServeMux()
 		mmux.Handle("GET /metrics", s.in.handler())
-		mmux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-		})
+		mmux.HandleFunc("GET /healthz", healthz)
 		s.metricsLn, s.metricsHTTP = mln, s.httpServer(mmux)
 	}
 	s.ln, s.http = ln, s.httpServer(mux)
