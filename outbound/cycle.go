@@ -911,6 +911,9 @@ func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
 		r.answeredAt = obj.UpdatedAt
 		ok = append(ok, r)
 	}
+	if op == OpUpsert {
+		c.ownersFirst(ok, ids)
+	}
 	c.succeed(ok, ids)
 	var unknown []*RecordPlan
 	for _, r := range recs {
@@ -924,6 +927,83 @@ func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
 			msg += "; unattributed error: " + unattributed[0].Message
 		}
 		c.retry(unknown, msg, 0)
+	}
+}
+
+// ownersFirst finds the records of an upsert's answer that HubSpot resolved
+// to one object, and marks all but the record that made it to be linked after
+// it (linkAfter). Two creates whose answers were lost, whose objects HubSpot
+// then merged into each other, are retried as upserts; the merged-away
+// object's email now finds the survivor, so both land there, and the later
+// write replaced the survivor's email with its own. Linked in no particular
+// order, the merged-away record could take the survivor's link: the other
+// record then failed as a link conflict, and the merge's webhook, which looks
+// for the merged object's record by the emails the survivor keeps, found no
+// record, since the survivor's own email was gone from HubSpot. Which record
+// made the object the answer cannot say; the history of the IDProperty can:
+// its oldest value is the one the object was created with. One read, under its
+// own budget grant, on this rare path; without it (no HistoryReader, no
+// budget or lease, a failed read, no record with that value) the records are
+// linked as before.
+func (c *cycle) ownersFirst(recs []*RecordPlan, ids map[*RecordPlan]string) {
+	groups := map[string][]*RecordPlan{}
+	var shared []string
+	for _, r := range recs {
+		id := ids[r]
+		if id == "" || r.HubSpotID != "" {
+			continue
+		}
+		groups[id] = append(groups[id], r)
+		if len(groups[id]) == 2 {
+			shared = append(shared, id)
+		}
+	}
+	if len(shared) == 0 {
+		return
+	}
+	hr, ok := c.w.cfg.HubSpot.(HistoryReader)
+	if !ok {
+		return
+	}
+	first := groups[shared[0]][0]
+	t, idProperty := first.HubSpotType, first.IDProperty
+	shared = shared[:min(len(shared), hubspot.MaxHistoryBatchInputs)]
+	need := c.w.cfg.callLease()
+	if c.leaseShort || !c.keep.Ensure(c.ctx, need) {
+		c.leaseShort = true
+		return
+	}
+	if !c.reserve(1, nil, need) {
+		return
+	}
+	c.sum.Calls++
+	ctx, cancel := c.callCtx(c.underGrant(c.ctx))
+	res, err := hr.BatchReadWithHistory(ctx, t, shared, []string{idProperty}, []string{idProperty})
+	err = c.callErr(ctx, err)
+	cancel()
+	c.countRateLimited(err)
+	c.w.cfg.Metrics.call(OpReadOwner, outcomeOf(c.ctx, err))
+	if err != nil {
+		c.w.log.Warn("outbound: could not read whose object HubSpot resolved several records to; linking them in no particular order",
+			"object_type", t, "hubspot_ids", shared, "err", err)
+		return
+	}
+	for _, obj := range res.Results {
+		vs := obj.History[idProperty]
+		if len(vs) == 0 {
+			continue
+		}
+		made := vs[len(vs)-1].Value // oldest first-written value
+		group := groups[obj.ID]
+		i := slices.IndexFunc(group, func(r *RecordPlan) bool { return strings.EqualFold(r.IDValue, made) })
+		if i < 0 {
+			continue
+		}
+		for j, r := range group {
+			r.linkAfter = j != i
+		}
+		c.w.log.Info("outbound: HubSpot resolved several records to one object; the record that made it is linked first",
+			"object_type", t, "hubspot_id", obj.ID, "record", group[i].Key.String(), "records", len(group))
 	}
 }
 
@@ -1651,19 +1731,34 @@ func (w *Worker) storePushed(ctx context.Context, recs []*RecordPlan, ids map[*R
 			continue
 		}
 		w.log.Debug("outbound: batch pushed-state write failed; writing one by one", "object_type", t, "records", len(states[t]), "err", err)
+		linkInPhases(recs, idx[t], func(k int) {
+			errs[idx[t][k]] = pl.PushedMany(ctx, cfg.Destination, t, []links.Pushed{states[t][k]})
+		})
+	}
+	return errs, handled
+}
+
+// linkInPhases runs write(k) for each k of 0…len(of)-1, linkParallelism at a
+// time: first those whose record (recs[of[k]]) is not marked linkAfter, then
+// the marked ones, so that the record that made an object is linked before
+// the others HubSpot resolved to it (ownersFirst).
+func linkInPhases(recs []*RecordPlan, of []int, write func(k int)) {
+	for _, after := range []bool{false, true} {
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, linkParallelism)
-		for k, st := range states[t] {
+		for k := range of {
+			if recs[of[k]].linkAfter != after {
+				continue
+			}
 			wg.Add(1)
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				errs[idx[t][k]] = pl.PushedMany(ctx, cfg.Destination, t, []links.Pushed{st})
+				write(k)
 			}()
 		}
 		wg.Wait()
 	}
-	return errs, handled
 }
 
 // storeLinks links the new ids of recs and unlinks the archived ones; it
@@ -1709,22 +1804,15 @@ func (w *Worker) storeLinks(ctx context.Context, recs []*RecordPlan, ids map[*Re
 			}
 		}
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, linkParallelism)
-	for _, i := range todo {
+	linkInPhases(recs, todo, func(k int) {
+		i := todo[k]
 		r := recs[i]
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if r.Op == OpArchive || r.Op == OpResolveArchive {
-				errs[i] = cfg.Links.(Unlinker).Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
-				return
-			}
-			errs[i] = cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, ids[r])
-		}()
-	}
-	wg.Wait()
+		if r.Op == OpArchive || r.Op == OpResolveArchive {
+			errs[i] = cfg.Links.(Unlinker).Unlink(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID)
+			return
+		}
+		errs[i] = cfg.Links.Link(ctx, cfg.Destination, r.Key.ObjectType, r.Key.RecordID, ids[r])
+	})
 	return errs
 }
 

@@ -19,7 +19,8 @@ type Metrics struct {
 
 // CallLabel labels HubSpot calls: Op is the plan operation ("update",
 // "upsert", "create", "archive", "resolve_archive", "resolve_upsert", and
-// "read_gone" for the read of an object an update met 404 for),
+// "read_gone" for the read of an object an update met 404 for, "read_owner"
+// for the read that tells whose object an upsert resolved two records to),
 // Outcome is "ok", "partial" (207) or the hubspot.Kind of the failure
 // ("rate_limited", "retryable", "conflict", "validation", "not_found",
 // "auth", "permanent"), or "canceled".

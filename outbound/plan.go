@@ -48,9 +48,13 @@ const (
 	// OpReadGone is never planned: it names (as a metric label) the read of
 	// an object an update met 404 for, which tells a merge from a deletion.
 	OpReadGone
+	// OpReadOwner is never planned: it names (as a metric label) the read of
+	// the IDProperty history of an object an upsert resolved two records to
+	// (ownersFirst).
+	OpReadOwner
 )
 
-var opNames = [...]string{"none", "fail", "update", "upsert", "create", "archive", "resolve_archive", "resolve_upsert", "read_gone"}
+var opNames = [...]string{"none", "fail", "update", "upsert", "create", "archive", "resolve_archive", "resolve_upsert", "read_gone", "read_owner"}
 
 // String names the operation, e.g. "upsert"; also the metric label.
 func (o Op) String() string {
@@ -103,6 +107,11 @@ type RecordPlan struct {
 	Superseded bool
 	// answeredAt is HubSpot's updatedAt in the answer to the record's write.
 	answeredAt time.Time
+	// linkAfter marks a record whose upsert HubSpot resolved to an object
+	// another record of the same answer made (ownersFirst): its link is
+	// stored after that record's, so that it, not the object's own record,
+	// meets the link conflict.
+	linkAfter bool
 	// Next is the state HubSpot holds once the plan's write (or OpNone)
 	// succeeds, for the worker to record (links.PushedMany); nil when there is
 	// nothing to record (a failure, a superseded event, no known HubSpot id).

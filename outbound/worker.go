@@ -147,6 +147,16 @@ type HubSpot interface {
 
 var _ HubSpot = (*hubspot.Client)(nil)
 
+// HistoryReader is implemented by HubSpot clients that read property
+// histories (*hubspot.Client does). The worker reads one, on a rare path,
+// to tell whose object an upsert resolved two records to (see ownersFirst);
+// without it, those records are linked in no particular order.
+type HistoryReader interface {
+	BatchReadWithHistory(ctx context.Context, t hubspot.ObjectType, ids []string, properties, history []string) (*hubspot.BatchResult, error)
+}
+
+var _ HistoryReader = (*hubspot.Client)(nil)
+
 // LocalRecords is what the worker asks of the local records
 // (Config.LocalRecords).
 type LocalRecords interface {
