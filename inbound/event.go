@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hubsync/hubsync/hubspot"
+	"github.com/hubsync/hubsync/internal/jsonvalid"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/store"
 )
@@ -225,7 +226,7 @@ func ParseDelivery(body []byte) (events []ParsedEvent, bad []BadEvent, err error
 	if len(trimmed) == 0 || trimmed[0] != '[' {
 		return nil, nil, &ParseError{Index: -1, Reason: "body is not a JSON array"}
 	}
-	if !json.Valid(body) {
+	if !jsonvalid.Valid(body) {
 		var raws []json.RawMessage
 		err := json.Unmarshal(body, &raws) // for its message
 		return nil, nil, &ParseError{Index: -1, Reason: "invalid JSON: " + err.Error()}

@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 )
 
-// The receiver's parse reads a delivery once with encoding/json (json.Valid)
-// and then walks the text it has validated: it splits the array into events
+// The receiver's parse checks a delivery once (jsonvalid.Valid, which
+// answers as encoding/json's json.Valid does) and then walks the text it has
+// validated: it splits the array into events
 // (splitArray) and each event into its members (decodeWire), where
 // json.Unmarshal would scan every event twice more (a validation pass, then a
 // decoding pass that matches each key case-insensitively against the struct's

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/hubsync/hubsync/internal/jsonvalid"
 	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/store"
 )
@@ -88,7 +89,7 @@ func validJSON(what string, payload json.RawMessage, optional ...json.RawMessage
 		return fmt.Errorf("enqueue %s: Payload must be set (a JSON document)", what)
 	}
 	for _, m := range append(optional, payload) {
-		if len(m) > 0 && !json.Valid(m) {
+		if len(m) > 0 && !jsonvalid.Valid(m) {
 			return fmt.Errorf("enqueue %s: payload is not valid JSON", what)
 		}
 		// JSON text is UTF-8 (RFC 8259), which json.Valid does not check:
