@@ -264,8 +264,15 @@ func (w *world) do(s step) error {
 			if m.ID == o.ID || w.gated(s.Kind, typ, "", m.ID) || w.gated(hsUpdate, typ, "", o.ID) || (w.gaps[gapMergeMoves] && w.movesMapped(typ, o.Properties, m.Properties)) {
 				return nil
 			}
+			lost := w.mergedLost[m.ID] || w.unrecorded(typ, m.ID)
+			if w.gaps[gapUnrecordedSiblings] && lost && w.mergedLost[o.ID] {
+				return nil
+			}
 			if err = w.sim.UserMerge(typ, o.ID, m.ID); err == nil {
 				w.mergedHS[m.ID] = true
+				if lost {
+					w.mergedLost[o.ID] = true
+				}
 			}
 		}
 		w.settleSim()
@@ -393,6 +400,13 @@ func (w *world) gated(k kind, typ, recordID, hubspotID string) bool {
 		return w.gaps[gapLocalDelete] && hubspotID != "" && w.inboundOpen(typ, hubspotID)
 	}
 	return false
+}
+
+// unrecorded says whether HubSpot object id was made by hubsync and no
+// record is linked to it: its create's answer was lost.
+func (w *world) unrecorded(typ, id string) bool {
+	rec, _, _ := w.lk.LookupRecord(w.ctx, "hubspot", typ, id)
+	return rec == "" && w.createdByHubsync(typ, id)
 }
 
 // outboundOpen says whether the record has outbound events not yet done.

@@ -159,8 +159,11 @@ type world struct {
 	deletedLocal map[string]string // local record id -> type, deleted locally
 	deletedHS    map[string]string // HubSpot id -> type, deleted in HubSpot
 	mergedHS     map[string]bool   // HubSpot ids merged away
-	created      int
-	gaps         map[int]bool // issue 11 items whose scenario is avoided
+	// mergedLost holds the HubSpot ids into which an object whose create
+	// was unrecorded (its answer lost) was merged (gapUnrecordedSiblings).
+	mergedLost map[string]bool
+	created    int
+	gaps       map[int]bool // issue 11 items whose scenario is avoided
 }
 
 // objectTypes are the types the model exercises.
@@ -178,7 +181,7 @@ func newWorld(ctx context.Context, t testing.TB, dialect store.Dialect, replicas
 		t: t, ctx: ctx, m: mapping.Default(), log: log,
 		clk:          &clock{now: time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)},
 		dead:         make(chan struct{}),
-		deletedLocal: map[string]string{}, deletedHS: map[string]string{}, mergedHS: map[string]bool{},
+		deletedLocal: map[string]string{}, deletedHS: map[string]string{}, mergedHS: map[string]bool{}, mergedLost: map[string]bool{},
 	}
 	w.db = dbtest.Migrated(t, dialect)
 	w.hooks = httptest.NewServer(http.HandlerFunc(w.capture))
