@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/apply"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
@@ -86,6 +87,40 @@ func BenchmarkApplyPropertyChange(b *testing.B) {
 				ch.Partial = true
 				if _, err := bu.svc.Apply(ctx, ch); err != nil {
 					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApplyDeletion measures the SyncWorker's apply of a HubSpot
+// contact deletion of a linked contact with nothing queued: the record's
+// deletion, its tombstone, its clocks, its internal event, and the look for
+// its dead letters that the deletion makes moot (none here).
+//
+//	go test ./records -run '^$' -bench ApplyDeletion -benchtime 1000x
+func BenchmarkApplyDeletion(b *testing.B) {
+	for _, d := range dbtest.Dialects {
+		b.Run(dbtest.Name(d), func(b *testing.B) {
+			bu := setup(b, d, Config{})
+			ctx := outbox.WithSyncSource(context.Background(), "hubspot")
+			at := bu.clock.Now().Add(time.Hour)
+			for i := range b.N {
+				f := contactFields(i)
+				ch := change(store.EventCreate, fmt.Sprint(600_000_000+i), at, f)
+				ch.MatchField, ch.MatchValue = "email", f["email"].(string)
+				if _, err := bu.svc.Apply(ctx, ch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ResetTimer()
+			for i := range b.N {
+				res, err := bu.svc.Apply(ctx, change(store.EventDelete, fmt.Sprint(600_000_000+i), at.Add(time.Second), nil))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if res.Outcome != apply.Deleted {
+					b.Fatalf("deletion %d: %+v; want the record deleted", i, res)
 				}
 			}
 		})
