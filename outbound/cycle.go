@@ -941,7 +941,7 @@ func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
 // for the merged object's record by the emails the survivor keeps, found no
 // record, since the survivor's own email was gone from HubSpot. Which record
 // made the object the answer cannot say; the history of the IDProperty can:
-// its oldest value is the one the object was created with. One read, under its
+// the value it held before these writes (valueBefore). One read, under its
 // own budget grant, on this rare path; without it (no HistoryReader, no
 // budget or lease, a failed read, no record with that value) the records are
 // linked as before.
@@ -982,19 +982,19 @@ func (c *cycle) ownersFirst(recs []*RecordPlan, ids map[*RecordPlan]string) {
 	err = c.callErr(ctx, err)
 	cancel()
 	c.countRateLimited(err)
-	c.w.cfg.Metrics.call(OpReadOwner, outcomeOf(c.ctx, err))
 	if err != nil {
+		c.w.cfg.Metrics.call(OpReadOwner, outcomeOf(c.ctx, err))
 		c.w.log.Warn("outbound: could not read whose object HubSpot resolved several records to; linking them in no particular order",
 			"object_type", t, "hubspot_ids", shared, "err", err)
 		return
 	}
+	c.w.cfg.Metrics.call(OpReadOwner, "ok")
 	for _, obj := range res.Results {
-		vs := obj.History[idProperty]
-		if len(vs) == 0 {
+		group := groups[obj.ID]
+		made, ok := valueBefore(obj.History[idProperty], group)
+		if !ok {
 			continue
 		}
-		made := vs[len(vs)-1].Value // oldest first-written value
-		group := groups[obj.ID]
 		i := slices.IndexFunc(group, func(r *RecordPlan) bool { return strings.EqualFold(r.IDValue, made) })
 		if i < 0 {
 			continue
@@ -1005,6 +1005,33 @@ func (c *cycle) ownersFirst(recs []*RecordPlan, ids map[*RecordPlan]string) {
 		c.w.log.Info("outbound: HubSpot resolved several records to one object; the record that made it is linked first",
 			"object_type", t, "hubspot_id", obj.ID, "record", group[i].Key.String(), "records", len(group))
 	}
+}
+
+// valueBefore returns, from an IDProperty's versions (newest first), the
+// value the object held before the writes of group's records: the newest
+// version older than HubSpot's earliest answer to them (answeredAt, on
+// HubSpot's clock), which is the value the merge left on the survivor, its
+// maker's. When no version is older (or an answer had no time), it falls
+// back to the oldest version, the value the object was created with.
+func valueBefore(vs []hubspot.PropertyVersion, group []*RecordPlan) (string, bool) {
+	if len(vs) == 0 {
+		return "", false
+	}
+	var first time.Time
+	for _, r := range group {
+		if r.answeredAt.IsZero() {
+			return vs[len(vs)-1].Value, true
+		}
+		if first.IsZero() || r.answeredAt.Before(first) {
+			first = r.answeredAt
+		}
+	}
+	for _, v := range vs {
+		if !v.Timestamp.IsZero() && v.Timestamp.Before(first) {
+			return v.Value, true
+		}
+	}
+	return vs[len(vs)-1].Value, true
 }
 
 // matchResult finds the record a result object answers. HubSpot does not

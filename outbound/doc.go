@@ -95,9 +95,9 @@
 // (Config.OnLinkedMergedAway) and the record waits until it is applied,
 // without end. When an upsert's answer resolves several records to one
 // object (creates whose answers were lost, whose objects HubSpot then merged
-// into each other), the worker reads the oldest value of the object's
-// IDProperty (one call, OpReadOwner) and links the record that made it
-// before the others, which meet the link conflict. An object that reads as missing after the waits is unlinked
+// into each other), the worker reads the history of the object's IDProperty
+// (one call, OpReadOwner) and links the record whose value the object held
+// before these writes first; the others meet the link conflict. An object that reads as missing after the waits is unlinked
 // and retried, so the retry writes it afresh,
 // unless the object's tombstone says HubSpot deleted or merged it away (TombstoneLinks):
 // the inbound side then deleted or re-pointed the record, and its local

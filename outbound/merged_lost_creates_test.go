@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,9 @@ type firstUpsertLost struct {
 	*hubspot.Client
 	calls  int
 	before func()
+	// reversed lists the results of the answers after the first in the
+	// opposite order (HubSpot promises none).
+	reversed bool
 }
 
 func (h *firstUpsertLost) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpsertInput) (*hubspot.BatchResult, error) {
@@ -35,6 +39,9 @@ func (h *firstUpsertLost) BatchUpsert(ctx context.Context, t hubspot.ObjectType,
 	res, err := h.Client.BatchUpsert(ctx, t, in)
 	if h.calls == 1 && err == nil {
 		return nil, fmt.Errorf("read the answer: %w", io.ErrUnexpectedEOF)
+	}
+	if h.reversed && res != nil {
+		slices.Reverse(res.Results)
 	}
 	return res, err
 }
@@ -73,7 +80,9 @@ func (l *ownerLinkedLast) PushedMany(ctx context.Context, destination, objectTyp
 // leaves its email there. The survivor's link must go to the record that
 // made it, and the other must fail as a link conflict, then be taken by the
 // merge's webhook (the survivor keeps its email), whichever record's link the
-// worker would store first. Before, the links were stored in parallel: when
+// worker would store first and in whatever order HubSpot lists the results:
+// the worker reads the history of the survivor's email (one call) for the
+// value it held before the retry's writes. Before, the links were stored in parallel: when
 // the merged-away record won, the other was dead-lettered and no webhook
 // found it (the model's seed 3158): a local contact with no HubSpot object.
 //
@@ -85,9 +94,11 @@ func TestMergedLostCreatesRetriedTogether(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		intoFirst bool // the second record's object is merged into the first's
+		reversed  bool // the retry's answer lists its results last first
 	}{
-		{"second merged into first", true},
-		{"first merged into second", false},
+		{"second merged into first", true, false},
+		{"second merged into first, answer reversed", true, true},
+		{"first merged into second", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, d store.Dialect) {
@@ -106,7 +117,7 @@ func TestMergedLostCreatesRetriedTogether(t *testing.T) {
 				if !tc.intoFirst {
 					owner, merged = grace, ada
 				}
-				hs := &firstUpsertLost{Client: b.client}
+				hs := &firstUpsertLost{Client: b.client, reversed: tc.reversed}
 				hs.before = func() {
 					ids := map[string]string{}
 					for _, o := range b.sim.Objects("contacts") {
@@ -125,9 +136,14 @@ func TestMergedLostCreatesRetriedTogether(t *testing.T) {
 					}
 				}
 				lk := &ownerLinkedLast{Links: b.links, owner: owner.ID, other: merged.ID, otherDone: make(chan struct{})}
-				b.drain(t, b.worker(t, func(c *outbound.Config) { c.HubSpot, c.Links = hs, lk }))
+				w := b.worker(t, func(c *outbound.Config) { c.HubSpot, c.Links = hs, lk })
+				b.drain(t, w)
 				if hs.calls < 2 {
 					t.Fatalf("%d upsert calls; want the lost one and its retry", hs.calls)
+				}
+				reads := w.Metrics().Snapshot().Calls[outbound.CallLabel{Op: "read_owner", Outcome: "ok"}]
+				if want := map[bool]int64{true: 1, false: 0}[tc.intoFirst]; reads != want {
+					t.Errorf("%d reads of the survivor's history; want %d", reads, want)
 				}
 				if _, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", owner.ID); err != nil || !ok {
 					t.Fatalf("the survivor's maker %s is not linked after the retry (%v)", owner.Fields["email"], err)

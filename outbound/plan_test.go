@@ -6,7 +6,9 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/mapping"
 	"github.com/hubsync/hubsync/outbox"
 	"github.com/hubsync/hubsync/store"
@@ -311,5 +313,45 @@ func TestBuildPlanKeepsRecordsApart(t *testing.T) {
 	}
 	if got := p.Records[1].Properties["phone"]; got != "2" || p.Records[1].Events[1].ID != "4" {
 		t.Fatalf("record b: phone %q, events %v", got, p.Records[1].Events)
+	}
+}
+
+// TestValueBefore: the value an object held before the writes of a group of
+// records is the newest version older than HubSpot's earliest answer to them;
+// the oldest version when none is, or when an answer had no time.
+func TestValueBefore(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1_700_000_000+int64(s), 0) }
+	v := func(val string, s int) hubspot.PropertyVersion {
+		return hubspot.PropertyVersion{Value: val, Timestamp: at(s)}
+	}
+	group := func(answers ...int) []*RecordPlan {
+		var out []*RecordPlan
+		for _, s := range answers {
+			r := &RecordPlan{}
+			if s >= 0 {
+				r.answeredAt = at(s)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		versions []hubspot.PropertyVersion // newest first
+		group    []*RecordPlan
+		want     string
+		ok       bool
+	}{
+		{"the retry's write after the create", []hubspot.PropertyVersion{v("b", 20), v("a", 0)}, group(20, 10), "a", true},
+		{"the merge's value after both creates' histories", []hubspot.PropertyVersion{v("b", 20), v("b", 10), v("a", 1), v("b", 0)}, group(20, 20), "b", true},
+		{"writes back and forth in the retry", []hubspot.PropertyVersion{v("a", 21), v("b", 20), v("a", 5)}, group(20, 21), "a", true},
+		{"no version before the answers", []hubspot.PropertyVersion{v("b", 20), v("a", 20)}, group(20, 20), "a", true},
+		{"an answer without a time", []hubspot.PropertyVersion{v("b", 20), v("c", 10), v("a", 0)}, group(20, -1), "a", true},
+		{"no history", nil, group(20, 20), "", false},
+	} {
+		got, ok := valueBefore(tc.versions, tc.group)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: valueBefore = %q, %v; want %q, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
 	}
 }
