@@ -298,6 +298,9 @@ type lostThenHooked struct {
 	outbound.HubSpot
 	calls  int
 	before func()
+	// reversed lists the results of the answers after the first in the
+	// opposite order (HubSpot promises none).
+	reversed bool
 }
 
 func (h *lostThenHooked) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpsertInput) (*hubspot.BatchResult, error) {
@@ -309,7 +312,19 @@ func (h *lostThenHooked) BatchUpsert(ctx context.Context, t hubspot.ObjectType, 
 	if h.calls == 1 && err == nil {
 		return nil, fmt.Errorf("read the answer: %w", io.ErrUnexpectedEOF)
 	}
+	if h.reversed && res != nil {
+		slices.Reverse(res.Results)
+	}
 	return res, err
+}
+
+// BatchReadWithHistory forwards to the wrapped client's (outbound.HistoryReader).
+func (h *lostThenHooked) BatchReadWithHistory(ctx context.Context, t hubspot.ObjectType, ids []string, properties, history []string) (*hubspot.BatchResult, error) {
+	hr, ok := h.HubSpot.(outbound.HistoryReader)
+	if !ok {
+		return nil, errors.New("the wrapped client reads no histories")
+	}
+	return hr.BatchReadWithHistory(ctx, t, ids, properties, history)
 }
 
 // TestMergeAwayDuringCreateRetry: local record R's create reaches HubSpot

@@ -3,48 +3,17 @@ package outbound_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbound"
 	"github.com/hubsync/hubsync/records"
 	"github.com/hubsync/hubsync/store"
 )
-
-// firstUpsertLost is the HubSpot client whose first BatchUpsert reaches
-// HubSpot but whose answer is lost; before runs ahead of the second. It keeps
-// the client's other methods (the history read among them).
-type firstUpsertLost struct {
-	*hubspot.Client
-	calls  int
-	before func()
-	// reversed lists the results of the answers after the first in the
-	// opposite order (HubSpot promises none).
-	reversed bool
-}
-
-func (h *firstUpsertLost) BatchUpsert(ctx context.Context, t hubspot.ObjectType, in []hubspot.UpsertInput) (*hubspot.BatchResult, error) {
-	h.calls++
-	if h.calls == 2 && h.before != nil {
-		h.before()
-	}
-	res, err := h.Client.BatchUpsert(ctx, t, in)
-	if h.calls == 1 && err == nil {
-		return nil, fmt.Errorf("read the answer: %w", io.ErrUnexpectedEOF)
-	}
-	if h.reversed && res != nil {
-		slices.Reverse(res.Results)
-	}
-	return res, err
-}
 
 // ownerLinkedLast stores the pushed state (the link) of record owner, written
 // on its own, only once the one of record other has been, or after a bound:
@@ -117,7 +86,7 @@ func TestMergedLostCreatesRetriedTogether(t *testing.T) {
 				if !tc.intoFirst {
 					owner, merged = grace, ada
 				}
-				hs := &firstUpsertLost{Client: b.client, reversed: tc.reversed}
+				hs := &lostThenHooked{HubSpot: b.client, reversed: tc.reversed}
 				hs.before = func() {
 					ids := map[string]string{}
 					for _, o := range b.sim.Objects("contacts") {

@@ -20,6 +20,15 @@ func contactFields(i int) map[string]any {
 	}
 }
 
+// contactCreation is HubSpot's creation of contact ext with contactFields(i),
+// matched by its email, as the SyncWorker applies it.
+func contactCreation(ext string, i int, at time.Time) apply.Change {
+	f := contactFields(i)
+	ch := change(store.EventCreate, ext, at, f)
+	ch.MatchField, ch.MatchValue = "email", f["email"].(string)
+	return ch
+}
+
 // BenchmarkInsert measures the CRM's own write of a new contact with the six
 // fields of the default mapping: the record, its field clocks, its internal
 // event and its outbound event, in one transaction.
@@ -53,10 +62,7 @@ func BenchmarkApplyCreation(b *testing.B) {
 			at := bu.clock.Now().Add(time.Hour)
 			b.ResetTimer()
 			for i := range b.N {
-				f := contactFields(i)
-				ch := change(store.EventCreate, fmt.Sprint(800_000_000+i), at, f)
-				ch.MatchField, ch.MatchValue = "email", f["email"].(string)
-				if _, err := bu.svc.Apply(ctx, ch); err != nil {
+				if _, err := bu.svc.Apply(ctx, contactCreation(fmt.Sprint(800_000_000+i), i, at)); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -75,10 +81,7 @@ func BenchmarkApplyPropertyChange(b *testing.B) {
 			bu := setup(b, d, Config{})
 			ctx := outbox.WithSyncSource(context.Background(), "hubspot")
 			at := bu.clock.Now().Add(time.Hour)
-			f := contactFields(0)
-			ch := change(store.EventCreate, "700000000", at, f)
-			ch.MatchField, ch.MatchValue = "email", f["email"].(string)
-			if _, err := bu.svc.Apply(ctx, ch); err != nil {
+			if _, err := bu.svc.Apply(ctx, contactCreation("700000000", 0, at)); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
@@ -106,10 +109,7 @@ func BenchmarkApplyDeletion(b *testing.B) {
 			ctx := outbox.WithSyncSource(context.Background(), "hubspot")
 			at := bu.clock.Now().Add(time.Hour)
 			for i := range b.N {
-				f := contactFields(i)
-				ch := change(store.EventCreate, fmt.Sprint(600_000_000+i), at, f)
-				ch.MatchField, ch.MatchValue = "email", f["email"].(string)
-				if _, err := bu.svc.Apply(ctx, ch); err != nil {
+				if _, err := bu.svc.Apply(ctx, contactCreation(fmt.Sprint(600_000_000+i), i, at)); err != nil {
 					b.Fatal(err)
 				}
 			}
