@@ -931,8 +931,9 @@ func (c *cycle) results(op Op, recs []*RecordPlan, res *hubspot.BatchResult) {
 }
 
 // ownersFirst finds the records of an upsert's answer that HubSpot resolved
-// to one object, and marks all but the record that made it to be linked after
-// it (linkAfter). Two creates whose answers were lost, whose objects HubSpot
+// to one object, and marks all but the object's own record (the one whose
+// IDProperty value it held before these writes) to be linked after it
+// (linkAfter). Two creates whose answers were lost, whose objects HubSpot
 // then merged into each other, are retried as upserts; the merged-away
 // object's email now finds the survivor, so both land there, and the later
 // write replaced the survivor's email with its own. Linked in no particular
@@ -1002,7 +1003,7 @@ func (c *cycle) ownersFirst(recs []*RecordPlan, ids map[*RecordPlan]string) {
 		for j, r := range group {
 			r.linkAfter = j != i
 		}
-		c.w.log.Info("outbound: HubSpot resolved several records to one object; the record that made it is linked first",
+		c.w.log.Info("outbound: HubSpot resolved several records to one object; the record whose email (id property) it held is linked first",
 			"object_type", t, "hubspot_id", obj.ID, "record", group[i].Key.String(), "records", len(group))
 	}
 }
