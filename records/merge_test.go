@@ -374,6 +374,47 @@ func TestMergeSurvivorMergedIDsThatDoNotWiden(t *testing.T) {
 	}
 }
 
+// A sibling merge that took a record does not widen a later one: 7 merged
+// into 9 took a (the only record of 9's emails whose write may have reached
+// HubSpot then). Then 8 is merged into 9 while b and x, both in flight, have
+// emails 9 keeps: one unlinked merged id, and 7's merge already took its
+// record, so it is unclear which of b and x was 8, and neither is taken. (A
+// rule that counts earlier merged ids of the survivor, for the model's seed
+// 6547, must keep this.)
+func TestMergeSiblingThatTookItsRecordDoesNotWiden(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d, Config{})
+		ctx := context.Background()
+		at := b.clock.Now().Add(time.Minute)
+		kept := mustApply(t, b, change(store.EventCreate, "9", at, map[string]any{"email": "kept@example.com"})).RecordID
+		a := inFlightContacts(t, b, "a@example.com")[0]
+		first := change(store.EventMerge, "9", at.Add(time.Second), map[string]any{"email": "kept@example.com"})
+		first.MergedIDs = []string{"7"}
+		first.MatchField, first.MatchValue = "email", "kept@example.com"
+		first.MergedMatchValues = []string{"a@example.com"}
+		first.SurvivorMergedIDs = []string{"7"}
+		mustApply(t, b, first)
+		if _, err := b.svc.Get(ctx, "contacts", a); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("record a after the first merge: %v; want it merged away (test setup)", err)
+		}
+		unclear := inFlightContacts(t, b, "b@example.com", "x@example.com")
+		second := change(store.EventMerge, "9", at.Add(2*time.Second), map[string]any{"email": "kept@example.com"})
+		second.MergedIDs = []string{"8"}
+		second.MatchField, second.MatchValue = "email", "kept@example.com"
+		second.MergedMatchValues = []string{"a@example.com", "b@example.com", "x@example.com"}
+		second.SurvivorMergedIDs = []string{"7", "8"}
+		mustApply(t, b, second)
+		for _, id := range unclear {
+			if _, err := b.svc.Get(ctx, "contacts", id); err != nil {
+				t.Errorf("record %s: %v; want it kept (two candidates for one unlinked merged id)", id, err)
+			}
+		}
+		if _, err := b.svc.Get(ctx, "contacts", kept); err != nil {
+			t.Errorf("the survivor's record: %v; want it kept", err)
+		}
+	})
+}
+
 // inFlightContacts inserts a contact per email and claims their creates, as
 // an outbound worker that then died after its call would have: their writes
 // may have reached HubSpot (unfinished, Attempt 1). It returns their ids.
