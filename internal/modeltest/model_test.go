@@ -75,7 +75,7 @@ const (
 	// TestMergeIntoAnUnlinkedSurvivor), and so does a chain of merges of
 	// unrecorded contacts (records TestMergeChainOfUnrecordedCreates). Two
 	// such contacts merged into each other and retried in one batch: the
-	// retry links the record the survivor was made from first (outbound
+	// retry links first the record whose email the survivor held (outbound
 	// TestMergedLostCreatesRetriedTogether; seed 3158). A deletion applied
 	// before the retry reads the deleted object and takes the record when
 	// no write of it was in a worker's hands since (outbound
