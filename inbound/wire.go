@@ -3,6 +3,8 @@ package inbound
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/hubsync/hubsync/internal/jsonvalid"
 )
 
 // The receiver's parse checks a delivery once (jsonvalid.Valid, which
@@ -16,20 +18,6 @@ import (
 // (FuzzDecodeWire); wherever the two could differ (an escaped key, a key that
 // only matches a field's name ignoring case, a mergedObjectIds that is not an
 // array) it hands the event to encoding/json instead.
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
 
 // valueEnd returns the index just past the JSON value that starts at b[i], in
 // text that is valid JSON, or -1 when it does not find one.
@@ -97,13 +85,13 @@ func stringEnd(b []byte, i int) int {
 // splitArray returns the elements of doc, a JSON array that json.Valid has
 // accepted, as subslices of doc; ok is false when doc is not such an array.
 func splitArray(doc []byte) (elems []json.RawMessage, ok bool) {
-	i := skipSpace(doc, 0)
+	i := jsonvalid.SkipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '[' {
 		return nil, false
 	}
-	i = skipSpace(doc, i+1)
+	i = jsonvalid.SkipSpace(doc, i+1)
 	if i < len(doc) && doc[i] == ']' {
-		return []json.RawMessage{}, skipSpace(doc, i+1) == len(doc)
+		return []json.RawMessage{}, jsonvalid.SkipSpace(doc, i+1) == len(doc)
 	}
 	for {
 		end := valueEnd(doc, i)
@@ -126,14 +114,14 @@ func splitArray(doc []byte) (elems []json.RawMessage, ok bool) {
 // container's closer, after which ok says whether only space follows it (b
 // holds one container). ok is false for anything else.
 func afterValue(b []byte, end int, closer byte) (i int, more, ok bool) {
-	i = skipSpace(b, end)
+	i = jsonvalid.SkipSpace(b, end)
 	switch {
 	case i >= len(b):
 		return i, false, false
 	case b[i] == ',':
-		return skipSpace(b, i+1), true, true
+		return jsonvalid.SkipSpace(b, i+1), true, true
 	case b[i] == closer:
-		return i, false, skipSpace(b, i+1) == len(b)
+		return i, false, jsonvalid.SkipSpace(b, i+1) == len(b)
 	}
 	return i, false, false
 }
@@ -178,13 +166,13 @@ func decodeWire(raw json.RawMessage) (wireEvent, error) {
 // walkWire is decodeWire's walk over raw's members; ok is false where only
 // encoding/json can say what raw decodes to.
 func walkWire(raw []byte) (w wireEvent, ok bool) {
-	i := skipSpace(raw, 0)
+	i := jsonvalid.SkipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
 		return wireEvent{}, false
 	}
-	i = skipSpace(raw, i+1)
+	i = jsonvalid.SkipSpace(raw, i+1)
 	if i < len(raw) && raw[i] == '}' {
-		return w, skipSpace(raw, i+1) == len(raw)
+		return w, jsonvalid.SkipSpace(raw, i+1) == len(raw)
 	}
 	for {
 		if i >= len(raw) || raw[i] != '"' {
@@ -195,11 +183,11 @@ func walkWire(raw []byte) (w wireEvent, ok bool) {
 			return wireEvent{}, false
 		}
 		key := raw[i+1 : kend-1]
-		i = skipSpace(raw, kend)
+		i = jsonvalid.SkipSpace(raw, kend)
 		if i >= len(raw) || raw[i] != ':' {
 			return wireEvent{}, false
 		}
-		i = skipSpace(raw, i+1)
+		i = jsonvalid.SkipSpace(raw, i+1)
 		end := valueEnd(raw, i)
 		if end < 0 {
 			return wireEvent{}, false

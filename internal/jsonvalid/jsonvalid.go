@@ -20,7 +20,7 @@ const MaxDepth = 10000
 func Valid(b []byte) bool {
 	var buf [64]byte
 	stack := buf[:0] // the open containers, '{' or '['
-	i := skip(b, 0)
+	i := SkipSpace(b, 0)
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
@@ -31,7 +31,7 @@ func Valid(b []byte) bool {
 			if len(stack) >= MaxDepth {
 				return false
 			}
-			i = skip(b, i+1)
+			i = SkipSpace(b, i+1)
 			if i < len(b) && b[i] == c+2 { // '}' or ']': empty
 				i++
 				break
@@ -66,7 +66,7 @@ func Valid(b []byte) bool {
 		}
 		// A value ended at b[i-1]: close containers until one goes on.
 		for {
-			i = skip(b, i)
+			i = SkipSpace(b, i)
 			if len(stack) == 0 {
 				return i == len(b)
 			}
@@ -82,7 +82,7 @@ func Valid(b []byte) bool {
 			if b[i] != ',' {
 				return false
 			}
-			i = skip(b, i+1)
+			i = SkipSpace(b, i+1)
 			if top == '{' {
 				if i = member(b, i); i < 0 {
 					return false
@@ -93,9 +93,9 @@ func Valid(b []byte) bool {
 	}
 }
 
-// skip returns the index of the first byte at or after i that is not JSON
-// whitespace.
-func skip(b []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not
+// JSON whitespace (len(b) when there is none).
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
 		case ' ', '\t', '\n', '\r':
@@ -116,11 +116,11 @@ func member(b []byte, i int) int {
 	if i = str(b, i); i < 0 {
 		return -1
 	}
-	i = skip(b, i)
+	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != ':' {
 		return -1
 	}
-	return skip(b, i+1)
+	return SkipSpace(b, i+1)
 }
 
 // str returns the index just past the string that starts at b[i] (a quote),
