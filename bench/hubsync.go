@@ -63,15 +63,7 @@ func (b *hubsyncBench) close() {
 // storetest.BenchBatchSize and completing each at once until all n are done.
 func (b *hubsyncBench) run(ctx context.Context, n, workers int) (float64, error) {
 	s := b.db.Store
-	if _, err := b.db.SQL.ExecContext(ctx, "TRUNCATE _System_IntegrationOutbound"); err != nil {
-		return 0, fmt.Errorf("truncate: %w", err)
-	}
-	b.runs++
-	prefix := "run" + strconv.Itoa(b.runs) + "-"
-	if err := storetest.FillOutbound(ctx, s, destination, prefix, n, s.Now().Add(-time.Hour)); err != nil {
-		return 0, err
-	}
-	if err := storetest.Analyze(ctx, s); err != nil {
+	if err := b.load(ctx, n); err != nil {
 		return 0, err
 	}
 
@@ -115,4 +107,19 @@ func (b *hubsyncBench) run(ctx context.Context, n, workers int) (float64, error)
 		return 0, first
 	}
 	return float64(n) / elapsed.Seconds(), nil
+}
+
+// load empties the outbound queue, bulk-loads n pending events (one per
+// record) and analyzes the table.
+func (b *hubsyncBench) load(ctx context.Context, n int) error {
+	s := b.db.Store
+	if _, err := b.db.SQL.ExecContext(ctx, "TRUNCATE _System_IntegrationOutbound"); err != nil {
+		return fmt.Errorf("truncate: %w", err)
+	}
+	b.runs++
+	prefix := "run" + strconv.Itoa(b.runs) + "-"
+	if err := storetest.FillOutbound(ctx, s, destination, prefix, n, s.Now().Add(-time.Hour)); err != nil {
+		return err
+	}
+	return storetest.Analyze(ctx, s)
 }

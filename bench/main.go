@@ -23,6 +23,10 @@
 //
 //	ratio hubsync/river: N.NN
 //
+// With -alternatives it runs no River: each round runs hubsync's claim and then
+// the claim designs of alternatives.go, ceilings measured before a redesign,
+// on the same load.
+//
 // This module has its own go.mod so that hubsync itself never depends on River.
 package main
 
@@ -50,14 +54,15 @@ var (
 func main() {
 	n := flag.Int("n", 50_000, "events (hubsync) and jobs (River) per run")
 	rounds := flag.Int("rounds", 3, "rounds; each runs every hubsync and River variant once")
+	alts := flag.Bool("alternatives", false, "instead of River, run the claim designs of alternatives.go beside the store's claim")
 	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *n, *rounds); err != nil {
+	if err := run(context.Background(), os.Stdout, *n, *rounds, *alts); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out io.Writer, n, rounds int) error {
+func run(ctx context.Context, out io.Writer, n, rounds int, alts bool) error {
 	if n < 1 {
 		return fmt.Errorf("-n must be at least 1, got %d", n)
 	}
@@ -75,6 +80,10 @@ func run(ctx context.Context, out io.Writer, n, rounds int) error {
 		return err
 	}
 	defer hs.close()
+	if alts {
+		fmt.Fprintf(out, "PostgreSQL %s, n=%d, rounds=%d\n", redact(admin), n, rounds)
+		return runAlternatives(ctx, out, hs, n, rounds)
+	}
 	rb, err := newRiverBench(ctx, admin, "river_bench_"+suffix, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
