@@ -104,6 +104,7 @@ var modelKnownGaps = []int{gapUnrecordedSiblings}
 var (
 	seedsFlag = flag.Int("seeds", 0, "model test: number of seeds to run (default 200, or $HUBSYNC_MODEL_SEEDS)")
 	seedFlag  = flag.Uint64("seed", 0, "model test: run only this seed")
+	firstFlag = flag.Uint64("first-seed", 1, "model test: the first of the -seeds seeds (to explore seeds past those run before)")
 	stepsFlag = flag.Int("steps", stepsDefault, "model test: steps per seed")
 	gapsFlag  = flag.String("model.gaps", "", `model test: comma-separated known-gap items to avoid, or "none"; default modelKnownGaps`)
 )
@@ -166,7 +167,7 @@ func runModel(t *testing.T, d store.Dialect, n int) {
 		list = append(list, *seedFlag)
 	} else {
 		for i := range n {
-			list = append(list, uint64(i+1))
+			list = append(list, *firstFlag+uint64(i))
 		}
 	}
 	for _, seed := range list {
