@@ -191,9 +191,7 @@ func (c *Client) Publish(ctx context.Context, m Message) (PublishResult, error) 
 			msg = msg[:200]
 		}
 		qe := &Error{StatusCode: resp.StatusCode, Message: msg}
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
-			qe.RetryAfter = time.Duration(s) * time.Second
-		}
+		qe.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		return PublishResult{}, qe
 	}
 	var res PublishResult
@@ -201,4 +199,34 @@ func (c *Client) Publish(ctx context.Context, m Message) (PublishResult, error) 
 		return PublishResult{}, &Error{StatusCode: resp.StatusCode, Message: "answer has no messageId"}
 	}
 	return res, nil
+}
+
+// RetryAfterMax bounds the wait a publish answer's Retry-After may ask for,
+// so that a wrong or hostile header (a century, a number past what a
+// time.Duration holds) cannot park an event, and every later event of its
+// record, far beyond any rate window.
+const RetryAfterMax = time.Hour
+
+// parseRetryAfter reads a Retry-After header in delay-seconds or HTTP-date
+// form, capped at RetryAfterMax; absent, malformed, negative or past values
+// ask for no wait.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	secs, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil:
+		return time.Duration(min(max(secs, 0), int64(RetryAfterMax/time.Second))) * time.Second
+	case errors.Is(err, strconv.ErrRange):
+		if secs > 0 {
+			return RetryAfterMax // more seconds than an int64 holds
+		}
+		return 0
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), RetryAfterMax)
+	}
+	return 0
 }

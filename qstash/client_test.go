@@ -102,3 +102,59 @@ func TestNewClientValidates(t *testing.T) {
 		t.Fatal("empty token accepted")
 	}
 }
+
+// TestParseRetryAfter: a publish answer's Retry-After is honoured in both of
+// its forms and never asks for more than RetryAfterMax, nor for a negative
+// wait, whatever the header says.
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		v    string
+		want time.Duration
+	}{
+		{"", 0},
+		{"7", 7 * time.Second},
+		{" 7 ", 7 * time.Second},
+		{"0", 0},
+		{"-5", 0},
+		{"3153600000", RetryAfterMax}, // a century
+		{"99999999999999999999999", RetryAfterMax}, // past int64
+		{"-99999999999999999999999", 0},
+		{"soon", 0},
+		{"1.5", 0},
+		{now.Add(90 * time.Second).Format(http.TimeFormat), 90 * time.Second},
+		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
+		{now.AddDate(1, 0, 0).Format(http.TimeFormat), RetryAfterMax},
+	} {
+		if got := parseRetryAfter(tc.v, now); got != tc.want {
+			t.Errorf("parseRetryAfter(%q) = %s, want %s", tc.v, got, tc.want)
+		}
+	}
+}
+
+// TestPublishRetryAfterCapped: a 429 asking for a century of waiting gives
+// the publisher RetryAfterMax to wait.
+func TestPublishRetryAfterCapped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "3153600000")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	c, _ := NewClient(Config{URL: srv.URL, Token: "tok"})
+	var qe *Error
+	if _, err := c.Publish(context.Background(), Message{Destination: "https://w/x", Body: []byte(`{}`)}); !errors.As(err, &qe) || qe.RetryAfter != RetryAfterMax {
+		t.Fatalf("429 with a century's Retry-After: %v (RetryAfter %v), want %s", err, qe, RetryAfterMax)
+	}
+}
+
+func FuzzParseRetryAfter(f *testing.F) {
+	for _, s := range []string{"", "7", "-1", "3153600000", "99999999999999999999", "Mon, 07 Dec 2026 12:01:30 GMT", "soon"} {
+		f.Add(s)
+	}
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, v string) {
+		if d := parseRetryAfter(v, now); d < 0 || d > RetryAfterMax {
+			t.Fatalf("parseRetryAfter(%q) = %s, outside [0, %s]", v, d, RetryAfterMax)
+		}
+	})
+}

@@ -583,5 +583,13 @@ func FuzzParseDuration(f *testing.F) {
 		if err == nil && d < 0 {
 			t.Fatalf("parseDuration(%q) = %s, negative without an error", s, d)
 		}
+		// The signed parse differs only in taking negative values.
+		sd, serr := parseSignedDuration(s)
+		switch {
+		case err == nil && (serr != nil || sd != d):
+			t.Fatalf("parseSignedDuration(%q) = %s, %v; parseDuration gave %s", s, sd, serr, d)
+		case err != nil && serr == nil && sd >= 0:
+			t.Fatalf("parseDuration(%q) refused (%v) what parseSignedDuration takes as %s", s, err, sd)
+		}
 	})
 }

@@ -53,17 +53,17 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("unknown action %q: %w", action, errUsage)
 	}
 
+	if *lockTimeout <= 0 {
+		return fmt.Errorf("-lock-timeout is %s; use a positive duration such as 5s", *lockTimeout)
+	}
 	db, err := hubsync.Open(ctx, *dbURL, store.Config{})
 	if err != nil {
-		return err
+		return fmt.Errorf("HUBSYNC_DATABASE_URL: %w", err)
 	}
 	defer db.Close()
 	m, err := migrate.New(db.SQL, db.Dialect)
 	if err != nil {
 		return err
-	}
-	if *lockTimeout <= 0 {
-		return fmt.Errorf("-lock-timeout is %s; use a positive duration such as 5s", *lockTimeout)
 	}
 	m.LockTimeout = *lockTimeout
 	m.OnLockWait = func(mg migrate.Migration, attempt int, err error) {

@@ -34,3 +34,29 @@ func TestDatabasePasswordNeverShown(t *testing.T) {
 		}
 	}
 }
+
+// TestMigrateSettingErrors: migrate names the setting at fault, and checks its
+// own flags before it reaches for the database.
+func TestMigrateSettingErrors(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name string
+		url  string
+		args []string
+		want []string
+	}{
+		{"unknown scheme", "mongodb://h/db", []string{"migrate"}, []string{"HUBSYNC_DATABASE_URL", "unknown scheme"}},
+		{"lock timeout with the database down", "postgres://127.0.0.1:1/db?connect_timeout=1", []string{"migrate", "-lock-timeout=0s"}, []string{"-lock-timeout", "positive duration"}},
+	}
+	for _, tc := range cases {
+		code, _, stderr := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+tc.url), tc.args...)
+		if code == 0 {
+			t.Errorf("%s: migrate succeeded", tc.name)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%s: stderr does not name %q:\n%s", tc.name, w, stderr)
+			}
+		}
+	}
+}

@@ -78,9 +78,19 @@ func (e *envFlags) int(p *int, name, env string, def int, usage string) {
 }
 
 func (e *envFlags) duration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	e.durationOf(p, name, env, def, usage, parseDuration)
+}
+
+// signedDuration is duration for a setting whose negative values mean
+// something (its usage says what).
+func (e *envFlags) signedDuration(p *time.Duration, name, env string, def time.Duration, usage string) {
+	e.durationOf(p, name, env, def, usage, parseSignedDuration)
+}
+
+func (e *envFlags) durationOf(p *time.Duration, name, env string, def time.Duration, usage string, parse func(string) (time.Duration, error)) {
 	v := def
 	if s := os.Getenv(env); s != "" {
-		d, err := parseDuration(s)
+		d, err := parse(s)
 		if err != nil {
 			e.errs = append(e.errs, fmt.Errorf("%s=%q: %v", env, s, err))
 		} else {
@@ -88,19 +98,29 @@ func (e *envFlags) duration(p *time.Duration, name, env string, def time.Duratio
 		}
 	}
 	*p = v
-	e.fs.Var((*durationValue)(p), name, usage+" ("+env+")")
+	e.fs.Var(&durationValue{p: p, parse: parse}, name, usage+" ("+env+")")
 }
 
-// durationValue is a flag.Value accepting Go durations plus a "d" (days) suffix.
-type durationValue time.Duration
+// durationValue is a flag.Value accepting Go durations plus a "d" (days)
+// suffix, parsed by parse.
+type durationValue struct {
+	p     *time.Duration
+	parse func(string) (time.Duration, error)
+}
 
-func (d *durationValue) String() string { return time.Duration(*d).String() }
+func (d *durationValue) String() string {
+	if d == nil || d.p == nil {
+		return "0s"
+	}
+	return d.p.String()
+}
+
 func (d *durationValue) Set(s string) error {
-	v, err := parseDuration(s)
+	v, err := d.parse(s)
 	if err != nil {
 		return err
 	}
-	*d = durationValue(v)
+	*d.p = v
 	return nil
 }
 
@@ -109,16 +129,26 @@ const maxDays = 100_000
 
 // parseDuration parses a Go duration or a number of days such as "30d".
 func parseDuration(s string) (time.Duration, error) {
+	d, err := parseSignedDuration(s)
+	if err == nil && d < 0 {
+		return 0, fmt.Errorf("%q is negative; write a duration of 0 or more, e.g. 30d, 12h or 90m", strings.TrimSpace(s))
+	}
+	return d, err
+}
+
+// parseSignedDuration is parseDuration allowing negative values ("-1s",
+// "-1d"), for the settings where a negative one means something.
+func parseSignedDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if days, ok := strings.CutSuffix(s, "d"); ok {
 		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 || n > maxDays {
+		if err != nil || n < -maxDays || n > maxDays {
 			return 0, fmt.Errorf("%q is not a duration of at most %d days; write e.g. 30d, 12h or 90m", s, maxDays)
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	if err != nil {
 		return 0, fmt.Errorf("%q is not a duration; write e.g. 30d, 12h or 90m", s)
 	}
 	return d, nil
@@ -146,9 +176,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.duration(&cfg.BudgetCallLead, "budget-call-lead", "HUBSYNC_BUDGET_CALL_LEAD", budget.CallLeadDefault, "how long after the shared budget grants a call it may start; each grant is counted for 10 s plus this (at most 10s)")
 	e.duration(&cfg.BudgetRetrySpread, "budget-retry-spread", "HUBSYNC_BUDGET_RETRY_SPREAD", budget.RetrySpreadDefault, "most random extra wait after a budget refusal, so replicas wake apart (at most 10s)")
 	e.int(&cfg.BudgetPace, "budget-pace", "HUBSYNC_BUDGET_PACE", budget.PaceDefault, "calls booked ahead get at most this many times their even share of the limit per 1% of the window (negative: no cap)")
-	e.duration(&cfg.OutboundBudgetAhead, "outbound-budget-ahead", "HUBSYNC_OUTBOUND_BUDGET_AHEAD", outbound.BudgetAheadDefault, "how far ahead an outbound cycle may book its call when the budget's window is full, keeping its records (negative: never; at most 10s)")
+	e.signedDuration(&cfg.OutboundBudgetAhead, "outbound-budget-ahead", "HUBSYNC_OUTBOUND_BUDGET_AHEAD", outbound.BudgetAheadDefault, "how far ahead an outbound cycle may book its call when the budget's window is full, keeping its records (negative: never; at most 10s)")
 	e.duration(&cfg.OutboundFillWait, "outbound-fill-wait", "HUBSYNC_OUTBOUND_FILL_WAIT", outbound.FillWaitDefault, "how long an outbound cycle may keep claiming to fill its batch calls (at most 1s)")
-	e.duration(&cfg.OutboundHold, "outbound-hold", "HUBSYNC_OUTBOUND_HOLD", outbound.HoldDefault, "while the HubSpot budget is short, how often outbound workers claim, so that calls fill (negative: claim at once; at most 10s)")
+	e.signedDuration(&cfg.OutboundHold, "outbound-hold", "HUBSYNC_OUTBOUND_HOLD", outbound.HoldDefault, "while the HubSpot budget is short, how often outbound workers claim, so that calls fill (negative: claim at once; at most 10s)")
 	e.int(&cfg.OutboundConcurrency, "outbound-concurrency", "HUBSYNC_OUTBOUND_CONCURRENCY", outbound.ConcurrencyDefault, fmt.Sprintf("how many outbound cycles each replica keeps in flight (at most %d)", server.OutboundConcurrencyMax))
 	e.int(&cfg.SyncApplyConcurrency, "sync-apply-concurrency", "HUBSYNC_SYNC_APPLY_CONCURRENCY", 0, fmt.Sprintf("how many records the SyncWorker applies at once, each record's events in order (0: %d, but 1 on SQLite; at most %d)", inbound.ApplyConcurrencyDefault, inbound.ApplyConcurrencyMax))
 	e.duration(&cfg.Cleanup.OutboundRetention, "outbound-retention", "HUBSYNC_OUTBOUND_RETENTION", ops.OutboundRetentionDefault, "keep processed outbound events this long")

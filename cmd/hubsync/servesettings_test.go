@@ -42,6 +42,10 @@ func TestServeSettingErrors(t *testing.T) {
 		{"retry spread past the window", env(), []string{"-budget-retry-spread", "1m"}, []string{"HUBSYNC_BUDGET_RETRY_SPREAD", "at most 10s"}},
 		{"fill wait too long", env("HUBSYNC_OUTBOUND_FILL_WAIT=5s"), nil, []string{"HUBSYNC_OUTBOUND_FILL_WAIT", "at most 1s"}},
 		{"hold too long", env("HUBSYNC_OUTBOUND_HOLD=20s"), nil, []string{"HUBSYNC_OUTBOUND_HOLD", "at most 10s"}},
+		{"hold not a duration", env("HUBSYNC_OUTBOUND_HOLD=-often"), nil, []string{"HUBSYNC_OUTBOUND_HOLD", `"-often" is not a duration`}},
+		{"negative call lead", env("HUBSYNC_BUDGET_CALL_LEAD=-1s"), nil, []string{"HUBSYNC_BUDGET_CALL_LEAD", `"-1s" is negative`, "0 or more"}},
+		{"negative retention", env("HUBSYNC_OUTBOUND_RETENTION=-5d"), nil, []string{"HUBSYNC_OUTBOUND_RETENTION", `"-5d" is negative`}},
+		{"negative retention flag", env(), []string{"-inbound-retention", "-1h"}, []string{"-inbound-retention", `"-1h" is negative`}},
 		{"outbound concurrency past the bound", env("HUBSYNC_OUTBOUND_CONCURRENCY=17"), nil, []string{"HUBSYNC_OUTBOUND_CONCURRENCY", "use 1..16"}},
 		{"apply concurrency past the bound", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=33"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "use 1..32"}},
 		{"apply concurrency not a number", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=many"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "not a number"}},
@@ -58,6 +62,28 @@ func TestServeSettingErrors(t *testing.T) {
 			if !strings.Contains(errOut, w) {
 				t.Errorf("%s: stderr %q does not name %q", tc.name, errOut, w)
 			}
+		}
+	}
+}
+
+// TestServeNegativeMeansNever starts serve with the two durations whose
+// negative values are documented settings (never book ahead; claim at once),
+// from the environment and from flags.
+func TestServeNegativeMeansNever(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+	}{
+		{"environment", []string{"HUBSYNC_OUTBOUND_HOLD=-1s", "HUBSYNC_OUTBOUND_BUDGET_AHEAD=-1ms"}, nil},
+		{"flags", nil, []string{"-outbound-hold=-1s", "-outbound-budget-ahead", "-1d"}},
+	} {
+		dir := t.TempDir()
+		env := baseEnv(append([]string{"HUBSYNC_DATABASE_URL=sqlite:" + filepath.Join(dir, "x.db"), "HUBSPOT_CLIENT_SECRET=s"}, tc.env...)...)
+		svc := startServe(t, env, append([]string{"-sync-worker=false", "-outbound-worker=false"}, tc.args...)...)
+		if code := svc.stop(t); code != 0 {
+			t.Fatalf("%s: exit %d\n%s", tc.name, code, svc.logs())
 		}
 	}
 }
