@@ -152,17 +152,23 @@ func Middleware(cfg Config, next http.Handler) http.Handler {
 			httpjson.Error(w, http.StatusBadRequest, "the Idempotency-Key header "+p+"; send printable text, e.g. a UUID")
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+		rest := r.Body
+		body, err := io.ReadAll(io.LimitReader(rest, MaxBodyBytes+1))
 		if err != nil {
 			httpjson.Error(w, http.StatusBadRequest, "read body: "+err.Error())
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
 		if len(body) > MaxBodyBytes {
-			r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-			next.ServeHTTP(w, r) // the handler answers 413
+			// Not kept: the handler gets the whole body (what was read, then
+			// the rest) and answers 413.
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), rest), rest}
+			next.ServeHTTP(w, r)
 			return
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		sum := sha256.Sum256([]byte(r.Method + "\n" + r.URL.RequestURI() + "\n" + string(body)))
 		hash := hex.EncodeToString(sum[:])
 		ctx := r.Context()

@@ -1,11 +1,13 @@
 package idempotency_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -278,6 +280,49 @@ func TestKeyInProgressIsNeverRunTwice(t *testing.T) {
 		<-done
 		if w := do(); w.Code != http.StatusCreated || w.Header().Get("Idempotent-Replayed") != "true" || runs.Load() != 1 {
 			t.Fatalf("retry after the first answered = %d replayed %q, runs %d; want its stored answer", w.Code, w.Header().Get("Idempotent-Replayed"), runs.Load())
+		}
+	})
+}
+
+// TestLongKeyAndOversizedBody: a key past MaxKeyLength is refused before the
+// handler runs; a body past MaxBodyBytes is not kept, and the handler gets it
+// whole, byte for byte, to refuse as it does.
+func TestLongKeyAndOversizedBody(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setup(t, d)
+		long := strings.Repeat("k", idempotency.MaxKeyLength+1)
+		if w := b.do("POST", "/api/records/contacts", long, `{}`); w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), strconv.Itoa(idempotency.MaxKeyLength)) {
+			t.Errorf("a key of %d characters = %d %s; want 400 naming the limit", len(long), w.Code, w.Body)
+		}
+		if n := b.runs.Load(); n != 0 {
+			t.Fatalf("the handler ran %d times for an over-long key", n)
+		}
+
+		var got atomic.Pointer[[]byte]
+		h := idempotency.Middleware(idempotency.Config{Store: b.store, Scope: "records"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			got.Store(&body)
+			w.WriteHeader(http.StatusRequestEntityTooLarge)
+		}))
+		sent := make([]byte, idempotency.MaxBodyBytes+4096)
+		for i := range sent {
+			sent[i] = byte('a' + i%26)
+		}
+		for range 2 {
+			w := httptest.NewRecorder()
+			r := httptest.NewRequest("POST", "/api/records/contacts", bytes.NewReader(sent))
+			r.Header.Set("Idempotency-Key", "k-huge")
+			h.ServeHTTP(w, r)
+			if w.Code != http.StatusRequestEntityTooLarge || w.Header().Get("Idempotent-Replayed") != "" {
+				t.Fatalf("oversized body = %d (replayed %q); want the handler's 413, not a replay", w.Code, w.Header().Get("Idempotent-Replayed"))
+			}
+			if p := got.Load(); p == nil || !bytes.Equal(*p, sent) {
+				n := -1
+				if p != nil {
+					n = len(*p)
+				}
+				t.Fatalf("the handler read %d bytes, not the %d sent", n, len(sent))
+			}
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -445,6 +446,13 @@ func TestReceiverRejectsBadRequests(t *testing.T) {
 			return r
 		}, http.StatusUnsupportedMediaType, RejectContentType},
 		{"too large", small, signed(big), http.StatusRequestEntityTooLarge, RejectTooLarge},
+		{"too large, streamed", small, func() *http.Request {
+			// No declared length: refused as it is read, past the limit.
+			r := signedRequest(t, []byte(big), b.clock.Now())
+			r.Body = io.NopCloser(strings.NewReader(big))
+			r.ContentLength = -1
+			return r
+		}, http.StatusRequestEntityTooLarge, RejectTooLarge},
 		{"malformed JSON", hooked, signed(`[{"objectId":`), http.StatusBadRequest, RejectMalformed},
 		{"not an array", hooked, signed(`{"objectId":1}`), http.StatusBadRequest, RejectMalformed},
 		{"101 events", hooked, signed(many), http.StatusBadRequest, RejectTooManyEvents},
@@ -475,8 +483,8 @@ func TestReceiverRejectsBadRequests(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(rejects) != len(cases)-1 { // "too large" went to the other receiver
-		t.Errorf("OnReject called %d times (%v), want %d", len(rejects), rejects, len(cases)-1)
+	if len(rejects) != len(cases)-2 { // the two "too large" went to the other receiver
+		t.Errorf("OnReject called %d times (%v), want %d", len(rejects), rejects, len(cases)-2)
 	}
 	// Charset parameters and +json types are JSON.
 	r := signedRequest(t, []byte("[]"), b.clock.Now())

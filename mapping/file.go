@@ -25,7 +25,7 @@ var ErrInvalidFile = errors.New("invalid mapping file")
 func Load(path string) (*Set, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("mapping file: %w", err)
+		return nil, fmt.Errorf("mapping file: %w; give the path of a readable YAML file, or none for the default mapping", err)
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
@@ -33,7 +33,7 @@ func Load(path string) (*Set, error) {
 		return nil, fmt.Errorf("mapping file %s: %w", path, err)
 	}
 	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("mapping file %s: %w: larger than %d bytes", path, ErrInvalidFile, MaxFileBytes)
+		return nil, fmt.Errorf("mapping file %s: %w: larger than %d bytes; a mapping file is a few KiB, so check that the path names one", path, ErrInvalidFile, MaxFileBytes)
 	}
 	s, err := Parse(data)
 	if err != nil {

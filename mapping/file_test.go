@@ -1,10 +1,12 @@
 package mapping_test
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -164,8 +166,16 @@ func TestLoad(t *testing.T) {
 	if _, err := mapping.Load(bad); err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "line 3") {
 		t.Fatalf("Load(bad) = %v; want the path and the line", err)
 	}
-	if _, err := mapping.Load(filepath.Join(dir, "missing.yaml")); err == nil || errors.Is(err, mapping.ErrInvalidFile) {
-		t.Fatalf("Load(missing) = %v; want a file error", err)
+	if _, err := mapping.Load(filepath.Join(dir, "missing.yaml")); err == nil || errors.Is(err, mapping.ErrInvalidFile) || !strings.Contains(err.Error(), "default mapping") {
+		t.Fatalf("Load(missing) = %v; want a file error that says what to do", err)
+	}
+	// A file past the limit (a log, a dump named by mistake) is not parsed.
+	huge := filepath.Join(dir, "huge.yaml")
+	if err := os.WriteFile(huge, append([]byte(issueExample), bytes.Repeat([]byte("# padding\n"), mapping.MaxFileBytes/10+1)...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mapping.Load(huge); !errors.Is(err, mapping.ErrInvalidFile) || !strings.Contains(err.Error(), strconv.Itoa(mapping.MaxFileBytes)) {
+		t.Fatalf("Load(huge) = %v; want ErrInvalidFile naming the limit", err)
 	}
 }
 

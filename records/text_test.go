@@ -3,8 +3,10 @@ package records
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -95,6 +97,31 @@ func TestOversizedDeclaredBodyIsNotRead(t *testing.T) {
 		if w.Code != 413 || w.Header().Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s with Content-Length %d = %d (nosniff %q), want 413", method, req.ContentLength, w.Code, w.Header().Get("X-Content-Type-Options"))
 		}
+	}
+}
+
+// TestOversizedStreamedBody: a body with no declared length (chunked) past
+// MaxBodyBytes is refused with 413 as it is read, and nothing is written.
+func TestOversizedStreamedBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t, store.SQLite, Config{})
+	h := b.svc.Handler()
+	email := `{"fields":{"email":"streamed@example.com","first_name":"` + strings.Repeat("x", MaxBodyBytes) + `"}}`
+	for _, method := range []string{"POST", "PATCH"} {
+		path := "/api/records/contacts"
+		if method == "PATCH" {
+			path += "/x"
+		}
+		req := httptest.NewRequest(method, path, io.NopCloser(strings.NewReader(email)))
+		req.ContentLength = -1
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 413 || !strings.Contains(w.Body.String(), strconv.Itoa(MaxBodyBytes)) {
+			t.Errorf("%s of %d bytes with no declared length = %d %s, want 413 naming the limit", method, len(email), w.Code, w.Body)
+		}
+	}
+	if r := call(t, h, "GET", "/api/records/contacts", ""); r.status != 200 || strings.Contains(fmt.Sprint(r.body), "streamed@") {
+		t.Errorf("records after the refused writes = %d %v; want none made", r.status, r.body)
 	}
 }
 

@@ -183,10 +183,8 @@ func (a *adminAPI) retry(w http.ResponseWriter, r *http.Request) error {
 
 func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
 	var req ops.ReconcileRequest
-	if r.ContentLength != 0 {
-		if err := decodeBody(w, r, &req); err != nil {
-			return err
-		}
+	if err := decodeOptionalBody(w, r, &req); err != nil {
+		return err
 	}
 	if req.OlderThan == "" {
 		req.OlderThan = a.reconcileAfter.String()
@@ -196,6 +194,21 @@ func (a *adminAPI) reconcile(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// errEmptyBody is decodeBody's answer to a body with nothing in it.
+var errEmptyBody = errors.New("the body is empty")
+
+// decodeOptionalBody is decodeBody for a route whose body may be left out:
+// an empty body, with a length of 0 or sent chunked, leaves v as it is.
+func decodeOptionalBody(w http.ResponseWriter, r *http.Request, v any) error {
+	if r.ContentLength == 0 {
+		return nil
+	}
+	if err := decodeBody(w, r, v); err != nil && !errors.Is(err, errEmptyBody) {
+		return err
+	}
 	return nil
 }
 
@@ -211,6 +224,9 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return fmt.Errorf("%w: the body exceeds %d bytes", errBodyTooLarge, adminBodyMax)
+		}
+		if err == io.EOF {
+			return fmt.Errorf("%w: %w; send a JSON object", ops.ErrBadRequest, errEmptyBody)
 		}
 		return fmt.Errorf("%w: body: %v", ops.ErrBadRequest, err)
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -29,10 +30,43 @@ func testAdminRejectsOversizedBody(t *testing.T, d store.Dialect) {
 			t.Errorf("POST %s with %d bytes = %d %s, want 413", path, len(huge), code, body)
 		}
 	}
+	// The same sent chunked (no declared length): refused while read.
+	for _, path := range []string{"/admin/deadletters/retry", "/admin/reconcile"} {
+		if code, body := callChunked(t, srv.URL+path, "tok", huge); code != http.StatusRequestEntityTooLarge {
+			t.Errorf("POST %s with %d bytes chunked = %d %s, want 413", path, len(huge), code, body)
+		}
+	}
 	code, body := call(t, "GET", srv.URL+"/admin/deadletters?direction=outbound", "tok", "")
 	if code != http.StatusOK || !strings.Contains(body, ids[0]) {
 		t.Fatalf("after the oversized retry the dead letter must still be listed: %d %s", code, body)
 	}
+	// A route whose body is optional takes an empty chunked body as none;
+	// one whose body is required says it is empty.
+	if code, body := callChunked(t, srv.URL+"/admin/reconcile", "tok", ""); code != http.StatusOK {
+		t.Errorf("POST /admin/reconcile with an empty chunked body = %d %s, want 200", code, body)
+	}
+	if code, body := callChunked(t, srv.URL+"/admin/deadletters/retry", "tok", ""); code != http.StatusBadRequest || !strings.Contains(body, "empty") {
+		t.Errorf("POST /admin/deadletters/retry with an empty chunked body = %d %s, want 400 naming the empty body", code, body)
+	}
+}
+
+// callChunked POSTs body with no declared length, as a client streaming its
+// body does: a request whose body is neither a bytes nor a strings reader
+// goes out chunked.
+func callChunked(t *testing.T, url, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("POST", url, io.NopCloser(strings.NewReader(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // FuzzAdminRetryBody sends arbitrary bodies to the admin POST routes: the answer

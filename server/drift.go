@@ -198,10 +198,8 @@ func (a *adminAPI) drift(w http.ResponseWriter, r *http.Request) error {
 		return nil
 	}
 	var req driftRequest
-	if r.ContentLength != 0 {
-		if err := decodeBody(w, r, &req); err != nil {
-			return err
-		}
+	if err := decodeOptionalBody(w, r, &req); err != nil {
+		return err
 	}
 	opts := drift.Options{DryRun: req.DryRun, ObjectTypes: req.Objects}
 	for _, t := range req.Objects {

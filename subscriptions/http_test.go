@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -79,8 +80,23 @@ func TestHandler(t *testing.T) {
 	if w.Code != http.StatusBadRequest {
 		t.Fatalf("invalid body = %d; want 400", w.Code)
 	}
-	if evs := pendingEvents(t, st); len(evs) != 1 {
-		t.Fatalf("%d events after refused requests, want 1", len(evs))
+	// A valid request padded past the limit with spaces (still valid JSON).
+	padded := strings.Replace(body, "{", "{"+strings.Repeat(" ", subscriptions.MaxBodyBytes), 1)
+	w, out = do(t, h, "POST", "/api/subscription-requests", "key-4", padded)
+	if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(errorText(out), strconv.Itoa(subscriptions.MaxBodyBytes)) {
+		t.Fatalf("oversized body = %d %v; want 413 naming the limit", w.Code, out)
+	}
+	long := strings.Repeat("k", subscriptions.MaxIdempotencyKeyLength+1)
+	w, out = do(t, h, "POST", "/api/subscription-requests", long, strings.Replace(body, "Ada@", "Long@", 1))
+	if w.Code != http.StatusBadRequest || !strings.Contains(errorText(out), "Idempotency-Key") || !strings.Contains(errorText(out), strconv.Itoa(subscriptions.MaxIdempotencyKeyLength)) {
+		t.Fatalf("over-long key = %d %v; want 400 naming the header and its limit", w.Code, out)
+	}
+	w, _ = do(t, h, "POST", "/api/subscription-requests", long[1:], strings.Replace(body, "Ada@", "Long@", 1))
+	if w.Code != http.StatusCreated {
+		t.Fatalf("key of exactly %d characters = %d; want 201", subscriptions.MaxIdempotencyKeyLength, w.Code)
+	}
+	if evs := pendingEvents(t, st); len(evs) != 2 {
+		t.Fatalf("%d events after refused requests and one at the key's limit, want 2", len(evs))
 	}
 
 	w, out = do(t, h, "GET", "/api/subscription-requests/"+id, "", "")
