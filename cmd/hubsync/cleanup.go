@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -35,7 +36,7 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("unexpected argument %q: %w", fs.Arg(0), errUsage)
 	}
 	if len(e.errs) > 0 {
-		return e.errs[0]
+		return errors.Join(e.errs...)
 	}
 	if c.BatchSize < 1 {
 		return fmt.Errorf("-batch-size %d: use a positive number", c.BatchSize)

@@ -70,7 +70,8 @@ func runDLQ(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	dir, err := ops.ParseDirection(*direction)
 	if err != nil {
-		return fmt.Errorf("-direction: %w", err)
+		// ops words it for the admin API ("bad request: …"); here it is a flag.
+		return fmt.Errorf("-direction: %s", strings.TrimPrefix(err.Error(), ops.ErrBadRequest.Error()+": "))
 	}
 	db, err := openMigrated(ctx, *dbURL)
 	if err != nil {

@@ -35,9 +35,10 @@ func TestDatabasePasswordNeverShown(t *testing.T) {
 	}
 }
 
-// TestMigrateSettingErrors: migrate names the setting at fault, and checks its
-// own flags before it reaches for the database.
-func TestMigrateSettingErrors(t *testing.T) {
+// TestToolSettingErrors: the operator commands name the setting at fault and
+// what to write instead, all of them at once, and check their own flags before
+// they reach for the database.
+func TestToolSettingErrors(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
 		name string
@@ -47,11 +48,21 @@ func TestMigrateSettingErrors(t *testing.T) {
 	}{
 		{"unknown scheme", "mongodb://h/db", []string{"migrate"}, []string{"HUBSYNC_DATABASE_URL", "unknown scheme"}},
 		{"lock timeout with the database down", "postgres://127.0.0.1:1/db?connect_timeout=1", []string{"migrate", "-lock-timeout=0s"}, []string{"-lock-timeout", "positive duration"}},
+		{"sqlite in a missing directory", "sqlite:/nonexistent-hubsync-dir/x.db", []string{"migrate"}, []string{"HUBSYNC_DATABASE_URL", "/nonexistent-hubsync-dir", "does not exist", "create it"}},
+		{"sqlite under a file", "sqlite:/etc/hostname/x.db", []string{"migrate"}, []string{"HUBSYNC_DATABASE_URL", "is a file, not a directory"}},
+		{"mysql driver DSN", "mysql://u:pw@tcp(127.0.0.1:3306)/db", []string{"migrate"}, []string{"HUBSYNC_DATABASE_URL", "mysql://user:pass@host:3306/DBNAME", "not the driver's"}},
+		{"postgres bad host", "postgres://[::1/db", []string{"migrate"}, []string{"HUBSYNC_DATABASE_URL", "postgres://user:pass@host:5432/DBNAME"}},
+		{"dlq direction", "sqlite:/nonexistent-hubsync-dir/x.db", []string{"dlq", "list", "-direction", "out"}, []string{"-direction", `direction "out" is unknown`, "use inbound, outbound or internal"}},
+		{"cleanup retentions", "sqlite:/nonexistent-hubsync-dir/x.db", []string{"cleanup"}, []string{"HUBSYNC_OUTBOUND_RETENTION", "HUBSYNC_INBOUND_RETENTION", "is negative"}},
 	}
 	for _, tc := range cases {
-		code, _, stderr := runCmd(t, baseEnv("HUBSYNC_DATABASE_URL="+tc.url), tc.args...)
+		env := baseEnv("HUBSYNC_DATABASE_URL="+tc.url, "HUBSYNC_OUTBOUND_RETENTION=-1d", "HUBSYNC_INBOUND_RETENTION=-2d")
+		code, _, stderr := runCmd(t, env, tc.args...)
 		if code == 0 {
-			t.Errorf("%s: migrate succeeded", tc.name)
+			t.Errorf("%s: %s succeeded", tc.name, tc.args[0])
+		}
+		if strings.Contains(stderr, "bad request") {
+			t.Errorf("%s: stderr speaks HTTP:\n%s", tc.name, stderr)
 		}
 		for _, w := range tc.want {
 			if !strings.Contains(stderr, w) {

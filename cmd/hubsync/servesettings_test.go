@@ -212,3 +212,32 @@ func TestSecretWithLineBreak(t *testing.T) {
 		}
 	}
 }
+
+// TestSimSettingErrors: hubsync sim names the flag and the JSON key at fault,
+// and shows the form it wants.
+func TestSimSettingErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want []string
+	}{
+		{"fault out of range", nil, []string{"-faults", `{"error500":2}`}, []string{"-faults", "error500 must be a probability"}},
+		{"hang without duration", nil, []string{"-faults", `{"hangProbability":0.5}`}, []string{"-faults", "hangProbability needs a hangDuration"}},
+		{"faults not JSON", nil, []string{"-faults", `{error500:2}`}, []string{"-faults", `{"error500":0.05`}},
+		{"qstash faults not JSON", nil, []string{"-qstash", "-qstash-faults", `drop=1`}, []string{"-qstash-faults", `{"drop":0.05`}},
+		{"qstash fault out of range", nil, []string{"-qstash", "-qstash-faults", `{"duplicate":3}`}, []string{"-qstash-faults", "duplicate must be a probability"}},
+		{"app id", []string{"HUBSPOT_APP_ID=abc"}, nil, []string{"HUBSPOT_APP_ID", "numeric id"}},
+	} {
+		code, _, errOut := runCmd(t, baseEnv(tc.env...), append([]string{"sim", "-addr", "127.0.0.1:0"}, tc.args...)...)
+		if code == 0 {
+			t.Errorf("%s: sim started", tc.name)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(errOut, w) {
+				t.Errorf("%s: stderr %q does not name %q", tc.name, errOut, w)
+			}
+		}
+	}
+}

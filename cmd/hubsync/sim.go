@@ -92,7 +92,7 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 	}
 	appID, err := strconv.ParseInt(strings.TrimSpace(appIDText), 10, 64)
 	if err != nil || appID <= 0 {
-		return st, fmt.Errorf("HUBSPOT_APP_ID/-app-id %q is not a positive number", appIDText)
+		return st, fmt.Errorf("HUBSPOT_APP_ID/-app-id %q is not a positive number; set it to your app's numeric id, or leave it unset for the simulator's own (%d)", appIDText, hubspotsim.AppIDDefault)
 	}
 	st.cfg = hubspotsim.Config{
 		AppID: appID, AccessToken: token, ClientSecret: secret, WebhookURL: *webhookURL,
@@ -100,6 +100,9 @@ func parseSim(args []string, stderr io.Writer) (simSettings, error) {
 	}
 	if *faultsJSON != "" {
 		if err := json.Unmarshal([]byte(*faultsJSON), &st.cfg.Faults); err != nil {
+			return st, fmt.Errorf(`-faults: %w; write a JSON object such as {"error500":0.05,"latency":"20ms"}`, err)
+		}
+		if err := st.cfg.Faults.Validate(); err != nil {
 			return st, fmt.Errorf("-faults: %w", err)
 		}
 	}
@@ -139,7 +142,7 @@ func qstashSimSettings(st *simSettings, token, current, next string, signNext bo
 	}
 	if faults != "" {
 		if err := json.Unmarshal([]byte(faults), &st.qcfg.Faults); err != nil {
-			return fmt.Errorf("-qstash-faults: %w", err)
+			return fmt.Errorf(`-qstash-faults: %w; write a JSON object such as {"drop":0.05,"delay":0.1,"delayDuration":"200ms"}`, err)
 		}
 		if err := st.qcfg.Faults.Validate(); err != nil {
 			return fmt.Errorf("-qstash-faults: %w", err)

@@ -46,7 +46,7 @@ func openMigrated(ctx context.Context, rawURL string) (*hubsync.DB, error) {
 	if err := hubsync.CheckSchema(ctx, db); err != nil {
 		db.Close()
 		if errors.Is(err, migrate.ErrNotMigrated) {
-			return nil, fmt.Errorf("%w; run `hubsync migrate` (or start `hubsync serve` on SQLite) with the same HUBSYNC_DATABASE_URL", err)
+			return nil, fmt.Errorf("%w; with the same HUBSYNC_DATABASE_URL (on SQLite, starting `hubsync serve` migrates too)", err)
 		}
 		return nil, err
 	}

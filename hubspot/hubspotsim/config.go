@@ -151,7 +151,7 @@ func (c Config) validate() error {
 	if err := validateWebhookURL(c.WebhookURL); err != nil {
 		errs = append(errs, fmt.Errorf("WebhookURL: %w", err))
 	}
-	if err := c.Faults.validate(); err != nil {
+	if err := c.Faults.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("Faults: %w", err))
 	}
 	return errors.Join(errs...)
@@ -206,29 +206,32 @@ type Faults struct {
 	WebhookDuplicate float64
 }
 
-func (f Faults) validate() error {
+// Validate reports every fault setting out of range, naming each by its key
+// in the JSON form (PUT /_sim/faults, hubsync sim -faults): error500 is
+// Error500, hangDuration is HangDuration.
+func (f Faults) Validate() error {
 	var errs []error
 	for _, p := range []struct {
 		name string
 		v    float64
 	}{
-		{"Error500", f.Error500}, {"Error502", f.Error502}, {"Error503", f.Error503},
-		{"Error423", f.Error423}, {"Error429", f.Error429}, {"HangProbability", f.HangProbability},
-		{"DropProbability", f.DropProbability}, {"PartialFailure", f.PartialFailure},
-		{"WebhookFailure", f.WebhookFailure}, {"WebhookDuplicate", f.WebhookDuplicate},
+		{"error500", f.Error500}, {"error502", f.Error502}, {"error503", f.Error503},
+		{"error423", f.Error423}, {"error429", f.Error429}, {"hangProbability", f.HangProbability},
+		{"dropProbability", f.DropProbability}, {"partialFailure", f.PartialFailure},
+		{"webhookFailure", f.WebhookFailure}, {"webhookDuplicate", f.WebhookDuplicate},
 	} {
 		if !(p.v >= 0 && p.v <= 1) {
 			errs = append(errs, fmt.Errorf("%s must be a probability between 0 and 1 (got %v)", p.name, p.v))
 		}
 	}
 	if sum := f.Error500 + f.Error502 + f.Error503 + f.Error423 + f.Error429; sum > 1+1e-9 {
-		errs = append(errs, fmt.Errorf("Error500+Error502+Error503+Error423+Error429 must not exceed 1 (got %v); lower them", sum))
+		errs = append(errs, fmt.Errorf("error500+error502+error503+error423+error429 must not exceed 1 (got %v); lower them", sum))
 	}
 	if f.Latency < 0 || f.HangDuration < 0 {
-		errs = append(errs, errors.New("Latency and HangDuration must not be negative"))
+		errs = append(errs, errors.New("latency and hangDuration must not be negative"))
 	}
 	if f.HangProbability > 0 && f.HangDuration == 0 {
-		errs = append(errs, errors.New("HangProbability needs a HangDuration; set one (e.g. 30s)"))
+		errs = append(errs, errors.New(`hangProbability needs a hangDuration; set one (e.g. "30s")`))
 	}
 	return errors.Join(errs...)
 }

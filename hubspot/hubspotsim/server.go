@@ -167,7 +167,7 @@ func (s *Server) SetWebhookURL(u string) error {
 
 // SetFaults replaces the injected faults.
 func (s *Server) SetFaults(f Faults) error {
-	if err := f.validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		return fmt.Errorf("hubspotsim: faults: %w", err)
 	}
 	s.mu.Lock()

@@ -21,6 +21,9 @@ func OpenDB(ctx context.Context, d store.Dialect, driver, dsn string, pool func(
 	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
+		if d == store.SQLite {
+			return nil, fmt.Errorf("open %s database: cannot open its file; check the path in the database URL and that this user may read and write it and its directory: %w", d, err)
+		}
 		return nil, fmt.Errorf("open %s database: cannot reach it; check the database URL and that the server is up: %w", d, err)
 	}
 	return db, nil

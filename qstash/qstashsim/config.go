@@ -145,22 +145,24 @@ type Faults struct {
 	Duplicate float64
 }
 
-// Validate reports a fault setting out of range, naming it.
+// Validate reports every fault setting out of range, naming each by its key in
+// the JSON form (PUT /_sim/qstash/faults, hubsync sim -qstash-faults): drop is
+// Drop, delayDuration is DelayDuration.
 func (f Faults) Validate() error {
 	var errs []error
 	for _, p := range []struct {
 		name string
 		v    float64
-	}{{"Drop", f.Drop}, {"Delay", f.Delay}, {"Duplicate", f.Duplicate}} {
+	}{{"drop", f.Drop}, {"delay", f.Delay}, {"duplicate", f.Duplicate}} {
 		if !(p.v >= 0 && p.v <= 1) {
 			errs = append(errs, fmt.Errorf("%s must be a probability between 0 and 1 (got %v)", p.name, p.v))
 		}
 	}
 	if f.DelayDuration < 0 {
-		errs = append(errs, errors.New("DelayDuration must not be negative"))
+		errs = append(errs, errors.New("delayDuration must not be negative"))
 	}
 	if f.Delay > 0 && f.DelayDuration == 0 {
-		errs = append(errs, errors.New("Delay needs a DelayDuration; set one (e.g. 200ms)"))
+		errs = append(errs, errors.New(`delay needs a delayDuration; set one (e.g. "200ms")`))
 	}
 	return errors.Join(errs...)
 }

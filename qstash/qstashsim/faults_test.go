@@ -69,8 +69,8 @@ func TestFaultsControlAPI(t *testing.T) {
 		t.Fatalf("faults %+v", f)
 	}
 	for body, want := range map[string]string{
-		`{"drop":2}`:                  "Drop must be a probability",
-		`{"delay":0.5}`:               "needs a DelayDuration",
+		`{"drop":2}`:                  "drop must be a probability",
+		`{"delay":0.5}`:               "needs a delayDuration",
 		`{"delayDuration":"forever"}`: "delayDuration",
 		`{"dorp":0.1}`:                "unknown field",
 		`[`:                           "unexpected EOF",
@@ -124,7 +124,7 @@ func TestConfigValidation(t *testing.T) {
 		{Config{MaxRetries: -1}, "MaxRetries"},
 		{Config{DefaultRetries: 50, MaxRetries: 10}, "raise MaxRetries"},
 		{Config{CurrentSigningKey: "sig_a", NextSigningKey: "sig_a"}, "must differ"},
-		{Config{Faults: Faults{Duplicate: -0.5}}, "Duplicate"},
+		{Config{Faults: Faults{Duplicate: -0.5}}, "Faults: duplicate"},
 	} {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%+v): %v, want an error naming %s", c.cfg, err, c.want)

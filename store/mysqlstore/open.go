@@ -39,7 +39,11 @@ func ParseURL(raw string) (string, error) {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("%w: %q: %v", store.ErrDatabaseURL, store.RedactURL(raw), errors.Unwrap(err))
+		hint := "use mysql://user:pass@host:3306/DBNAME"
+		if strings.Contains(raw, "@tcp(") || strings.Contains(raw, "@unix(") {
+			hint += " (a URL, not the driver's user:pass@tcp(host:port)/db form)"
+		}
+		return "", fmt.Errorf("%w: %q: %v; %s", store.ErrDatabaseURL, store.RedactURL(raw), errors.Unwrap(err), hint)
 	}
 	db := strings.TrimPrefix(u.Path, "/")
 	if db == "" {

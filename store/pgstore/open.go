@@ -36,7 +36,7 @@ func ParseURL(raw string) (string, error) {
 		return "", fmt.Errorf("%w: %q is not a postgres:// URL", store.ErrDatabaseURL, store.RedactURL(raw))
 	}
 	if _, err := url.Parse(raw); err != nil {
-		return "", fmt.Errorf("%w: %q: %v", store.ErrDatabaseURL, store.RedactURL(raw), errors.Unwrap(err))
+		return "", fmt.Errorf("%w: %q: %v; use postgres://user:pass@host:5432/DBNAME", store.ErrDatabaseURL, store.RedactURL(raw), errors.Unwrap(err))
 	}
 	return raw, nil
 }

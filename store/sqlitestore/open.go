@@ -3,8 +3,12 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hubsync/hubsync/internal/dialectsql"
@@ -79,6 +83,18 @@ func OpenDB(ctx context.Context, rawURL string) (*sql.DB, error) {
 	dsn, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
+	}
+	// SQLite makes the file, not its directory: say which is missing rather
+	// than the driver's "unable to open database file".
+	if path, _, _ := strings.Cut(strings.TrimPrefix(dsn, "file:"), "?"); path != "" && !strings.Contains(dsn, ":memory:") && !strings.Contains(dsn, "mode=memory") {
+		if dir := filepath.Dir(path); dir != "." {
+			switch fi, err := os.Stat(dir); {
+			case errors.Is(err, fs.ErrNotExist):
+				return nil, fmt.Errorf("open database: %w: the directory %s of %q does not exist; create it, or give a path in an existing directory", store.ErrDatabaseURL, dir, strings.TrimSpace(rawURL))
+			case err == nil && !fi.IsDir():
+				return nil, fmt.Errorf("open database: %w: %s in %q is a file, not a directory; give the path of the database file itself", store.ErrDatabaseURL, dir, strings.TrimSpace(rawURL))
+			}
+		}
 	}
 	return dialectsql.OpenDB(ctx, store.SQLite, DriverName, dsn, func(db *sql.DB) {
 		n := MaxOpenConnsDefault
