@@ -1,6 +1,7 @@
 package mapping
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -62,7 +63,11 @@ func Load(path string) (*Set, error) {
 func Parse(data []byte) (*Set, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidFile, err)
+		hint := "; fix the YAML there (a mapping file is nested maps indented with spaces, as in the README's example)"
+		if bytes.Contains(data, []byte("\n\t")) || bytes.HasPrefix(data, []byte("\t")) {
+			hint = "; YAML indents with spaces: replace the tabs at the start of lines"
+		}
+		return nil, fmt.Errorf("%w: %v%s", ErrInvalidFile, err, hint)
 	}
 	p := &fileParser{subsVersion: 1}
 	objs := p.document(&doc)

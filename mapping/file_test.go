@@ -89,6 +89,8 @@ func TestParseErrorsNameLineAndFix(t *testing.T) {
 		want []string // each must appear in the message
 	}{
 		{"empty file", "", []string{"line 1", "empty"}},
+		{"tab indent", "objects:\n\tcontacts:\n\t\tfields: {email: email}\n", []string{"line 2", "replace the tabs"}},
+		{"not YAML", "objects: [contacts\n", []string{"line", "fix the YAML"}},
 		{"empty objects", "objects: {}\n", []string{"line 1", "objects is empty"}},
 		{"no objects key", "version: 1\n", []string{"line 1", `unknown key "version"`, "objects"}},
 		{"unknown object key", "objects:\n  contacts:\n    hubspot_typ: contacts\n    fields: {email: email}\n",
