@@ -95,6 +95,7 @@ type Client struct {
 	onResponse func(context.Context, Response)
 	now        func() time.Time
 	zone       *time.Location
+	bodyMax    int64 // responseBodyMax; tests lower it
 }
 
 // NewClient returns a Client for cfg.
@@ -120,6 +121,7 @@ func NewClient(cfg Config) (*Client, error) {
 		onResponse: cfg.OnResponse,
 		now:        time.Now,
 		zone:       cmp.Or(cfg.TimeZone, time.UTC),
+		bodyMax:    responseBodyMax,
 	}, nil
 }
 
@@ -179,7 +181,13 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	if c.onResponse != nil {
 		c.onResponse(ctx, Response{StatusCode: resp.StatusCode, RateLimit: rl})
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, responseBodyMax))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.bodyMax+1))
+	if err == nil && int64(len(data)) > c.bodyMax {
+		// Not cut short and decoded as malformed: an answer this large is
+		// not one HubSpot gives, and the write (if any) may have been
+		// applied, so it counts as lost, as a broken connection does.
+		err = fmt.Errorf("the body is larger than %d bytes", c.bodyMax)
+	}
 	if err != nil {
 		// The write (if any) was probably applied; the answer was lost.
 		return response{}, c.failure(ctx, method, path, fmt.Errorf("read %d response: %w", resp.StatusCode, err))

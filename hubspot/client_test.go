@@ -851,6 +851,26 @@ func TestUndecodableSuccessBody(t *testing.T) {
 	}
 }
 
+// TestOversizedSuccessBody: a success answer past the client's limit is not
+// cut short and reported as malformed (a permanent failure, though the write
+// may have been applied) but as a lost answer, which is retried.
+func TestOversizedSuccessBody(t *testing.T) {
+	t.Parallel()
+	b := setup(t, Config{})
+	body := `{"id":"1","properties":{"email":"` + strings.Repeat("a", 200) + `@example.com"}}`
+	b.srv.reply(200, nil, body)
+	b.client.bodyMax = int64(len(body))
+	if _, err := b.client.Get(context.Background(), Contacts, "1", nil); err != nil {
+		t.Fatalf("a body of exactly the limit: %v", err)
+	}
+	b.client.bodyMax = int64(len(body)) - 1
+	_, err := b.client.Get(context.Background(), Contacts, "1", nil)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != KindRetryable || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("a body past the limit: %v; want a retryable error saying it is too large", err)
+	}
+}
+
 func TestKindOfHelpers(t *testing.T) {
 	t.Parallel()
 	if KindOf(nil) != KindNone || RetryAfterOf(nil) != 0 {
