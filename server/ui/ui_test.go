@@ -78,11 +78,17 @@ func client(jar http.CookieJar) *http.Client {
 type req struct {
 	method, path, body, contentType, origin, csrf string
 	cookie                                        *http.Cookie
+	// streamed sends the body with no declared length (chunked).
+	streamed bool
 }
 
 func (b uiBundle) do(t *testing.T, r req) (*http.Response, string) {
 	t.Helper()
-	hr, err := http.NewRequest(r.method, b.ts.URL+r.path, strings.NewReader(r.body))
+	var body io.Reader = strings.NewReader(r.body)
+	if r.streamed {
+		body = io.NopCloser(body) // neither a bytes nor a strings reader: sent chunked
+	}
+	hr, err := http.NewRequest(r.method, b.ts.URL+r.path, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,6 +342,11 @@ func TestBadInput(t *testing.T) {
 		}},
 		{"retry: oversized", 413, func() (int, string) {
 			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound","ids":["`+strings.Repeat("a", JSONBodyMax)+`"]}`)
+		}},
+		{"retry: oversized, streamed", 413, func() (int, string) {
+			resp, out := b.do(t, req{method: "POST", path: "/admin/ui/api/deadletters/retry", cookie: c, csrf: csrf, contentType: "application/json", streamed: true,
+				body: `{"direction":"outbound","ids":["` + strings.Repeat("a", JSONBodyMax) + `"]}`})
+			return resp.StatusCode, out
 		}},
 		{"retry: ids and all", 400, func() (int, string) {
 			return post("/admin/ui/api/deadletters/retry", "application/json", `{"direction":"outbound","ids":["x"],"all":true}`)
