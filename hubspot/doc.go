@@ -13,7 +13,8 @@
 //	status                         Kind              RetryAfter
 //	429                            KindRateLimited   Retry-After; else by policyName:
 //	                                                 TEN_SECONDLY_ROLLING → interval header (10 s),
-//	                                                 SECONDLY → 1 s, DAILY → next midnight UTC
+//	                                                 SECONDLY → 1 s, DAILY → the account's next
+//	                                                 midnight (Config.TimeZone, UTC if unset)
 //	423 Locked                     KindRetryable     max(Retry-After, 2 s)
 //	477 Migration in progress      KindRetryable     Retry-After, else 1 min
 //	408, 500–599 (502…524)         KindRetryable     Retry-After if sent

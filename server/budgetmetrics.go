@@ -34,7 +34,7 @@ type keyUse struct {
 }
 
 var (
-	descBudgetCallsToday = prometheus.NewDesc(MetricBudgetCallsToday, "HubSpot calls granted by the shared budget since midnight UTC, by key, as recorded in the database (all replicas).", []string{"key"}, nil)
+	descBudgetCallsToday = prometheus.NewDesc(MetricBudgetCallsToday, "HubSpot calls granted by the shared budget since the HubSpot account's midnight (UTC until its time zone is known), by key, as recorded in the database (all replicas).", []string{"key"}, nil)
 	descBudgetPaused     = prometheus.NewDesc(MetricBudgetPaused, "1 while the key's budget is paused after a 429 (no replica calls HubSpot), else 0.", []string{"key"}, nil)
 	descBudgetUp         = prometheus.NewDesc(MetricBudgetUp, "1 when the budget's use could be read from the database at its last reading.", nil, nil)
 	descBudgetWindow     = prometheus.NewDesc(MetricBudgetWindowCalls, "HubSpot calls the shared budget counts in its current window (HubSpot's 10 s), by key, all replicas.", []string{"key"}, nil)

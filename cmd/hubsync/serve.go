@@ -201,7 +201,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	proxies := fs.String("trusted-proxies", os.Getenv("HUBSYNC_TRUSTED_PROXIES"), "comma-separated IPs/CIDRs whose X-Forwarded-Proto/-Host are believed (HUBSYNC_TRUSTED_PROXIES)")
 	logLevel := fs.String("log-level", envOr("HUBSYNC_LOG_LEVEL", "info"), "debug, info, warn or error (HUBSYNC_LOG_LEVEL)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hubsync serve [flags]\n\nEvery flag also reads the environment variable named in its description;\na flag given on the command line wins.")
+		fmt.Fprintln(stderr, "usage: hubsync serve [flags]\n\nEvery flag but the part switches (-webhooks, -sync-worker, -outbound-worker,\n-relay, -cleanup, -api) also reads the environment variable named in its\ndescription; a flag given on the command line wins.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
