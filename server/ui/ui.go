@@ -70,7 +70,11 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-Proto https makes the
 	// session cookie Secure.
 	TrustedProxies []netip.Prefix
-	// PublicOrigin (scheme://host) is accepted as Origin besides the request's own Host.
+	// PublicOrigin (scheme://host) is accepted as Origin besides the request's
+	// own Host. When it is https, the session cookie is always Secure: the
+	// dashboard is then reached through a TLS proxy, which need not say so
+	// (X-Forwarded-Proto from TrustedProxies), and a browser led to the plain
+	// http address must not send the session there.
 	PublicOrigin string
 	// OnAuthFailure is called for each refused sign-in or session (a counter).
 	OnAuthFailure func(r *http.Request)
@@ -257,7 +261,8 @@ func (u *UI) sameOrigin(r *http.Request) bool {
 func (u *UI) setCookie(w http.ResponseWriter, r *http.Request, value string, exp time.Time, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: value, Path: Path, Expires: exp, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r, u.cfg.TrustedProxies),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: secureRequest(r, u.cfg.TrustedProxies) || strings.HasPrefix(strings.ToLower(u.cfg.PublicOrigin), "https://"),
 	})
 }
 

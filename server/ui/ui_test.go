@@ -237,6 +237,22 @@ func TestCookieSecureBehindTLSOrTrustedProxy(t *testing.T) {
 	}
 }
 
+// TestCookieSecureWithHTTPSPublicURL: with an https public origin the
+// session cookie is Secure even when the proxy in front says nothing, so a
+// browser sent to the plain http address does not carry the session there.
+func TestCookieSecureWithHTTPSPublicURL(t *testing.T) {
+	for origin, want := range map[string]bool{"https://crm.example.com": true, "HTTPS://crm.example.com": true, "http://crm.example.com": false, "": false} {
+		b := setupUI(t, func(c *Config) { c.PublicOrigin = origin })
+		r := httptest.NewRequest("POST", "http://hubsync.internal/admin/ui/login", strings.NewReader("token="+testToken))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		b.ui.login(w, r)
+		if c := sessionCookie(w.Result()); c == nil || c.Secure != want {
+			t.Errorf("public origin %q, plain http from the proxy: cookie %+v, want Secure %v", origin, c, want)
+		}
+	}
+}
+
 func TestActionsNeedCSRFAndSameOrigin(t *testing.T) {
 	b := setupUI(t)
 	c, csrf := b.signIn(t)
