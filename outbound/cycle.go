@@ -577,7 +577,16 @@ func (c *cycle) notOverwritten(calls []Call) []Call {
 		if call.Op == OpUpdate {
 			keep := call.Records[:0:0]
 			for _, r := range call.Records {
-				if cur, ok := current[r.Key]; ok && !c.withoutOverwritten(r, cur) {
+				cur, ok := current[r.Key]
+				if !ok {
+					keep = append(keep, r)
+					continue
+				}
+				var left bool
+				if !c.oweOrRelease(r, func() (err error) { left, err = c.withoutOverwritten(r, cur); return err }) {
+					continue
+				}
+				if !left {
 					c.sum.Superseded += c.complete([]*RecordPlan{r})
 					continue
 				}
@@ -595,15 +604,16 @@ func (c *cycle) notOverwritten(calls []Call) []Call {
 
 // withoutOverwritten drops from r's properties those whose local field in
 // cur differs from the value r's last event carries, and reports whether
-// any property is left.
-func (c *cycle) withoutOverwritten(r *RecordPlan, cur map[string]any) bool {
+// any property is left. It fails, leaving r's properties as they were, when
+// the dropped fields could not be recorded as owed.
+func (c *cycle) withoutOverwritten(r *RecordPlan, cur map[string]any) (bool, error) {
 	obj, ok := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
 	if !ok || len(r.Events) == 0 {
-		return true
+		return true, nil
 	}
 	snap, err := outbox.ParseSnapshot(r.Events[len(r.Events)-1].Payload)
 	if err != nil || snap.Fields == nil {
-		return true
+		return true, nil
 	}
 	var dropped []string
 	for p := range r.Properties {
@@ -619,7 +629,7 @@ func (c *cycle) withoutOverwritten(r *RecordPlan, cur map[string]any) bool {
 		dropped = append(dropped, p)
 	}
 	if len(dropped) == 0 {
-		return true
+		return true, nil
 	}
 	slices.Sort(dropped)
 	c.w.log.Info("outbound: the record's fields changed since its event (by HubSpot, or by a later local write); their older values are not written",
@@ -632,18 +642,21 @@ func (c *cycle) withoutOverwritten(r *RecordPlan, cur map[string]any) bool {
 			owed = append(owed, f.Local)
 		}
 	}
+	// Owed, the fields go with the record's next write (their latest
+	// values: HubSpot's own, when its change was applied here).
+	if err := c.oweFields(r, owed); err != nil {
+		return false, err
+	}
 	r.Properties = props
 	r.OwedOnly = slices.DeleteFunc(slices.Clone(r.OwedOnly), func(p string) bool { return slices.Contains(dropped, p) })
 	// The write's recorded state keeps the events' values of the dropped
 	// fields, which HubSpot did not get, and the record's later events are
 	// planned against them: one that sets a field back to such a value sends
-	// nothing. Owed, the fields go with the record's next write (their latest
-	// values: HubSpot's own, when its change was applied here).
+	// nothing; owed (above), they are sent again.
 	if r.Next != nil {
 		r.Next.Carried = slices.DeleteFunc(slices.Clone(r.Next.Carried), func(f string) bool { return slices.Contains(owed, f) })
 	}
-	c.oweFields(r, owed)
-	return len(props) > 0
+	return len(props) > 0, nil
 }
 
 // goneAtSource completes, without a call, the records of calls that would
@@ -1420,11 +1433,19 @@ func (c *cycle) complete(recs []*RecordPlan) int {
 	return n
 }
 
-// retry records a failed attempt for every event of recs, no sooner than minDelay.
+// retry records a failed attempt for every event of recs, no sooner than
+// minDelay. Each record's fields are recorded as owed first (else its events
+// go back unspent): this attempt may be its last, and a dead letter's fields
+// reach HubSpot only with the record's next write. A retry that later
+// succeeds clears them with the state it stores (PushedMany), as any write
+// does for what it carried.
 func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	for _, r := range recs {
+		if !c.oweOrRelease(r, func() error { return c.owe(r) }) {
+			continue
+		}
 		dead := false
 		for _, e := range r.Events {
 			res, err := c.w.cfg.Store.IncrementRetry(ctx, e.Lease(), msg, minDelay)
@@ -1445,7 +1466,7 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 			}
 		}
 		if dead {
-			c.owe(r)
+			c.w.log.Debug("outbound: record dead-lettered; its fields ride with its next write", "record", r.Key.String())
 		}
 	}
 }
@@ -1544,10 +1565,10 @@ func (c *cycle) linkedName(r *RecordPlan, hubspotID string) string {
 // owe records, with OwedLinks, the local fields r's write would have set, so
 // that the record's next successful write carries them after r's events are
 // dead-lettered.
-func (c *cycle) owe(r *RecordPlan) {
+func (c *cycle) owe(r *RecordPlan) error {
 	obj, ok := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
 	if !ok {
-		return
+		return nil
 	}
 	var fields []string
 	for prop := range r.Properties {
@@ -1555,26 +1576,49 @@ func (c *cycle) owe(r *RecordPlan) {
 			fields = append(fields, f.Local)
 		}
 	}
-	c.oweFields(r, fields)
+	return c.oweFields(r, fields)
 }
 
 // oweFields records, with OwedLinks, local fields of r's record as owed: the
-// record's next successful write carries them.
-func (c *cycle) oweFields(r *RecordPlan, fields []string) {
+// record's next successful write carries them. An error is the caller's to
+// act on: until the fields are recorded, nothing else carries them, so the
+// record's events must not end (be dead-lettered, or written without them).
+func (c *cycle) oweFields(r *RecordPlan, fields []string) error {
 	ol, ok := c.w.cfg.Links.(OwedLinks)
 	if _, pushed := c.w.cfg.Links.(PushedLinks); !ok || !pushed || len(fields) == 0 {
-		return
+		return nil
 	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	if err := ol.AddOwed(ctx, c.w.cfg.Destination, r.Key.ObjectType, r.Key.RecordID, fields); err != nil {
-		c.errs = append(c.errs, fmt.Errorf("outbound: record owed fields of %s: %w", r.Key, err))
+		return fmt.Errorf("outbound: record owed fields of %s: %w", r.Key, err)
 	}
+	return nil
 }
 
-// fail dead-letters every event of r at once.
+// oweRetryDelay is how long a record waits when the fields it would owe could
+// not be recorded (a store error): its events go back, unspent, rather than
+// end without anything to carry their fields.
+const oweRetryDelay = 5 * time.Second
+
+// oweOrRelease records r's fields as owed (owe), or, when that fails, gives
+// r's events back for oweRetryDelay and reports false.
+func (c *cycle) oweOrRelease(r *RecordPlan, fields func() error) bool {
+	if err := fields(); err != nil {
+		c.errs = append(c.errs, err)
+		c.w.log.Warn("outbound: could not record the fields the record's change owes; trying the record again later", "record", r.Key.String(), "err", err)
+		c.release([]*RecordPlan{r}, oweRetryDelay)
+		return false
+	}
+	return true
+}
+
+// fail dead-letters every event of r at once, once its fields are recorded
+// as owed (else it gives them back to be tried again).
 func (c *cycle) fail(r *RecordPlan, msg string) {
-	c.owe(r)
+	if !c.oweOrRelease(r, func() error { return c.owe(r) }) {
+		return
+	}
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	c.w.log.Warn("outbound: record failed", "record", r.Key.String(), "reason", msg)

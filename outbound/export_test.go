@@ -13,3 +13,6 @@ func Pause(w *Worker, s Summary) (time.Duration, bool) {
 	wait, wake := w.pause(s, nil, notify)
 	return wait, wake != nil
 }
+
+// OweRetryDelay is oweRetryDelay, for tests.
+const OweRetryDelay = oweRetryDelay
