@@ -685,6 +685,18 @@ func (c *cycle) goneAtSource(calls []Call, linked map[RecordKey]string, pushed m
 			}
 			if p, had := pushed[r.Key]; tl != nil && had && !p.Deleted && p.ExternalID != "" {
 				if ok, why := c.tombstoned(tl, r, p.ExternalID); ok {
+					if why == "deleted" && c.outlivedDeletion(r) {
+						// The deletion left the record here: it found no
+						// link (this worker had unlinked the record after its
+						// update found no object and no deletion came in
+						// time), and could not tell whether a write since had
+						// made another object. Written afresh, the record
+						// has an object again, as it has a row here.
+						c.w.log.Info("outbound: HubSpot deleted the record's object, and the deletion, finding the record unlinked, left it here; writing it afresh",
+							"record", r.Key.String(), "hubspot_id", p.ExternalID)
+						unknown = append(unknown, r)
+						continue
+					}
 					c.w.log.Info("outbound: the record's HubSpot object is gone at the source; its local change is not written afresh",
 						"record", r.Key.String(), "hubspot_id", p.ExternalID, "reason", why)
 					gone[r] = true
@@ -759,6 +771,25 @@ func (c *cycle) tombstoned(tl TombstoneLinks, r *RecordPlan, hubspotID string) (
 		return true, "deleted"
 	}
 	return false, ""
+}
+
+// outlivedDeletion reports whether r's record is still here although its
+// object's deletion has been applied (a tombstone): a deletion deletes the
+// record linked to the object, so one still here was not linked to it then.
+// Unknown (a store error) counts as not: the record is left unwritten, as
+// before this was asked.
+func (c *cycle) outlivedDeletion(r *RecordPlan) bool {
+	if c.w.cfg.LocalRecords == nil {
+		return false
+	}
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	deleted, err := c.w.cfg.LocalRecords.Deleted(ctx, r.Key.ObjectType, r.Key.RecordID)
+	if err != nil {
+		c.errs = append(c.errs, fmt.Errorf("outbound: is %s deleted: %w", r.Key, err))
+		return false
+	}
+	return !deleted
 }
 
 // recordError settles one record that HubSpot refused.

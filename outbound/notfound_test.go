@@ -100,6 +100,58 @@ func TestDeletionAppliedAfterThe404(t *testing.T) {
 	}
 }
 
+// TestDeletionAppliedAfterTheWaits: the deletion's webhook is applied only
+// once the 404 waits are over and the worker has unlinked the record to
+// write it afresh (a SyncWorker backlog longer than the waits; seed 40011 of
+// the model test). The deletion, finding no link, and a write of the record
+// handed to a worker since it, leaves the record here; the record then gets
+// an object again, rather than living on here with none in HubSpot.
+func TestDeletionAppliedAfterTheWaits(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	rec, aID := syncedContact(t, b, "ada@example.com", "Ada")
+	in := b.inboundSide(t)
+
+	editLocally(t, b, rec.ID)
+	b.clock.Advance(time.Second)
+	if err := b.sim.UserDelete("contacts", aID); err != nil {
+		t.Fatal(err)
+	}
+	w := b.worker(t, nil)
+	for i := 0; ; i++ {
+		if _, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID); !ok {
+			break
+		}
+		if i > 3*outbound.NotFoundWaits {
+			t.Fatal("the record was never unlinked to be written afresh")
+		}
+		if _, err := w.RunOnce(ctx); err != nil {
+			t.Logf("cycle: %v", err)
+		}
+		b.clock.Advance(outbound.NotFoundWaitDefault)
+	}
+	if !deliverInbound(ctx, t, b, in) {
+		t.FailNow()
+	}
+	b.drain(t, w)
+	drainInbound(t, b, in)
+
+	got, err := b.recs.Get(ctx, "contacts", rec.ID)
+	if err != nil {
+		t.Fatalf("R after a deletion that found it unlinked: %v; want it kept (the deletion did not take it)", err)
+	}
+	ext, ok, _ := b.links.Lookup(ctx, "hubspot", "contacts", rec.ID)
+	if !ok || ext == aID {
+		t.Fatalf("R links to %q (%v); want a new HubSpot contact, as R lives here", ext, ok)
+	}
+	if o, _ := b.sim.Object("contacts", ext); o.Archived || o.Properties["firstname"] != got.Fields["first_name"] {
+		t.Errorf("R's new contact %s: archived %v, firstname %q; want live with R's %q", ext, o.Archived, o.Properties["firstname"], got.Fields["first_name"])
+	}
+	if n := b.counts(t)[store.StatusFailed]; n != 0 {
+		t.Errorf("%d dead letters", n)
+	}
+}
+
 // TestNotFoundWithoutWebhookWritesAfresh: an object gone from HubSpot with
 // no deletion or merge ever applied (its webhook lost) is written afresh
 // once the waits are over, as before.
