@@ -1231,7 +1231,10 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 					// (its answer lost; the merge's webhook, on its way,
 					// deletes this record), or the email moved there.
 					c.repairOverwrite(r, id)
-					c.fail(r, c.upsertConflictMessage(r, id))
+					// Dead-lettered even if its fields cannot be owed:
+					// tried again, the upsert would land on that object
+					// again.
+					c.failNow(r, c.upsertConflictMessage(r, id))
 					continue
 				}
 			case c.deletedAtSource(r):
@@ -1465,18 +1468,12 @@ func (c *cycle) complete(recs []*RecordPlan) int {
 }
 
 // retry records a failed attempt for every event of recs, no sooner than
-// minDelay. Each record's fields are recorded as owed first (else its events
-// go back unspent): this attempt may be its last, and a dead letter's fields
-// reach HubSpot only with the record's next write. A retry that later
-// succeeds clears them with the state it stores (PushedMany), as any write
-// does for what it carried.
+// minDelay. A record whose attempt was its last (dead-lettered) owes its
+// fields: they reach HubSpot with the record's next write.
 func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	for _, r := range recs {
-		if !c.oweOrRelease(r, func() error { return c.owe(r) }) {
-			continue
-		}
 		dead := false
 		for _, e := range r.Events {
 			res, err := c.w.cfg.Store.IncrementRetry(ctx, e.Lease(), msg, minDelay)
@@ -1497,8 +1494,20 @@ func (c *cycle) retry(recs []*RecordPlan, msg string, minDelay time.Duration) {
 			}
 		}
 		if dead {
-			c.w.log.Debug("outbound: record dead-lettered; its fields ride with its next write", "record", r.Key.String())
+			c.oweDead(r)
 		}
+	}
+}
+
+// oweDead records the fields of r, whose events are dead-lettered already,
+// as owed. When that fails nothing carries them: the error says how to send
+// them (the dead letter is listed, and re-queued it is written again unless
+// a later write of the record went out first).
+func (c *cycle) oweDead(r *RecordPlan) {
+	if err := c.owe(r); err != nil {
+		c.errs = append(c.errs, err)
+		c.w.log.Error("outbound: could not record the fields of a dead-lettered change as owed; the record's next write will not carry them: re-queue its dead letter now (hubsync dlq retry) to send them",
+			"record", r.Key.String(), "err", err)
 	}
 }
 
@@ -1630,7 +1639,7 @@ func (c *cycle) oweFields(r *RecordPlan, fields []string) error {
 // oweRetryDelay is how long a record waits when the fields it would owe could
 // not be recorded (a store error): its events go back, unspent, rather than
 // end without anything to carry their fields.
-const oweRetryDelay = 5 * time.Second
+const oweRetryDelay = 30 * time.Second
 
 // oweOrRelease records r's fields as owed (owe), or, when that fails, gives
 // r's events back for oweRetryDelay and reports false.
@@ -1645,11 +1654,22 @@ func (c *cycle) oweOrRelease(r *RecordPlan, fields func() error) bool {
 }
 
 // fail dead-letters every event of r at once, once its fields are recorded
-// as owed (else it gives them back to be tried again).
+// as owed; when they cannot be, it gives the events back to be tried again.
 func (c *cycle) fail(r *RecordPlan, msg string) {
-	if !c.oweOrRelease(r, func() error { return c.owe(r) }) {
-		return
+	if c.oweOrRelease(r, func() error { return c.owe(r) }) {
+		c.failEvents(r, msg)
 	}
+}
+
+// failNow dead-letters every event of r, a record that must not be tried
+// again, with its fields owed where they can be (oweDead).
+func (c *cycle) failNow(r *RecordPlan, msg string) {
+	c.oweDead(r)
+	c.failEvents(r, msg)
+}
+
+// failEvents dead-letters every event of r.
+func (c *cycle) failEvents(r *RecordPlan, msg string) {
 	ctx, cancel := c.storeCtx()
 	defer cancel()
 	c.w.log.Warn("outbound: record failed", "record", r.Key.String(), "reason", msg)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/hubsync/hubsync/hubspot/hubspotsim"
 	"github.com/hubsync/hubsync/links"
@@ -26,11 +25,11 @@ func (f *owedFailingLinks) AddOwed(ctx context.Context, destination, objectType,
 	return f.Links.AddOwed(ctx, destination, objectType, recordID, fields)
 }
 
-// TestOwedFieldsKeepTheirRecordUntilRecorded: a record whose change fails
-// (for good, or for now) does not spend its events while the fields it would
-// owe cannot be recorded: nothing else would carry them to HubSpot. Once they
-// are recorded it is dead-lettered (or retried) as before, and the record's
-// next write carries the dead letter's change.
+// TestOwedFieldsKeepTheirRecordUntilRecorded: a record whose change HubSpot
+// refuses for good is not dead-lettered while the fields it would owe cannot
+// be recorded: nothing else would carry them to HubSpot. Once they are
+// recorded it is dead-lettered as before, and the record's next write
+// carries the dead letter's change.
 func TestOwedFieldsKeepTheirRecordUntilRecorded(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -76,33 +75,23 @@ func TestOwedFieldsKeepTheirRecordUntilRecorded(t *testing.T) {
 		return len(dl)
 	}
 
-	// For now: HubSpot answers 500, and the owed fields cannot be recorded.
-	setFaults(hubspotsim.Faults{Error500: 1})
-	fl.fail.Store(true)
-	wl.update(t, "contacts", id, map[string]any{"first_name": "Two"})
-	if s, _ := w.RunOnce(ctx); s.Retried != 0 || s.Failed != 0 {
-		t.Fatalf("summary %+v; want the record given back, no attempt spent", s)
-	}
-	if r := retries(); len(r) != 1 || r[0] != 0 {
-		t.Fatalf("failed attempts of the pending events %v; want the change pending with none spent", r)
-	}
-	fl.fail.Store(false)
-	b.clock.Advance(outbound.OweRetryDelay)
-	if s, _ := w.RunOnce(ctx); s.Retried != 1 {
-		t.Fatalf("summary %+v; want the attempt counted once the fields are recorded", s)
-	}
-
-	// For good: a validation error, and the owed fields cannot be recorded.
+	// A validation error, and the owed fields cannot be recorded: the
+	// record goes back unspent.
 	setFaults(hubspotsim.Faults{PartialFailure: 1})
 	fl.fail.Store(true)
-	b.clock.Advance(time.Hour)
-	if s, _ := w.RunOnce(ctx); s.Failed != 0 {
-		t.Fatalf("summary %+v; want no dead letter while the owed fields cannot be recorded", s)
+	wl.update(t, "contacts", id, map[string]any{"first_name": "Two"})
+	if s, _ := w.RunOnce(ctx); s.Failed != 0 || s.Released != 1 {
+		t.Fatalf("summary %+v; want the record given back, not dead-lettered, while the owed fields cannot be recorded", s)
 	}
 	if n := deadLetters(); n != 0 {
 		t.Fatalf("%d dead letters; want 0", n)
 	}
+	if r := retries(); len(r) != 1 || r[0] != 0 {
+		t.Fatalf("failed attempts of the pending events %v; want the change pending with none spent", r)
+	}
+	// Once they can be, it is dead-lettered with its fields owed.
 	fl.fail.Store(false)
+	b.clock.Advance(outbound.OweRetryDelay)
 	b.drain(t, w)
 	if n := deadLetters(); n != 1 {
 		t.Fatalf("%d dead letters once the fields are recorded; want 1", n)
