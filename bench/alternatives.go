@@ -3,12 +3,9 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/hubsync/hubsync/store/storetest"
@@ -142,35 +139,9 @@ func (b *hubsyncBench) runAlternative(ctx context.Context, a alternative, n, wor
 			return 0, fmt.Errorf("setup: %w", err)
 		}
 	}
-	var (
-		done  atomic.Int64
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	start := time.Now()
-	for range workers {
-		wg.Go(func() {
-			for done.Load() < int64(n) {
-				got, err := altCycle(ctx, db, a)
-				done.Add(int64(got))
-				if err == nil && got == 0 && done.Load() < int64(n) {
-					time.Sleep(time.Millisecond)
-				}
-				if err != nil {
-					mu.Lock()
-					first = errors.Join(first, err)
-					mu.Unlock()
-					done.Store(int64(n))
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := elapsedSince(start, time.Now())
-	if first != nil {
-		return 0, first
+	elapsed, err := burnDown(n, workers, func(int) (int, error) { return altCycle(ctx, db, a) })
+	if err != nil {
+		return 0, err
 	}
 	// Every event was completed exactly once: none is left as it was loaded.
 	var left int

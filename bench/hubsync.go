@@ -67,6 +67,30 @@ func (b *hubsyncBench) run(ctx context.Context, n, workers int) (float64, error)
 		return 0, err
 	}
 
+	elapsed, err := burnDown(n, workers, func(w int) (int, error) {
+		p := store.ClaimParams{Key: destination, Limit: storetest.BenchBatchSize, LeaseDuration: time.Hour, Owner: "bench-" + strconv.Itoa(w)}
+		evs, err := s.Outbound().Claim(ctx, p)
+		if err != nil || len(evs) == 0 {
+			return 0, err
+		}
+		ls := make([]store.Lease, len(evs))
+		for i, ev := range evs {
+			ls[i] = ev.Lease()
+		}
+		return len(evs), s.Outbound().Complete(ctx, ls...)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return float64(n) / elapsed.Seconds(), nil
+}
+
+// burnDown times workers goroutines each calling cycle (with its worker
+// number) until the cycles have done n events in all, and returns the time
+// it took or the first error. A cycle that finds nothing while work is left
+// waits a millisecond: another worker holds the rest, and nothing is due
+// before it completes.
+func burnDown(n, workers int, cycle func(worker int) (int, error)) (time.Duration, error) {
 	var (
 		done  atomic.Int64
 		wg    sync.WaitGroup
@@ -75,22 +99,10 @@ func (b *hubsyncBench) run(ctx context.Context, n, workers int) (float64, error)
 	)
 	start := time.Now()
 	for w := range workers {
-		p := store.ClaimParams{Key: destination, Limit: storetest.BenchBatchSize, LeaseDuration: time.Hour, Owner: "bench-" + strconv.Itoa(w)}
 		wg.Go(func() {
 			for done.Load() < int64(n) {
-				evs, err := s.Outbound().Claim(ctx, p)
-				if err == nil && len(evs) > 0 {
-					ls := make([]store.Lease, len(evs))
-					for i, ev := range evs {
-						ls[i] = ev.Lease()
-					}
-					err = s.Outbound().Complete(ctx, ls...)
-					done.Add(int64(len(evs)))
-				}
-				if err == nil && len(evs) == 0 && done.Load() < int64(n) {
-					// Another worker holds the rest; nothing is due before it completes.
-					time.Sleep(time.Millisecond)
-				}
+				got, err := cycle(w)
+				done.Add(int64(got))
 				if err != nil {
 					mu.Lock()
 					first = errors.Join(first, err)
@@ -98,15 +110,14 @@ func (b *hubsyncBench) run(ctx context.Context, n, workers int) (float64, error)
 					done.Store(int64(n))
 					return
 				}
+				if got == 0 && done.Load() < int64(n) {
+					time.Sleep(time.Millisecond)
+				}
 			}
 		})
 	}
 	wg.Wait()
-	elapsed := elapsedSince(start, time.Now())
-	if first != nil {
-		return 0, first
-	}
-	return float64(n) / elapsed.Seconds(), nil
+	return elapsedSince(start, time.Now()), first
 }
 
 // load empties the outbound queue, bulk-loads n pending events (one per
