@@ -51,22 +51,10 @@ func testAdminRejectsOversizedBody(t *testing.T, d store.Dialect) {
 }
 
 // callChunked POSTs body with no declared length, as a client streaming its
-// body does: a request whose body is neither a bytes nor a strings reader
-// goes out chunked.
+// body does.
 func callChunked(t *testing.T, url, token, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest("POST", url, io.NopCloser(strings.NewReader(body)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return callWith(t, "POST", url, token, io.NopCloser(strings.NewReader(body)))
 }
 
 // FuzzAdminRetryBody sends arbitrary bodies to the admin POST routes: the answer

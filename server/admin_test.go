@@ -82,7 +82,14 @@ func adminServer(t testing.TB, b opsBundle, token string) *httptest.Server {
 
 func call(t *testing.T, method, url, token, body string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	return callWith(t, method, url, token, strings.NewReader(body))
+}
+
+// callWith is call with the body as a reader: one that is neither a bytes
+// nor a strings reader goes out chunked, with no declared length.
+func callWith(t *testing.T, method, url, token string, body io.Reader) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
