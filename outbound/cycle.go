@@ -1230,11 +1230,14 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 					// merge took away the object an earlier attempt made
 					// (its answer lost; the merge's webhook, on its way,
 					// deletes this record), or the email moved there.
-					c.repairOverwrite(r, id)
+					msg := c.upsertConflictMessage(r, id)
+					if err := c.repairOverwrite(r, id); err != nil {
+						msg = c.repairFailedMessage(r, id, err)
+					}
 					// Dead-lettered even if its fields cannot be owed:
 					// tried again, the upsert would land on that object
 					// again.
-					c.failNow(r, c.upsertConflictMessage(r, id))
+					c.failNow(r, msg)
 					continue
 				}
 			case c.deletedAtSource(r):
@@ -1242,7 +1245,13 @@ func (c *cycle) succeed(recs []*RecordPlan, ids map[*RecordPlan]string) int {
 				// write was under way, and the merge, applied here, deleted
 				// the record; HubSpot took the write onto the survivor, which
 				// another local record keeps.
-				c.repairOverwrite(r, id)
+				if err := c.repairOverwrite(r, id); err != nil {
+					// Completed, the record would leave its values on the
+					// survivor with nothing to undo them. It is deleted
+					// here, so it owes nothing.
+					c.failEvents(r, c.repairFailedMessage(r, id, err))
+					continue
+				}
 				c.complete([]*RecordPlan{r})
 				continue
 			default:
@@ -1317,19 +1326,21 @@ func (c *cycle) deletedAtSource(r *RecordPlan) bool {
 
 // repairOverwrite asks Config.LocalRecords (an OverwriteRepairer) to write
 // the record that HubSpot object hubspotID is linked to over what r's write
-// left there (see OverwriteRepairer), as of HubSpot's answer to it.
-func (c *cycle) repairOverwrite(r *RecordPlan, hubspotID string) {
+// left there (see OverwriteRepairer), as of HubSpot's answer to it. It
+// returns the error of a repair that was needed and could not be queued.
+func (c *cycle) repairOverwrite(r *RecordPlan, hubspotID string) error {
 	other, err := c.linkedElsewhere(r, hubspotID)
 	if err != nil {
-		c.errs = append(c.errs, fmt.Errorf("outbound: the record of HubSpot object %s: %w", hubspotID, err))
-		return
+		err = fmt.Errorf("outbound: the record of HubSpot object %s: %w", hubspotID, err)
+		c.errs = append(c.errs, err)
+		return err
 	}
 	rep, ok := c.w.cfg.LocalRecords.(OverwriteRepairer)
 	obj, mapped := c.w.cfg.Mapping.Lookup(r.Key.ObjectType)
 	if other == "" || !ok || !mapped {
 		c.w.log.Warn("outbound: HubSpot took the record's write onto an object another record keeps (a merge's survivor); nothing here can write that record over it again",
 			"record", r.Key.String(), "hubspot_id", hubspotID)
-		return
+		return nil
 	}
 	theirs, err := obj.FromHubSpot(r.Properties)
 	if err == nil {
@@ -1338,11 +1349,23 @@ func (c *cycle) repairOverwrite(r *RecordPlan, hubspotID string) {
 		cancel()
 	}
 	if err != nil {
-		c.errs = append(c.errs, fmt.Errorf("outbound: write %s/%s over what %s left on HubSpot object %s: %w", r.Key.ObjectType, other, r.Key, hubspotID, err))
-		return
+		err = fmt.Errorf("outbound: write %s/%s over what %s left on HubSpot object %s: %w", r.Key.ObjectType, other, r.Key, hubspotID, err)
+		c.errs = append(c.errs, err)
+		return err
 	}
 	c.w.log.Info("outbound: HubSpot took the record's write onto an object another record keeps (a merge's survivor); writing that record over it again",
 		"record", r.Key.String(), "hubspot_id", hubspotID, "survivor_record", other)
+	return nil
+}
+
+// repairFailedMessage is the dead letter of r when HubSpot took its write onto
+// object hubspotID, which another record keeps, and writing that record over
+// it again failed (err): nothing would try it again, so the operator is told.
+func (c *cycle) repairFailedMessage(r *RecordPlan, hubspotID string, err error) string {
+	other := c.linkedName(r, hubspotID)
+	return fmt.Sprintf("HubSpot took the write of %s onto %s object %s, which %s keeps, and writing %s over it again failed (%v): "+
+		"save %s again (any change) so that HubSpot holds its values, then discard this dead letter",
+		r.Key, r.HubSpotType, hubspotID, other, other, err, other)
 }
 
 // deletedMeanwhile asks Config.LocalRecords to tombstone the objects just

@@ -723,3 +723,38 @@ func TestHubSpotDeleteAndRecreateDuringCreateRetry(t *testing.T) {
 		t.Errorf("HubSpot's live contacts %v; want the user's Z (%s) kept", objs, zID)
 	}
 }
+
+// failingRepair is the records service with RepairOverwrite failing, as a
+// store error would.
+type failingRepair struct{ *records.Service }
+
+func (failingRepair) RepairOverwrite(context.Context, string, string, map[string]any, time.Time) error {
+	return errors.New("disk full")
+}
+
+// TestMergeAwayDuringCreateRetryRepairFails: as TestMergeAwayDuringCreateRetry,
+// but writing R2 over B again cannot be queued. R's write is not completed as
+// if B were repaired (nothing would ever undo R's values there): it is
+// dead-lettered, naming R2 and what to do.
+func TestMergeAwayDuringCreateRetryRepairFails(t *testing.T) {
+	ctx := context.Background()
+	b := setup(t, options{dialect: store.SQLite})
+	in := b.inboundSide(t)
+	bID, r2 := madeInHubSpot(ctx, t, b, in)
+	if _, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"}); err != nil {
+		t.Fatal(err)
+	}
+	hs := &lostThenHooked{HubSpot: b.client}
+	hs.before = func() { mergeTheOtherInto(ctx, t, b, in, bID) }
+	b.drain(t, b.worker(t, func(c *outbound.Config) {
+		c.HubSpot = hs
+		c.LocalRecords = failingRepair{b.recs}
+	}))
+	dl, err := b.st.Outbound().DeadLetters(ctx, store.DeadLetterFilter{Key: "hubspot", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dl) != 1 || !strings.Contains(dl[0].ErrorMessage, r2) || !strings.Contains(dl[0].ErrorMessage, "failed") || !strings.Contains(dl[0].ErrorMessage, "save") {
+		t.Fatalf("dead letters %v; want R's write, naming R2 (%s), the failed repair and what to do", dl, r2)
+	}
+}
