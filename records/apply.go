@@ -542,6 +542,9 @@ func (t *recordTx) DeleteRecord(ctx context.Context, objectType, id string, priv
 	if err := t.s.deleteTx(ctx, t.tx, before, privacy); err != nil {
 		return err
 	}
+	if err := t.s.forgetValueClocksTx(ctx, t.tx.Tx, objectType, id); err != nil {
+		return err
+	}
 	delete(t.locked, lockKey(objectType, id))
 	if privacy {
 		// Not re-queued: no pushed state is left to guard a write of the

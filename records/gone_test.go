@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,6 +212,66 @@ func TestDeletedAtSource(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("DeletedAtSource(%s) = %v; want %v (HubSpot's deletion %s, the application's %s, live %s)", dest, got, want, byHubSpot, local.ID, live.ID)
 			}
+		}
+	})
+}
+
+// TestDeleteForgetsFieldClocks: a deleted record keeps only its $-clocks
+// (read while it is deleted), not one row per field it ever had, whether
+// the application or HubSpot deleted it.
+func TestDeleteForgetsFieldClocks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, d, Config{})
+		fieldClocks := func(id string) (values, dollar int) {
+			t.Helper()
+			rows, err := b.st.DB().QueryContext(ctx, dialectsql.Rebind(d, "SELECT Field FROM hubsync_field_clock WHERE ObjectType = 'contacts' AND RecordID = ?"), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var f string
+				if err := rows.Scan(&f); err != nil {
+					t.Fatal(err)
+				}
+				if strings.HasPrefix(f, "$") {
+					dollar++
+				} else {
+					values++
+				}
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return values, dollar
+		}
+		rec, err := b.svc.Insert(ctx, "contacts", map[string]any{"email": "clocks@example.com", "first_name": "Ann", "phone": "1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := fieldClocks(rec.ID); v == 0 {
+			t.Fatal("no field clocks for a live record; the test reads the wrong rows")
+		}
+		if err := b.svc.Delete(ctx, "contacts", rec.ID, rec.Version); err != nil {
+			t.Fatal(err)
+		}
+		if v, _ := fieldClocks(rec.ID); v != 0 {
+			t.Fatalf("%d field clocks kept for a deleted record; want only its $-clocks", v)
+		}
+
+		// Made by HubSpot, then deleted there.
+		t0 := b.clock.Now().Add(-time.Hour)
+		made := mustApply(t, b, change(store.EventCreate, "77", t0, map[string]any{"email": "hs@example.com", "first_name": "Bo"}))
+		if v, _ := fieldClocks(made.RecordID); v == 0 {
+			t.Fatal("no field clocks for the record HubSpot made")
+		}
+		if res := mustApply(t, b, change(store.EventDelete, "77", t0.Add(time.Minute), nil)); res.Outcome != apply.Deleted {
+			t.Fatalf("HubSpot's deletion = %+v; want the record deleted", res)
+		}
+		v, dollar := fieldClocks(made.RecordID)
+		if v != 0 || dollar == 0 {
+			t.Fatalf("after HubSpot's deletion: %d field clocks, %d $-clocks; want none and the deletion's", v, dollar)
 		}
 	})
 }

@@ -365,7 +365,10 @@ func (s *Service) Delete(ctx context.Context, objectType, id string, expectedVer
 		if err := s.tombstoneLinksTx(ctx, tx.Tx, objectType, id, now); err != nil {
 			return err
 		}
-		return s.touchClocks(ctx, tx.Tx, objectType, id, []string{tombstoneField, apply.LocalDeletedClock}, now)
+		if err := s.touchClocks(ctx, tx.Tx, objectType, id, []string{tombstoneField, apply.LocalDeletedClock}, now); err != nil {
+			return err
+		}
+		return s.forgetValueClocksTx(ctx, tx.Tx, objectType, id)
 	})
 	eventtrace.Fail(span, err)
 	return err
@@ -620,6 +623,18 @@ func (s *Service) deleteTx(ctx context.Context, tx *writeTx, before Record, priv
 		return fmt.Errorf("records: forget the merged emails of %s/%s: %w", before.ObjectType, before.ID, err)
 	}
 	return s.emitTx(ctx, tx, store.EventRecordDeleted, store.EventDelete, &before, after)
+}
+
+// forgetValueClocksTx removes the field clocks of deleted record id but its
+// $-clocks (clock_delete_values.sql): nothing reads them while it is
+// deleted, and a restore starts afresh. Called last in a deletion's
+// transaction, after it looked for links, so a clock row another
+// transaction holds stops it where its own clock writes would.
+func (s *Service) forgetValueClocksTx(ctx context.Context, tx *sql.Tx, objectType, id string) error {
+	if _, err := tx.ExecContext(ctx, s.q.Get("clock_delete_values"), objectType, id); err != nil {
+		return fmt.Errorf("records: forget the field clocks of deleted %s/%s: %w", objectType, id, err)
+	}
+	return nil
 }
 
 // forgetTx forgets what a privacy-deleted record left outside its row: the
