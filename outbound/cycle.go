@@ -685,7 +685,7 @@ func (c *cycle) goneAtSource(calls []Call, linked map[RecordKey]string, pushed m
 			}
 			if p, had := pushed[r.Key]; tl != nil && had && !p.Deleted && p.ExternalID != "" {
 				if ok, why := c.tombstoned(tl, r, p.ExternalID); ok {
-					if why == "deleted" && c.outlivedDeletion(r) {
+					if why == tombstonedDeleted && c.outlivedDeletion(r) {
 						// The deletion left the record here: it found no
 						// link (this worker had unlinked the record after its
 						// update found no object and no deletion came in
@@ -752,6 +752,10 @@ func (c *cycle) goneAtSource(calls []Call, linked map[RecordKey]string, pushed m
 	return out
 }
 
+// tombstonedDeleted is tombstoned's reason for an object deleted at the
+// source (a merged-away one's names its survivor).
+const tombstonedDeleted = "deleted"
+
 // tombstoned reports whether HubSpot deleted or merged away the object
 // hubspotID, per its tombstone, and says which. A failed lookup counts as
 // not gone (the write goes ahead, as before tombstones were asked).
@@ -768,7 +772,7 @@ func (c *cycle) tombstoned(tl TombstoneLinks, r *RecordPlan, hubspotID string) (
 	case t.Kind == links.TombstoneMerged:
 		return true, "merged into " + t.SurvivorID
 	case t.Kind == links.TombstoneDeleted:
-		return true, "deleted"
+		return true, tombstonedDeleted
 	}
 	return false, ""
 }
@@ -1644,8 +1648,9 @@ func (c *cycle) owe(r *RecordPlan) error {
 
 // oweFields records, with OwedLinks, local fields of r's record as owed: the
 // record's next successful write carries them. An error is the caller's to
-// act on: until the fields are recorded, nothing else carries them, so the
-// record's events must not end (be dead-lettered, or written without them).
+// act on: until the fields are recorded nothing else carries them, so the
+// caller gives the record's events back (oweOrRelease) or, where they must
+// end regardless, says how to send the fields (oweDead).
 func (c *cycle) oweFields(r *RecordPlan, fields []string) error {
 	ol, ok := c.w.cfg.Links.(OwedLinks)
 	if _, pushed := c.w.cfg.Links.(PushedLinks); !ok || !pushed || len(fields) == 0 {

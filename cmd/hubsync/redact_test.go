@@ -64,10 +64,6 @@ func TestToolSettingErrors(t *testing.T) {
 		if strings.Contains(stderr, "bad request") {
 			t.Errorf("%s: stderr speaks HTTP:\n%s", tc.name, stderr)
 		}
-		for _, w := range tc.want {
-			if !strings.Contains(stderr, w) {
-				t.Errorf("%s: stderr does not name %q:\n%s", tc.name, w, stderr)
-			}
-		}
+		wantNamed(t, tc.name, stderr, tc.want)
 	}
 }

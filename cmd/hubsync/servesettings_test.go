@@ -58,11 +58,7 @@ func TestServeSettingErrors(t *testing.T) {
 			t.Errorf("%s: serve started", tc.name)
 			continue
 		}
-		for _, w := range tc.want {
-			if !strings.Contains(errOut, w) {
-				t.Errorf("%s: stderr %q does not name %q", tc.name, errOut, w)
-			}
-		}
+		wantNamed(t, tc.name, errOut, tc.want)
 	}
 }
 
@@ -234,10 +230,17 @@ func TestSimSettingErrors(t *testing.T) {
 		if code == 0 {
 			t.Errorf("%s: sim started", tc.name)
 		}
-		for _, w := range tc.want {
-			if !strings.Contains(errOut, w) {
-				t.Errorf("%s: stderr %q does not name %q", tc.name, errOut, w)
-			}
+		wantNamed(t, tc.name, errOut, tc.want)
+	}
+}
+
+// wantNamed reports each of want that stderr, the output of a refused
+// command, does not name.
+func wantNamed(t *testing.T, name, stderr string, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("%s: stderr %q does not name %q", name, stderr, w)
 		}
 	}
 }
