@@ -1184,6 +1184,11 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 		return
 	}
 	if len(ids) > 0 {
+		if err := c.tombstoneFound(t, hit); err != nil {
+			c.retry(hit, "keep HubSpot object of the deleted record from bringing it back before archiving it: "+err.Error(), 0)
+			c.succeed(unresolved(recs), nil)
+			return
+		}
 		c.sum.Calls++
 		ctx, cancel := c.callCtx(c.underGrant(c.ctx))
 		err := c.callErr(ctx, c.w.cfg.HubSpot.BatchArchive(ctx, t, ids))
@@ -1204,6 +1209,34 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 		c.w.cfg.Metrics.call(OpArchive, "ok")
 	}
 	c.succeed(recs, nil)
+}
+
+// tombstoneFound gives each object the resolve found for a deleted record
+// of hit (its create's answer was lost, so no link of it was ever stored)
+// the local-delete tombstone its deletion would have written for a link
+// (Config.LocalRecords.TombstoneDeleted), before the archive. A HubSpot
+// merge of another record's object into it, whose webhook is still to come,
+// then takes that record with it, as it does for a linked object deleted
+// here; without the tombstone, the merge would re-point that record to the
+// archived object and leave it live, linked to nothing that exists.
+func (c *cycle) tombstoneFound(t hubspot.ObjectType, hit []*RecordPlan) error {
+	dr := c.w.cfg.LocalRecords
+	if dr == nil {
+		return nil
+	}
+	types, byType := byObjectType(hit, func(*RecordPlan) bool { return true })
+	ctx, cancel := c.storeCtx()
+	defer cancel()
+	for _, ot := range types {
+		found := make(map[string]string, len(byType[ot]))
+		for _, r := range byType[ot] {
+			found[r.Key.RecordID] = r.HubSpotID
+		}
+		if _, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, ot, found); err != nil {
+			return fmt.Errorf("tombstone %d %s %s objects: %w", len(found), ot, t, err)
+		}
+	}
+	return nil
 }
 
 // succeed links created/adopted ids (before completing: after a crash in

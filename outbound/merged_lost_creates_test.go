@@ -171,3 +171,111 @@ func TestMergedLostCreatesRetriedTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestLostCreateDeletedThenMergedInto: local contact Ada's create reaches
+// HubSpot (contact X) but its answer is lost, so no link of X is stored. The
+// application deletes Ada; a HubSpot user merges Grace's contact into X
+// before the deletion's retry, which finds X by Ada's email and archives it.
+// The merge's webhook, applied after the archive, must take Grace's record
+// with it, as it does when the deleted record's link was stored: before,
+// nothing marked X as deleted here, the merge re-pointed Grace to X and
+// Grace stayed live, linked to an archived contact (the model's seed 46436).
+// When that mark cannot be stored, X is not archived until it is.
+func TestLostCreateDeletedThenMergedInto(t *testing.T) {
+	for _, failMark := range []bool{false, true} {
+		t.Run(map[bool]string{false: "marked", true: "mark fails once"}[failMark], func(t *testing.T) {
+			lostCreateDeletedThenMergedInto(t, failMark)
+		})
+	}
+}
+
+// tombstoneFailingRecords fails TombstoneDeleted once, as a store error would.
+type tombstoneFailingRecords struct {
+	*records.Service
+	failed bool
+}
+
+func (r *tombstoneFailingRecords) TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error) {
+	if !r.failed {
+		r.failed = true
+		return nil, errors.New("injected: the database is gone")
+	}
+	return r.Service.TombstoneDeleted(ctx, destination, objectType, linked)
+}
+
+func lostCreateDeletedThenMergedInto(t *testing.T, failMark bool) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		b := setup(t, options{dialect: d})
+		in := b.inboundSide(t)
+		grace, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "grace@example.com", "first_name": "Grace"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.drain(t, b.worker(t, nil))
+		if !deliverInbound(ctx, t, b, in) {
+			t.FailNow()
+		}
+		graceObj, ok, err := b.links.Lookup(ctx, "hubspot", "contacts", grace.ID)
+		if err != nil || !ok {
+			t.Fatalf("Grace is not linked after her create (%v)", err)
+		}
+
+		ada, err := b.recs.Insert(ctx, "contacts", map[string]any{"email": "ada@example.com", "first_name": "Ada"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := &lostThenHooked{HubSpot: b.client}
+		if _, err := b.worker(t, func(c *outbound.Config) { c.HubSpot = hs }).RunOnce(ctx); err != nil {
+			t.Logf("cycle: %v", err)
+		}
+		var adaObj string
+		for _, o := range b.sim.Objects("contacts") {
+			if o.Properties["email"] == "ada@example.com" {
+				adaObj = o.ID
+			}
+		}
+		if hs.calls != 1 || adaObj == "" {
+			t.Fatalf("%d upserts, Ada's contact %q; want one lost create that made it (test setup)", hs.calls, adaObj)
+		}
+		if err := b.recs.Delete(ctx, "contacts", ada.ID, ada.Version); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(time.Second)
+		if err := b.sim.UserMerge("contacts", adaObj, graceObj); err != nil {
+			t.Fatal(err)
+		}
+		if failMark {
+			fr := &tombstoneFailingRecords{Service: b.recs}
+			b.clock.Advance(time.Minute) // past the lost create's backoff
+			if _, err := b.worker(t, func(c *outbound.Config) { c.LocalRecords = fr }).RunOnce(ctx); err != nil {
+				t.Logf("cycle: %v", err)
+			}
+			if !fr.failed {
+				t.Fatal("the deletion's cycle did not mark Ada's contact (test setup)")
+			}
+			if o, _ := b.sim.Object("contacts", adaObj); o.Archived {
+				t.Fatalf("Ada's contact %s was archived though it could not be marked as deleted here", adaObj)
+			}
+		}
+		b.drain(t, b.worker(t, nil))
+		if o, found := b.sim.Object("contacts", adaObj); !found || !o.Archived {
+			t.Fatalf("Ada's contact %s after her deletion: found %v, %+v; want it archived by the deletion", adaObj, found, o)
+		}
+		if !deliverInbound(ctx, t, b, in) {
+			t.FailNow()
+		}
+		rec, err := b.recs.Get(ctx, "contacts", grace.ID)
+		if !errors.Is(err, records.ErrNotFound) {
+			id, _, _ := b.links.Lookup(ctx, "hubspot", "contacts", grace.ID)
+			o, _ := b.sim.Object("contacts", id)
+			t.Errorf("Grace after the merge into Ada's deleted contact: %+v, %v, linked to %s (archived %v); want her taken with it", rec, err, id, o.Archived)
+		}
+		if live := liveContacts(b); len(live) != 0 {
+			t.Errorf("HubSpot's live contacts %v; want none", live)
+		}
+		if c := b.counts(t); c[store.StatusPending]+c[store.StatusProcessing]+c[store.StatusFailed] != 0 {
+			t.Errorf("outbound queue %v; want nothing left to do", c)
+		}
+	})
+}
