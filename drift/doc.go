@@ -45,4 +45,13 @@
 // applies it under the monotonic guard, in order, fenced by its lease, and
 // with the sync-source marker, so nothing loops back. A dry run reports
 // what it would do and enqueues nothing.
+//
+// # Report
+//
+// A Report counts every difference by object type, key and verdict, and
+// lists the first Config.MaxDifferences of them (MaxDifferencesDefault);
+// those past the limit are counted (Report.Omitted) and repaired as the
+// listed ones are. A drift that touches every record, such as a mapping
+// change, thus makes a report of bounded size, not one entry per record and
+// field.
 package drift

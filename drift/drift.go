@@ -32,6 +32,11 @@ const (
 	PageSizeDefault = hubspot.MaxHistoryBatchInputs
 	// PageSizeMax is the largest page.
 	PageSizeMax = hubspot.MaxHistoryBatchInputs
+	// MaxDifferencesDefault is how many differences a report lists by
+	// default: every one of a routine scan (drift is usually a handful), and a
+	// few MB of memory and of JSON when a mass drift (a mapping change, a
+	// restore) would otherwise list one per record and field.
+	MaxDifferencesDefault = 10_000
 	// BudgetKeyDefault is the shared budget key the scan's calls count against
 	// (the sync's own key: the calls are HubSpot's calls like any other).
 	BudgetKeyDefault = "hubspot"
@@ -85,6 +90,10 @@ type Config struct {
 	Policy Policy
 	// Policies are per-object policies; they win over the mapping file's.
 	Policies map[string]Policy
+	// MaxDifferences is the most differences a report lists
+	// (Report.Differences); those found past it are counted and repaired
+	// alike, only not listed (Report.Omitted). Default MaxDifferencesDefault.
+	MaxDifferences int
 	// SkipOrphans turns off the walk of HubSpot's objects for orphans.
 	SkipOrphans bool
 	// Now is the clock; default the store's.
@@ -103,6 +112,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.Destination = cmp.Or(c.Destination, outbox.SyncSourceHubSpot)
 	c.PageSize = cmp.Or(c.PageSize, PageSizeDefault)
+	c.MaxDifferences = cmp.Or(c.MaxDifferences, MaxDifferencesDefault)
 	if c.Now == nil && c.Store != nil {
 		c.Now = c.Store.Now
 	}
@@ -123,6 +133,9 @@ func (c Config) validate() error {
 	}
 	if c.PageSize < 1 || c.PageSize > PageSizeMax {
 		errs = append(errs, fmt.Errorf("drift: Config.PageSize is %d; use 1..%d (HubSpot's limit for reads with history), or 0 for %d", c.PageSize, PageSizeMax, PageSizeDefault))
+	}
+	if c.MaxDifferences < 0 {
+		errs = append(errs, fmt.Errorf("drift: Config.MaxDifferences is %d; use 1 or more (the most differences a report lists; the rest are counted), or 0 for %d", c.MaxDifferences, MaxDifferencesDefault))
 	}
 	if _, err := ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("drift: Config.Policy: %w", err))
@@ -168,6 +181,8 @@ type Options struct {
 	ObjectTypes []string
 	// Policies override the configured ones for this run.
 	Policies map[string]Policy
+	// MaxDifferences overrides Config.MaxDifferences for this run; 0 keeps it.
+	MaxDifferences int
 }
 
 // Run scans every object type: its local records in pages (compared with
@@ -175,14 +190,19 @@ type Options struct {
 // unless SkipOrphans, HubSpot's objects for orphans. After each page the
 // cursor is stored, so a Run stopped by ctx (or a crash) is resumed by the
 // next Run; the report then covers what that Run saw and names where it
-// resumed (Report.ResumedAfter). A ctx error returns the
-// report so far with the error.
+// resumed (Report.ResumedAfter). The report counts every difference and
+// lists the first MaxDifferences of them (Report.Omitted counts the rest),
+// so that its size does not grow with the drift. A ctx error
+// returns the report so far with the error.
 func (s *Scanner) Run(ctx context.Context, opts Options) (*Report, error) {
 	types := opts.ObjectTypes
 	if len(types) == 0 {
 		types = slices.Sorted(slices.Values(s.cfg.Mapping.ObjectTypes()))
 	}
-	rep := newReport(opts.DryRun)
+	if opts.MaxDifferences < 0 {
+		return nil, fmt.Errorf("drift: Options.MaxDifferences is %d; use 1 or more, or 0 for the scanner's (Config.MaxDifferences, %d)", opts.MaxDifferences, s.cfg.MaxDifferences)
+	}
+	rep := newReport(opts.DryRun, cmp.Or(opts.MaxDifferences, s.cfg.MaxDifferences))
 	for _, t := range types {
 		obj, ok := s.cfg.Mapping.Lookup(t)
 		if !ok {

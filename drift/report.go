@@ -129,8 +129,18 @@ type Report struct {
 	// Skipped counts records left alone because a change of theirs is in
 	// flight (queued outbound or inbound): not drift, the queues carry it.
 	Skipped map[string]int `json:"skipped_in_flight"`
-	// Differences lists every difference found, in scan order.
+	// Differences lists the differences found, in scan order, up to
+	// MaxDifferences of them: a drift that touches every record (a mapping
+	// change, a restore) must not hold the whole database in memory, nor in
+	// the admin route's answer.
 	Differences []Difference `json:"differences"`
+	// MaxDifferences is the most Differences lists (Config.MaxDifferences,
+	// or Options.MaxDifferences for the run).
+	MaxDifferences int `json:"max_differences"`
+	// Omitted counts the differences found past MaxDifferences: not listed,
+	// but counted like the listed ones in every count below (and in
+	// ByClass), and repaired alike.
+	Omitted int `json:"differences_omitted"`
 	// ByObject counts differences by object type and Difference.Key.
 	ByObject map[string]map[string]int `json:"by_object"`
 	// Repaired counts repairs enqueued by direction (ToHubSpot, ToLocal).
@@ -144,18 +154,41 @@ type Report struct {
 	// HubSpotCalls counts the calls made (each reserved from the budget).
 	HubSpotCalls int `json:"hubspot_calls"`
 
+	// byClass counts every difference, listed or omitted, by Class.
+	byClass map[Class]int
 	// keptElsewhere maps the records whose email HubSpot keeps on another
 	// linked contact, found by this scan, to that contact's record: not to
 	// be resent (see repairMissingLink).
 	keptElsewhere map[string]string
 }
 
-func newReport(dry bool) *Report {
+func newReport(dry bool, maxDifferences int) *Report {
 	return &Report{
 		DryRun: dry, Scanned: map[string]int{}, HubSpotScanned: map[string]int{}, Skipped: map[string]int{},
-		Differences: []Difference{}, ByObject: map[string]map[string]int{}, Repaired: map[string]int{},
+		Differences: []Difference{}, MaxDifferences: maxDifferences,
+		ByObject: map[string]map[string]int{}, Repaired: map[string]int{}, byClass: map[Class]int{},
 	}
 }
+
+// Found returns how many differences the scan found: those listed in
+// Differences and those omitted past MaxDifferences.
+func (r *Report) Found() int { return len(r.Differences) + r.Omitted }
+
+// Class is what ByClass counts differences by.
+type Class struct {
+	ObjectType string
+	Kind       Kind
+	// Key is Difference.Key: the HubSpot property of a field, else the kind
+	// in brackets.
+	Key     string
+	Verdict Verdict
+}
+
+// ByClass counts every difference the scan found, listed or omitted, by
+// object type, kind, key and verdict (what the server's metrics count by).
+// It is not in the JSON, whose ByObject, Ambiguous, Orphans and MissingLinks
+// hold the totals: a report decoded from JSON returns none.
+func (r *Report) ByClass() map[Class]int { return maps.Clone(r.byClass) }
 
 // resumed notes that a phase of objectType resumed after cursor.
 func (r *Report) resumed(objectType, phase, cursor string) {
@@ -165,8 +198,15 @@ func (r *Report) resumed(objectType, phase, cursor string) {
 	r.ResumedAfter[objectType+" "+phase] = cursor
 }
 
+// add counts d and lists it while the list has room. Whether d is listed
+// changes nothing else: it was repaired (or not) before it came here.
 func (r *Report) add(d Difference) {
-	r.Differences = append(r.Differences, d)
+	if len(r.Differences) < r.MaxDifferences {
+		r.Differences = append(r.Differences, d)
+	} else {
+		r.Omitted++
+	}
+	r.byClass[Class{ObjectType: d.ObjectType, Kind: d.Kind, Key: d.Key(), Verdict: d.Verdict}]++
 	if r.ByObject[d.ObjectType] == nil {
 		r.ByObject[d.ObjectType] = map[string]int{}
 	}
@@ -208,6 +248,11 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "  repaired: %d to HubSpot, %d to local; ambiguous %d, orphans %d, missing links %d; %d remain\n",
 		r.Repaired[ToHubSpot], r.Repaired[ToLocal], r.Ambiguous, r.Orphans, r.MissingLinks, r.Remaining)
+	if r.Omitted > 0 {
+		fmt.Fprintf(&b, "  %d more differences are counted above but not listed below: the report lists the first %d; "+
+			"to list more, raise the limit (-max-differences, HUBSYNC_DRIFT_MAX_DIFFERENCES, or max_differences in POST /admin/drift) or scan fewer object types (-object)\n",
+			r.Omitted, r.MaxDifferences)
+	}
 	if !r.Complete {
 		if r.DryRun {
 			b.WriteString("  the scan stopped early (a dry run keeps no cursor: the next one starts from the beginning)\n")
@@ -220,6 +265,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	for _, d := range r.Differences {
 		fmt.Fprintf(&b, "  - %s\n", d)
+	}
+	if r.Omitted > 0 {
+		fmt.Fprintf(&b, "  - … and %d more, not listed (see the limit above)\n", r.Omitted)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

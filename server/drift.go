@@ -53,6 +53,11 @@ type DriftConfig struct {
 	// Policies are per-object policies; they win over the mapping file's
 	// drift_policy.
 	Policies map[string]drift.Policy
+	// MaxDifferences is the most differences a scan's report lists (the
+	// rest are counted, in the report and in /metrics, and repaired alike);
+	// default drift.MaxDifferencesDefault. POST /admin/drift may ask for
+	// another limit for its scan.
+	MaxDifferences int
 }
 
 func (c DriftConfig) validate() error {
@@ -67,6 +72,9 @@ func (c DriftConfig) validate() error {
 	}
 	if c.PageSize < 0 || c.PageSize > drift.PageSizeMax {
 		errs = append(errs, fmt.Errorf("Drift.PageSize is %d; use 1..%d, or 0 for %d", c.PageSize, drift.PageSizeMax, drift.PageSizeDefault))
+	}
+	if c.MaxDifferences < 0 {
+		errs = append(errs, fmt.Errorf("Drift.MaxDifferences is %d; use 1 or more (the most differences a report lists; the rest are counted), or 0 for %d", c.MaxDifferences, drift.MaxDifferencesDefault))
 	}
 	if _, err := drift.ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("Drift.Policy: %v", err))
@@ -124,13 +132,14 @@ func (m *driftMetrics) record(rep *drift.Report, err error, now time.Time) {
 	for t, n := range rep.Scanned {
 		m.scanned.WithLabelValues(t).Add(float64(n))
 	}
-	for _, d := range rep.Differences {
-		m.differences.WithLabelValues(d.ObjectType, d.Key(), string(d.Verdict)).Inc()
-		if d.Verdict == drift.Ambiguous {
-			m.ambiguous.WithLabelValues(d.ObjectType).Inc()
+	// Every difference found, not only those the report lists.
+	for c, n := range rep.ByClass() {
+		m.differences.WithLabelValues(c.ObjectType, c.Key, string(c.Verdict)).Add(float64(n))
+		if c.Verdict == drift.Ambiguous {
+			m.ambiguous.WithLabelValues(c.ObjectType).Add(float64(n))
 		}
-		if d.Kind == drift.KindOrphan {
-			m.orphans.WithLabelValues(d.ObjectType).Inc()
+		if c.Kind == drift.KindOrphan {
+			m.orphans.WithLabelValues(c.ObjectType).Add(float64(n))
 		}
 	}
 	for dir, n := range rep.Repaired {
@@ -189,6 +198,8 @@ type driftRequest struct {
 	Objects []string `json:"objects"`
 	// Policies override the configured per-object policies for this scan.
 	Policies map[string]string `json:"policies"`
+	// MaxDifferences overrides Drift.MaxDifferences for this scan's report.
+	MaxDifferences int `json:"max_differences"`
 }
 
 // adminDrift serves POST /admin/drift: one scan, answered with its report.
@@ -201,7 +212,10 @@ func (a *adminAPI) drift(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeOptionalBody(w, r, &req); err != nil {
 		return err
 	}
-	opts := drift.Options{DryRun: req.DryRun, ObjectTypes: req.Objects}
+	opts := drift.Options{DryRun: req.DryRun, ObjectTypes: req.Objects, MaxDifferences: req.MaxDifferences}
+	if req.MaxDifferences < 0 {
+		return fmt.Errorf("%w: max_differences is %d; use 1 or more, or leave it out for the server's limit", ops.ErrBadRequest, req.MaxDifferences)
+	}
 	for _, t := range req.Objects {
 		if _, ok := a.mapping.Lookup(t); !ok {
 			return fmt.Errorf("%w: objects: %q is not a mapped object type", ops.ErrBadRequest, t)
@@ -252,7 +266,7 @@ func (d *driftScheduler) run(ctx context.Context, stop <-chan struct{}) {
 		case err != nil && !errors.Is(err, context.Canceled):
 			d.log.Error("drift scan failed", "err", err)
 		case err == nil:
-			d.log.Info("drift scan", "differences", len(rep.Differences), "repaired_to_hubspot", rep.Repaired[drift.ToHubSpot],
+			d.log.Info("drift scan", "differences", rep.Found(), "repaired_to_hubspot", rep.Repaired[drift.ToHubSpot],
 				"repaired_to_local", rep.Repaired[drift.ToLocal], "remaining", rep.Remaining)
 		}
 	})
@@ -275,7 +289,7 @@ func (s *Server) driftPart(db *hubsync.DB, st store.Store, lk *links.Links, recs
 	sc, err := drift.New(drift.Config{
 		Store: st, Records: recs, Links: lk, HubSpot: client, Budget: share, BudgetKey: cfg.BudgetKey,
 		Mapping: cfg.Mapping, AppID: cfg.HubSpotAppID, PageSize: cfg.Drift.PageSize,
-		Policy: cfg.Drift.Policy, Policies: cfg.Drift.Policies, Logger: s.log,
+		Policy: cfg.Drift.Policy, Policies: cfg.Drift.Policies, MaxDifferences: cfg.Drift.MaxDifferences, Logger: s.log,
 	})
 	if err != nil {
 		return nil, err

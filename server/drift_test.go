@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -158,6 +159,7 @@ func TestDriftConfigErrors(t *testing.T) {
 		{DriftConfig{BudgetShare: 1.5}, "Drift.BudgetShare"},
 		{DriftConfig{PageSize: 500}, "Drift.PageSize"},
 		{DriftConfig{Policy: "always"}, "Drift.Policy"},
+		{DriftConfig{MaxDifferences: -1}, "Drift.MaxDifferences is -1; use 1 or more"},
 	} {
 		err := Config{Drift: c.cfg, DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}.WithDefaults().Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -196,5 +198,68 @@ func TestScheduledDrift(t *testing.T) {
 	_, metrics := get(t, "http://"+srv.Addr()+"/metrics")
 	if !strings.Contains(metrics, MetricDriftOrphans+`{object="contacts"} 1`) {
 		t.Errorf("metrics lack the orphan:\n%s", grepLines(metrics, "hubsync_drift"))
+	}
+}
+
+// A report lists at most Drift.MaxDifferences (or the request's
+// max_differences), but /metrics counts every difference the scan found,
+// those left out of the list too.
+func TestDriftMetricsCountOmittedDifferences(t *testing.T) {
+	db := dbtest.Migrated(t, store.SQLite)
+	sim := hubspotsim.NewTest(t, hubspotsim.Config{AppID: 1000})
+	// Orphans: two companies whose hubsync_record_id names no record
+	// (ambiguous), scanned first, then two contacts made in HubSpot.
+	for i := range 2 {
+		if _, err := sim.UserCreate("companies", map[string]string{"name": fmt.Sprint("Gone ", i), "hubsync_record_id": fmt.Sprintf("0190a0a0-0000-7000-8000-00000000000%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sim.UserCreate("contacts", map[string]string{"email": fmt.Sprintf("missed%d@example.com", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := New(Config{
+		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), HubSpotAppID: "1000",
+		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true, AdminToken: testAdminToken,
+		Drift: DriftConfig{MaxDifferences: 1}, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Stop(t.Context()) })
+	base := "http://" + srv.Addr()
+
+	code, body := adminDrift(t, base, testAdminToken, `{"dry_run":true}`)
+	var rep drift.Report
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &rep) != nil {
+		t.Fatalf("dry run = %d %s", code, body)
+	}
+	if len(rep.Differences) != 1 || rep.Omitted != 3 || rep.MaxDifferences != 1 || rep.Orphans != 4 || rep.Ambiguous != 2 {
+		t.Fatalf("dry run with Drift.MaxDifferences 1 = %s; want 1 listed, 3 omitted, 4 orphans, 2 ambiguous", body)
+	}
+	_, metrics := get(t, base+"/metrics")
+	for _, want := range []string{
+		MetricDriftDifferences + `{field="[orphan]",object="companies",verdict="ambiguous"} 2`,
+		MetricDriftDifferences + `{field="[orphan]",object="contacts",verdict="hubspot_newer"} 2`,
+		MetricDriftAmbiguous + `{object="companies"} 2`,
+		MetricDriftOrphans + `{object="companies"} 2`,
+		MetricDriftOrphans + `{object="contacts"} 2`,
+		MetricDriftRemaining + " 4",
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s:\n%s", want, grepLines(metrics, "hubsync_drift"))
+		}
+	}
+
+	// The request's max_differences wins for its scan; a negative one is refused.
+	code, body = adminDrift(t, base, testAdminToken, `{"dry_run":true,"max_differences":10}`)
+	rep = drift.Report{}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &rep) != nil || len(rep.Differences) != 4 || rep.Omitted != 0 || rep.MaxDifferences != 10 {
+		t.Fatalf("dry run with max_differences 10 = %d %s; want all 4 listed", code, body)
+	}
+	if code, body := adminDrift(t, base, testAdminToken, `{"max_differences":-1}`); code != http.StatusBadRequest || !strings.Contains(body, "max_differences") {
+		t.Fatalf("max_differences -1 = %d %s; want 400 naming it", code, body)
 	}
 }

@@ -42,6 +42,7 @@ var configNames = map[string]string{
 	"Drift.BudgetShare":     "HUBSYNC_DRIFT_BUDGET_SHARE",
 	"Drift.PageSize":        "HUBSYNC_DRIFT_PAGE_SIZE",
 	"Drift.Policy":          "HUBSYNC_DRIFT_POLICY",
+	"Drift.MaxDifferences":  "HUBSYNC_DRIFT_MAX_DIFFERENCES",
 	"DisableWebhooks":       "-webhooks=false",
 	"DisableSyncWorker":     "-sync-worker=false",
 	"DisableOutboundWorker": "-outbound-worker=false",

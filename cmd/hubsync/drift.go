@@ -56,7 +56,8 @@ timestamps. Repairs are enqueued, never written directly: local-newer values
 become outbound events, HubSpot-newer ones inbound changes, which a running
 `+"`hubsync serve`"+` applies. Ambiguous differences (both sides changed) are
 reported unless -policy says which side wins. A scan keeps a cursor in the
-database: stopped, the next run continues where it stopped.
+database: stopped, the next run continues where it stopped. The report
+counts every difference and lists the first -max-differences of them.
 
 Exit status: 0 when no difference remains, 1 when some remain (ambiguous,
 orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
@@ -80,6 +81,9 @@ orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
 	}
 	if dc.PageSize < 1 || dc.PageSize > drift.PageSizeMax {
 		return fmt.Errorf("HUBSYNC_DRIFT_PAGE_SIZE/-page-size %d: use 1..%d", dc.PageSize, drift.PageSizeMax)
+	}
+	if dc.MaxDifferences < 0 {
+		return fmt.Errorf("HUBSYNC_DRIFT_MAX_DIFFERENCES/-max-differences %d: use 1 or more (the report counts every difference and lists this many), or 0 for %d", dc.MaxDifferences, drift.MaxDifferencesDefault)
 	}
 	if token == "" {
 		return errors.New("HUBSPOT_ACCESS_TOKEN is empty; set it to your private app's access token")
@@ -132,7 +136,8 @@ orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
 	}
 	sc, err := drift.New(drift.Config{
 		Store: db.Store, Records: recs, HubSpot: client, Budget: share, BudgetKey: key, Mapping: m,
-		AppID: appID, PageSize: dc.PageSize, Policy: dc.Policy, Policies: dc.Policies, Logger: log, SkipOrphans: !*orphans,
+		AppID: appID, PageSize: dc.PageSize, Policy: dc.Policy, Policies: dc.Policies, MaxDifferences: dc.MaxDifferences,
+		Logger: log, SkipOrphans: !*orphans,
 	})
 	if err != nil {
 		return err

@@ -49,7 +49,7 @@ func (p *DriftPhase) write(pf func(string, ...any)) {
 		pf("  made:  %s", m)
 	}
 	if p.Found != nil {
-		pf("  found (dry run): %d differences, %d records scanned", len(p.Found.Differences), sum(p.Found.Scanned))
+		pf("  found (dry run): %d differences, %d records scanned", p.Found.Found(), sum(p.Found.Scanned))
 		for _, d := range p.Found.Differences {
 			pf("    - %s", d)
 		}
@@ -59,7 +59,7 @@ func (p *DriftPhase) write(pf func(string, ...any)) {
 			p.Repair.Repaired[drift.ToHubSpot], p.Repair.Repaired[drift.ToLocal], p.Repair.Remaining)
 	}
 	if p.After != nil {
-		pf("  after the queues settled: %d differences in %d records", len(p.After.Differences), sum(p.After.Scanned))
+		pf("  after the queues settled: %d differences in %d records", p.After.Found(), sum(p.After.Scanned))
 	}
 	if p.Problem != "" {
 		pf("  DRIFT PROBLEM: %s", p.Problem)
@@ -195,7 +195,7 @@ func (dd *driftDemo) run(ctx context.Context) (*DriftPhase, error) {
 	if p.After, err = dd.scan(ctx, true); err != nil {
 		return nil, err
 	}
-	if n := len(p.After.Differences); n > 0 {
+	if n := p.After.Found(); n > 0 {
 		p.Problem = fmt.Sprintf("after the repairs settled a scan still finds %d differences", n)
 	}
 	return p, nil
