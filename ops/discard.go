@@ -165,3 +165,34 @@ func ListDiscarded(ctx context.Context, st store.Store, limit int) ([]Discarded,
 	}
 	return out, nil
 }
+
+// cleanupDiscarded deletes the dead letters discarded before cutoff,
+// batchSize rows per statement, and returns how many it deleted.
+func cleanupDiscarded(ctx context.Context, st store.Store, cutoff time.Time, batchSize int) (int64, error) {
+	q, err := dialectsql.Load(sqlFS, "sql", st.Dialect())
+	if err != nil {
+		return 0, fmt.Errorf("ops: %w", err)
+	}
+	var total int64
+	for {
+		var n int64
+		err := dialectsql.Retry(ctx, st.Retryable, func() error {
+			res, err := st.DB().ExecContext(ctx, q.Get("discarded_cleanup"), dialectsql.Time(st.Dialect(), cutoff), batchSize)
+			if err != nil {
+				return err
+			}
+			n, err = res.RowsAffected()
+			return err
+		})
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("clean up discarded dead letters: %w", err)
+		}
+		if n < int64(batchSize) {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, fmt.Errorf("clean up discarded dead letters: %w", err)
+		}
+	}
+}

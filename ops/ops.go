@@ -13,6 +13,7 @@ import (
 	"github.com/hubsync/hubsync/inbound"
 	"github.com/hubsync/hubsync/internal/textcheck"
 	"github.com/hubsync/hubsync/store"
+	"github.com/hubsync/hubsync/subscriptions"
 )
 
 // ErrBadRequest is wrapped by the errors of operator requests that cannot be
@@ -325,10 +326,18 @@ const (
 	OutboundRetentionDefault = 7 * 24 * time.Hour
 	InboundRetentionDefault  = 30 * 24 * time.Hour
 	InternalRetentionDefault = 7 * 24 * time.Hour
+	// SubscriptionRetentionDefault keeps a settled subscription request as
+	// long as a processed inbound event: a month of GET
+	// /api/subscription-requests/{id} answers and Idempotency-Key replays.
+	SubscriptionRetentionDefault = 30 * 24 * time.Hour
+	// DiscardedRetentionDefault keeps a discarded dead letter, with its
+	// reason, for a quarter: the answer to "where did this event go?"
+	// outlives the processed events around it (inbound: 30 days).
+	DiscardedRetentionDefault = 90 * 24 * time.Hour
 )
 
-// CleanupConfig says how long processed events are kept. The zero value means
-// the defaults.
+// CleanupConfig says how long processed events, and the other rows the
+// cleanup deletes, are kept. The zero value means the defaults.
 type CleanupConfig struct {
 	InboundRetention  time.Duration
 	OutboundRetention time.Duration
@@ -336,6 +345,16 @@ type CleanupConfig struct {
 	// IdempotencyRetention is how long Idempotency-Keys of the API are
 	// honoured; default idempotency.RetentionDefault.
 	IdempotencyRetention time.Duration
+	// SubscriptionRetention is how long a subscription request settled for
+	// good (synced or superseded) is kept after its last change, unless it is
+	// its contact's newest (kept always); pending and failed ones are never
+	// deleted. A retry under a deleted request's Idempotency-Key is a new
+	// request. Default SubscriptionRetentionDefault.
+	SubscriptionRetention time.Duration
+	// DiscardedRetention is how long a discarded dead letter is kept, with
+	// its reason, in hubsync_discarded_event; default
+	// DiscardedRetentionDefault.
+	DiscardedRetention time.Duration
 	// BatchSize is the most rows one DELETE removes (store.CleanupBatchDefault).
 	BatchSize int
 }
@@ -346,6 +365,8 @@ func (c CleanupConfig) WithDefaults() CleanupConfig {
 	c.OutboundRetention = cmp.Or(c.OutboundRetention, OutboundRetentionDefault)
 	c.InternalRetention = cmp.Or(c.InternalRetention, InternalRetentionDefault)
 	c.IdempotencyRetention = cmp.Or(c.IdempotencyRetention, idempotency.RetentionDefault)
+	c.SubscriptionRetention = cmp.Or(c.SubscriptionRetention, SubscriptionRetentionDefault)
+	c.DiscardedRetention = cmp.Or(c.DiscardedRetention, DiscardedRetentionDefault)
 	c.BatchSize = cmp.Or(c.BatchSize, store.CleanupBatchDefault)
 	return c
 }
@@ -356,7 +377,10 @@ func (c CleanupConfig) Validate() error {
 	for _, r := range []struct {
 		name string
 		v    time.Duration
-	}{{"InboundRetention", c.InboundRetention}, {"OutboundRetention", c.OutboundRetention}, {"InternalRetention", c.InternalRetention}, {"IdempotencyRetention", c.IdempotencyRetention}} {
+	}{
+		{"InboundRetention", c.InboundRetention}, {"OutboundRetention", c.OutboundRetention}, {"InternalRetention", c.InternalRetention},
+		{"IdempotencyRetention", c.IdempotencyRetention}, {"SubscriptionRetention", c.SubscriptionRetention}, {"DiscardedRetention", c.DiscardedRetention},
+	} {
 		if r.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %s; use a positive duration (0 means the default)", r.name, r.v))
 		}
@@ -376,10 +400,18 @@ type CleanupResult struct {
 	Rejected int64 `json:"rejected"`
 	// IdempotencyKeys counts the expired Idempotency-Keys deleted.
 	IdempotencyKeys int64 `json:"idempotency_keys"`
+	// SubscriptionRequests counts the settled subscription requests deleted.
+	SubscriptionRequests int64 `json:"subscription_requests"`
+	// Discarded counts the discarded dead letters deleted.
+	Discarded int64 `json:"discarded"`
 }
 
 // Cleanup deletes processed events older than each queue's retention, in
-// batches. Pending, processing and failed events are never touched.
+// batches. Pending, processing and failed events are never touched. It also
+// deletes, each past its own retention, refused webhook events, expired
+// Idempotency-Keys, subscription requests settled for good that a newer
+// request of their contact replaced (subscriptions.Store.Cleanup) and
+// discarded dead letters.
 func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResult, error) {
 	if err := c.Validate(); err != nil {
 		return CleanupResult{}, err
@@ -416,5 +448,11 @@ func Cleanup(ctx context.Context, st store.Store, c CleanupConfig) (CleanupResul
 		return res, err
 	}
 	res.IdempotencyKeys = n
+	if res.SubscriptionRequests, err = subscriptions.NewStore(st).Cleanup(ctx, now.Add(-c.SubscriptionRetention), c.BatchSize); err != nil {
+		return res, err
+	}
+	if res.Discarded, err = cleanupDiscarded(ctx, st, now.Add(-c.DiscardedRetention), c.BatchSize); err != nil {
+		return res, err
+	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/hubsync/hubsync/store"
 	"github.com/hubsync/hubsync/store/sqlitestore"
 	"github.com/hubsync/hubsync/store/storetest"
+	"github.com/hubsync/hubsync/subscriptions"
 )
 
 type opsBundle struct {
@@ -200,6 +202,103 @@ func TestCleanupKeepsInboundLonger(t *testing.T) {
 	}
 	if _, err := Cleanup(ctx, b.st, CleanupConfig{InboundRetention: -time.Hour}); err == nil {
 		t.Fatal("negative retention accepted")
+	}
+}
+
+// TestCleanupSubscriptionsAndDiscarded: Cleanup deletes, on every database
+// and in batches smaller than what it deletes, the subscription requests
+// settled for good past their retention but each contact's newest, and the
+// dead letters discarded past theirs; pending and failed requests, and what
+// is newer than its retention, stay.
+func TestCleanupSubscriptionsAndDiscarded(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		b := setupDialect(t, d)
+		ctx := context.Background()
+		subs := subscriptions.NewStore(b.st)
+		submit := func(contact, key string) subscriptions.Stored {
+			t.Helper()
+			r, err := subs.Submit(ctx, subscriptions.Request{BrandID: "acme", ProductID: "news", ContactKey: contact, DesiredState: "subscribed"}, key, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.Stored
+		}
+		// Dead letters of their own destination: the requests' events go
+		// to hubspot. Each retention is tested with something past it and
+		// something it keeps that the other's would not: the first discards
+		// are 91 days old at the cleanup, the requests and the last discard
+		// 60, cy's requests 29.
+		dead := b.deadOutbound(t, "crm", 3)
+		if _, err := DiscardDeadLetters(ctx, b.st, DiscardRequest{Direction: store.DirectionOutbound, IDs: dead[:2], Reason: "test contacts"}); err != nil {
+			t.Fatal(err)
+		}
+		b.clock.Advance(31 * 24 * time.Hour)
+		if _, err := DiscardDeadLetters(ctx, b.st, DiscardRequest{Direction: store.DirectionOutbound, IDs: dead[2:], Reason: "later"}); err != nil {
+			t.Fatal(err)
+		}
+		var old []subscriptions.Stored
+		for i := range 3 {
+			old = append(old, submit("ada@example.com", fmt.Sprint("ada-", i)))
+		}
+		if _, err := subs.Settle(ctx, old[2], subscriptions.StatusSynced, ""); err != nil { // old[0], old[1] superseded
+			t.Fatal(err)
+		}
+		failed := submit("bob@example.com", "bob-0")
+		if err := subs.SetStatus(ctx, failed.ID, subscriptions.StatusFailed, "opted out"); err != nil {
+			t.Fatal(err)
+		}
+		pending := submit("bob@example.com", "bob-1")
+		submit("bob@example.com", "bob-2")
+
+		b.clock.Advance(31 * 24 * time.Hour)
+		recent := submit("cy@example.com", "cy-0")
+		if _, err := subs.Settle(ctx, submit("cy@example.com", "cy-1"), subscriptions.StatusSynced, ""); err != nil { // recent superseded
+			t.Fatal(err)
+		}
+
+		b.clock.Advance(29 * 24 * time.Hour)
+		res, err := Cleanup(ctx, b.st, CleanupConfig{BatchSize: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.SubscriptionRequests != 2 || res.Discarded != 2 {
+			t.Fatalf("Cleanup = %+v; want ada's 2 superseded requests of 60 days ago (retention 30 days) and the 2 dead letters discarded 91 days ago (90 days)", res)
+		}
+		for _, r := range old[:2] {
+			if _, err := subs.Get(ctx, r.ID); !errors.Is(err, subscriptions.ErrNotFound) {
+				t.Errorf("superseded request %s: Get = %v, want ErrNotFound", r.ID, err)
+			}
+		}
+		for name, r := range map[string]subscriptions.Stored{"newest": old[2], "failed": failed, "pending": pending, "recent": recent} {
+			if _, err := subs.Get(ctx, r.ID); err != nil {
+				t.Errorf("%s request %s: %v; want it kept", name, r.ID, err)
+			}
+		}
+		got, err := ListDiscarded(ctx, b.st, 0)
+		if err != nil || len(got) != 1 || got[0].ID != dead[2] {
+			t.Fatalf("discarded after the cleanup = %+v, %v; want only %s, discarded 60 days ago", got, err, dead[2])
+		}
+		// Shorter retentions reach what the defaults kept.
+		res, err = Cleanup(ctx, b.st, CleanupConfig{SubscriptionRetention: 24 * time.Hour, DiscardedRetention: 24 * time.Hour})
+		if err != nil || res.SubscriptionRequests != 1 || res.Discarded != 1 {
+			t.Fatalf("Cleanup with retentions of a day = %+v, %v; want the recent superseded request and the last discarded dead letter", res, err)
+		}
+	})
+}
+
+func TestCleanupConfigValidateNamesTheRetention(t *testing.T) {
+	t.Parallel()
+	err := CleanupConfig{SubscriptionRetention: -time.Hour, DiscardedRetention: -time.Minute}.Validate()
+	for _, want := range []string{"SubscriptionRetention is -1h0m0s", "DiscardedRetention is -1m0s", "use a positive duration (0 means the default)"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v; want it to say %q", err, want)
+		}
+	}
+	if err := (CleanupConfig{}).Validate(); err != nil {
+		t.Errorf("zero CleanupConfig: %v", err)
+	}
+	if c := (CleanupConfig{}).WithDefaults(); c.SubscriptionRetention != SubscriptionRetentionDefault || c.DiscardedRetention != DiscardedRetentionDefault {
+		t.Errorf("WithDefaults = %+v", c)
 	}
 }
 

@@ -2,6 +2,8 @@ package ops
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,4 +60,66 @@ FROM seq_1_to_20000 AS s`, base, base, base, base); err != nil {
 			t.Errorf("inbound events of x12 are not newest first: %v", in)
 		}
 	}
+}
+
+// TestDiscardedCleanupPlans: a batch of the discarded dead letters' cleanup
+// finds them by hubsync_discarded_event_date and, where it deletes by id, by
+// primary key, whatever the table holds. MySQL/MariaDB plans with the
+// statistics of the empty table (as after a fast fill), the others with
+// fresh ones.
+func TestDiscardedCleanupPlans(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		db := dbtest.Migrated(t, d)
+		const table = "hubsync_discarded_event"
+		if d == store.MySQL {
+			dbtest.FreezeEmptyStatistics(t, db.DB, table)
+		}
+		base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+		tx, err := db.DB.Begin()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ins := dialectsql.Rebind(d, `INSERT INTO hubsync_discarded_event (Id, Direction, EventKey, ObjectType, RecordID, EventType, Attempts,
+    ErrorMessage, Payload, Reason, CreatedDate, DiscardedDate) VALUES (?, 'outbound', 'hubspot', 'contacts', ?, 'create', 1, 'boom', '{}', 'gone', ?, ?)`)
+		for i := range 3000 {
+			if _, err := tx.Exec(ins, fmt.Sprintf("e%05d", i), fmt.Sprint("r", i), dialectsql.Time(d, base), dialectsql.Time(d, base.Add(time.Duration(i)*time.Minute))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+		switch d {
+		case store.MySQL:
+			dbtest.ReopenTables(t, db.DB, table)
+		case store.Postgres:
+			if _, err := db.DB.Exec("ANALYZE " + table); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			if _, err := db.DB.Exec("ANALYZE"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q, err := dialectsql.Load(sqlFS, "sql", d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := dbtest.Explain(t, db.DB, d, q.Get("discarded_cleanup"), dialectsql.Time(d, base.Add(100*time.Minute)), 50)
+		want := map[store.Dialect][]string{
+			store.SQLite:   {"INDEX sqlite_autoindex_hubsync_discarded_event_1 (Id=?)", "INDEX hubsync_discarded_event_date (DiscardedDate<?)"},
+			store.Postgres: {"Index Scan using hubsync_discarded_event_pkey", "using hubsync_discarded_event_date"},
+			store.MySQL:    {"| range |", "| hubsync_discarded_event_date |"},
+		}[d]
+		for _, w := range want {
+			if !strings.Contains(plan, w) {
+				t.Errorf("discarded_cleanup's plan does not say %q:\n%s", w, plan)
+			}
+		}
+		for _, bad := range []string{"Seq Scan", "SCAN hubsync_discarded_event", "| ALL |"} {
+			if strings.Contains(plan, bad) {
+				t.Errorf("discarded_cleanup's plan reads the whole table (%q):\n%s", bad, plan)
+			}
+		}
+	})
 }

@@ -39,8 +39,9 @@ func (c *cleaner) run(ctx context.Context, stop <-chan struct{}) {
 		switch {
 		case err != nil && !errors.Is(err, context.Canceled):
 			c.log.Error("cleanup failed", "err", err)
-		case err == nil && res.Inbound+res.Outbound+res.Internal+res.Rejected+res.IdempotencyKeys > 0:
-			c.log.Info("cleanup: deleted processed events", "inbound", res.Inbound, "outbound", res.Outbound, "internal", res.Internal, "rejected", res.Rejected, "idempotency_keys", res.IdempotencyKeys)
+		case err == nil && res.Inbound+res.Outbound+res.Internal+res.Rejected+res.IdempotencyKeys+res.SubscriptionRequests+res.Discarded > 0:
+			c.log.Info("cleanup: deleted processed events", "inbound", res.Inbound, "outbound", res.Outbound, "internal", res.Internal, "rejected", res.Rejected,
+				"idempotency_keys", res.IdempotencyKeys, "subscription_requests", res.SubscriptionRequests, "discarded", res.Discarded)
 		}
 		if c.ran != nil {
 			c.ran(res, err)

@@ -196,7 +196,8 @@ type Config struct {
 	// service user loads it from a file with mapping.Load.
 	Mapping *mapping.Set
 
-	// Cleanup sets the retention of processed events.
+	// Cleanup sets the retentions of processed events and of the other rows
+	// the cleanup deletes (ops.CleanupConfig).
 	Cleanup ops.CleanupConfig
 	// CleanupInterval is how often the cleanup runs; default CleanupIntervalDefault.
 	CleanupInterval time.Duration

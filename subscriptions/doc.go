@@ -18,4 +18,9 @@
 // "... AND applied_sequence < new"): an event not newer than the state
 // completes without a call (superseded), otherwise HubSpot is sent the
 // newest request's state, whichever event carried the push.
+//
+// Requests do not stay forever: Store.Cleanup (run by ops.Cleanup, on
+// serve's cleanup schedule) deletes those settled for good (synced or
+// superseded) past a retention, but each contact's newest. A retry under a
+// deleted request's Idempotency-Key is then a new request.
 package subscriptions

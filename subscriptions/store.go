@@ -1,6 +1,7 @@
 package subscriptions
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -257,6 +258,97 @@ func (s *Store) SetStatus(ctx context.Context, id, status, detail string) error 
 		return fmt.Errorf("subscriptions: set status of %s: %w", id, err)
 	}
 	return nil
+}
+
+// Cleanup deletes, batchSize rows per statement (0 means
+// store.CleanupBatchDefault), the requests settled for good (synced or
+// superseded) whose last change came before cutoff and that are not the
+// newest request of their contact, and returns how many it deleted. A
+// contact's newest request stays whatever its age: the pusher reads it
+// (Newest) to send HubSpot the state it must end in. Pending and failed
+// requests stay too: a failed one becomes synced or superseded once its
+// event is re-queued.
+//
+// A deleted request's Idempotency-Key is free again: a retry under it is a
+// new request, as a key of the records API is once its retention ends. Get
+// answers ErrNotFound for its id.
+//
+// Each status is read in (updated_at, id) order from where the last batch
+// ended, so the newest requests passed over are read once per run. Several
+// replicas may run it at once: each delete checks its rows again.
+func (s *Store) Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error) {
+	batchSize = cmp.Or(batchSize, store.CleanupBatchDefault)
+	cut := dialectsql.Time(s.d, cutoff)
+	var total int64
+	for _, status := range []string{StatusSuperseded, StatusSynced} {
+		// Every request was changed after 1970: the first batch starts there.
+		after, afterID := time.Unix(0, 0), ""
+		for {
+			ids, last, lastID, err := s.cleanupBatch(ctx, status, cut, after, afterID, batchSize)
+			if err != nil {
+				return total, err
+			}
+			if len(ids) > 0 {
+				n, err := s.cleanupDelete(ctx, ids, cut)
+				total += n
+				if err != nil {
+					return total, err
+				}
+			}
+			if len(ids) < batchSize {
+				break
+			}
+			if err := ctx.Err(); err != nil {
+				return total, fmt.Errorf("subscriptions: clean up: %w", err)
+			}
+			after, afterID = last, lastID
+		}
+	}
+	return total, nil
+}
+
+// cleanupBatch reads the ids of the next batch of requests of status that
+// Cleanup deletes, after the cursor (after, afterID), and the cursor past it.
+func (s *Store) cleanupBatch(ctx context.Context, status string, cut any, after time.Time, afterID string, batchSize int) (ids []string, last time.Time, lastID string, err error) {
+	a := dialectsql.Time(s.d, after)
+	rows, err := s.db.QueryContext(ctx, s.q.Get("request_cleanup_select"), status, cut, a, a, afterID, batchSize)
+	if err != nil {
+		return nil, time.Time{}, "", fmt.Errorf("subscriptions: clean up %s requests: %w", status, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := rows.Scan(&lastID, dialectsql.TimeDest(&last)); err != nil {
+			return nil, time.Time{}, "", fmt.Errorf("subscriptions: clean up %s requests: %w", status, err)
+		}
+		ids = append(ids, lastID)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, time.Time{}, "", fmt.Errorf("subscriptions: clean up %s requests: %w", status, err)
+	}
+	return ids, last, lastID, nil
+}
+
+// cleanupDelete deletes the requests ids that are still settled for good
+// and last changed before cut, run again on a deadlock (a Settle may lock
+// the same contact's requests).
+func (s *Store) cleanupDelete(ctx context.Context, ids []string, cut any) (int64, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return 0, fmt.Errorf("subscriptions: clean up: %w", err)
+	}
+	var n int64
+	err = dialectsql.Retry(ctx, s.st.Retryable, func() error {
+		res, err := s.db.ExecContext(ctx, s.q.Get("request_cleanup_delete"), string(list), cut)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("subscriptions: clean up: %w", err)
+	}
+	return n, nil
 }
 
 // CountRequests counts the requests of a contact (tests and the demo).

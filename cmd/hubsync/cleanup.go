@@ -23,9 +23,11 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	e.duration(&c.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
 	e.duration(&c.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
 	e.duration(&c.IdempotencyRetention, "idempotency-retention", "HUBSYNC_IDEMPOTENCY_RETENTION", idempotency.RetentionDefault, "honour API Idempotency-Keys this long")
+	e.duration(&c.SubscriptionRetention, "subscription-retention", "HUBSYNC_SUBSCRIPTION_RETENTION", ops.SubscriptionRetentionDefault, "keep synced or superseded subscription requests this long after their last change (a contact's newest is kept always)")
+	e.duration(&c.DiscardedRetention, "discarded-retention", "HUBSYNC_DISCARDED_RETENTION", ops.DiscardedRetentionDefault, "keep discarded dead letters, with their reason, this long")
 	fs.IntVar(&c.BatchSize, "batch-size", 1000, "rows deleted per statement")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: hubsync cleanup [flags]\n\nDeletes processed events older than each queue's retention; pending,\nprocessing and failed events are never touched.")
+		fmt.Fprintln(stderr, "usage: hubsync cleanup [flags]\n\nDeletes processed events older than each queue's retention; pending,\nprocessing and failed events are never touched. Also deletes, each past\nits retention, refused webhook events, expired Idempotency-Keys, synced or\nsuperseded subscription requests but each contact's newest (a retry under\na deleted request's Idempotency-Key is a new request), and discarded dead\nletters.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -47,6 +49,7 @@ func runCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer db.Close()
 	res, err := ops.Cleanup(ctx, db.Store, c)
-	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d; refused webhook events %d; expired Idempotency-Keys %d\n", res.Inbound, res.Outbound, res.Internal, res.Rejected, res.IdempotencyKeys)
+	fmt.Fprintf(stdout, "deleted processed events: inbound %d, outbound %d, internal %d; refused webhook events %d; expired Idempotency-Keys %d; settled subscription requests %d; discarded dead letters %d\n",
+		res.Inbound, res.Outbound, res.Internal, res.Rejected, res.IdempotencyKeys, res.SubscriptionRequests, res.Discarded)
 	return namingSettings(err)
 }

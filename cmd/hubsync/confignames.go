@@ -36,6 +36,8 @@ var configNames = map[string]string{
 	"OutboundRetention":     "HUBSYNC_OUTBOUND_RETENTION",
 	"InternalRetention":     "HUBSYNC_INTERNAL_RETENTION",
 	"IdempotencyRetention":  "HUBSYNC_IDEMPOTENCY_RETENTION",
+	"SubscriptionRetention": "HUBSYNC_SUBSCRIPTION_RETENTION",
+	"DiscardedRetention":    "HUBSYNC_DISCARDED_RETENTION",
 	"CleanupInterval":       "HUBSYNC_CLEANUP_INTERVAL",
 	"DrainTimeout":          "HUBSYNC_DRAIN_TIMEOUT",
 	"Drift.Interval":        "HUBSYNC_DRIFT_INTERVAL",

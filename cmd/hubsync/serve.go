@@ -185,6 +185,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	e.duration(&cfg.Cleanup.InboundRetention, "inbound-retention", "HUBSYNC_INBOUND_RETENTION", ops.InboundRetentionDefault, "keep processed inbound events this long (audit)")
 	e.duration(&cfg.Cleanup.InternalRetention, "internal-retention", "HUBSYNC_INTERNAL_RETENTION", ops.InternalRetentionDefault, "keep processed internal events this long")
 	e.duration(&cfg.Cleanup.IdempotencyRetention, "idempotency-retention", "HUBSYNC_IDEMPOTENCY_RETENTION", idempotency.RetentionDefault, "honour API Idempotency-Keys this long")
+	e.duration(&cfg.Cleanup.SubscriptionRetention, "subscription-retention", "HUBSYNC_SUBSCRIPTION_RETENTION", ops.SubscriptionRetentionDefault, "keep synced or superseded subscription requests this long after their last change (a contact's newest is kept always)")
+	e.duration(&cfg.Cleanup.DiscardedRetention, "discarded-retention", "HUBSYNC_DISCARDED_RETENTION", ops.DiscardedRetentionDefault, "keep discarded dead letters, with their reason, this long")
 	e.duration(&cfg.CleanupInterval, "cleanup-interval", "HUBSYNC_CLEANUP_INTERVAL", server.CleanupIntervalDefault, "how often the cleanup runs")
 	e.duration(&cfg.DrainTimeout, "drain-timeout", "HUBSYNC_DRAIN_TIMEOUT", server.DrainTimeoutDefault, "how long a graceful stop may take")
 	e.duration(&cfg.MaxEventSkew, "max-event-skew", "HUBSYNC_MAX_EVENT_SKEW", inbound.MaxEventSkewDefault, "refuse webhook events whose occurredAt is further ahead of this clock")

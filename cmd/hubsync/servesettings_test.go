@@ -46,6 +46,8 @@ func TestServeSettingErrors(t *testing.T) {
 		{"negative call lead", env("HUBSYNC_BUDGET_CALL_LEAD=-1s"), nil, []string{"HUBSYNC_BUDGET_CALL_LEAD", `"-1s" is negative`, "0 or more"}},
 		{"negative retention", env("HUBSYNC_OUTBOUND_RETENTION=-5d"), nil, []string{"HUBSYNC_OUTBOUND_RETENTION", `"-5d" is negative`}},
 		{"negative retention flag", env(), []string{"-inbound-retention", "-1h"}, []string{"-inbound-retention", `"-1h" is negative`}},
+		{"negative subscription retention", env("HUBSYNC_SUBSCRIPTION_RETENTION=-30d"), nil, []string{"HUBSYNC_SUBSCRIPTION_RETENTION", `"-30d" is negative`}},
+		{"discarded retention not a duration", env(), []string{"-discarded-retention", "quarterly"}, []string{"-discarded-retention", `"quarterly" is not a duration`}},
 		{"outbound concurrency past the bound", env("HUBSYNC_OUTBOUND_CONCURRENCY=17"), nil, []string{"HUBSYNC_OUTBOUND_CONCURRENCY", "use 1..16"}},
 		{"apply concurrency past the bound", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=33"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "use 1..32"}},
 		{"apply concurrency not a number", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=many"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "not a number"}},
