@@ -20,8 +20,9 @@ import (
 // writes does the claim→complete rate pay for?
 type alternative struct {
 	name string
-	// setup is run once per run, after the load.
-	setup string
+	// setup is run once per run, after the load, one statement at a time;
+	// teardown after the run, whatever its outcome.
+	setup, teardown []string
 	// claim returns the claimed events' Id, Attempt, ObjectType and RecordID;
 	// its parameters are the key, now, the limit and the lease's expiry.
 	claim string
@@ -89,7 +90,7 @@ var alternatives = []alternative{{
 	// claimed event leased as the store's claim leases it (Status, lease,
 	// Attempt), and the store's complete.
 	name:     "lease on the lane and the event",
-	setup:    altEventLease("alt_claim_event", `Status = 'processing', LeaseOwner = 'bench', LeaseExpiresDate = p_exp, Attempt = t.Attempt + 1, LastModifiedDate = p_now`),
+	setup:    []string{altEventLease("alt_claim_event", `Status = 'processing', LeaseOwner = 'bench', LeaseExpiresDate = p_exp, Attempt = t.Attempt + 1, LastModifiedDate = p_now`)},
 	claim:    altSelect + `alt_claim_event($1, $2, $3, $4)`,
 	complete: `UPDATE _System_IntegrationOutbound AS t SET Status = 'processed', ProcessedDate = $3, LeaseExpiresDate = NULL, LastModifiedDate = $3` + altCompleteFrom + `t.Status = 'processing'`,
 }, {
@@ -100,7 +101,79 @@ var alternatives = []alternative{{
 	claim:    `WITH ` + altLanes + ` SELECT e.Id, e.Attempt, e.ObjectType, e.RecordID FROM e`,
 	complete: `DELETE FROM hubsync_lane_outbound WHERE LaneKey = ANY($2) AND $1::jsonb IS NOT NULL AND $3::timestamptz IS NOT NULL`,
 	pending:  true,
+}, {
+	// No lease per record: records are hashed into altPartitions
+	// partitions, and a claim leases one partition (one row written) and
+	// reads its pending events in Lane order by index; the complete marks
+	// each event processed and frees the partition. No lane is written
+	// (the lane triggers are off for the run). A slow or failing record
+	// would hold its whole partition: the ceiling of a design that gives up
+	// per-record leases for a write per batch.
+	name:     "lease on a partition",
+	setup:    altPartitionSetup,
+	teardown: altPartitionTeardown,
+	claim:    altPartitionClaim,
+	complete: `WITH ` + altPartitionFree + ` UPDATE _System_IntegrationOutbound AS t SET Status = 'processed', ProcessedDate = $3, LastModifiedDate = $3
+FROM jsonb_to_recordset($1::jsonb) AS l(id text, attempt int) WHERE t.Id = l.id AND $2::text[] IS NOT NULL AND t.Status = 'pending'`,
+}, {
+	// The same, with the event deleted on completion (no history): the
+	// floor of a partitioned design.
+	name:     "lease on a partition, delete on complete",
+	setup:    altPartitionSetup,
+	teardown: altPartitionTeardown,
+	claim:    altPartitionClaim,
+	complete: `WITH ` + altPartitionFree + ` DELETE FROM _System_IntegrationOutbound AS t USING jsonb_to_recordset($1::jsonb) AS l(id text, attempt int) WHERE t.Id = l.id AND $2::text[] IS NOT NULL AND $3::timestamptz IS NOT NULL AND t.Status = 'pending'`,
 }}
+
+// altPartitions is the number of partitions of the partition alternatives:
+// four times the most workers the comparison runs.
+const altPartitions = "16"
+
+var (
+	altPartitionSetup = []string{
+		`CREATE TABLE IF NOT EXISTS alt_partition (p int PRIMARY KEY, leased_until timestamptz NOT NULL)`,
+		`TRUNCATE alt_partition`,
+		`INSERT INTO alt_partition SELECT g, '-infinity' FROM generate_series(0, ` + altPartitions + ` - 1) g`,
+		`CREATE INDEX alt_partition_pending ON _System_IntegrationOutbound (Destination, (abs(hashtext(RecordID)) % ` + altPartitions + `), Lane) WHERE Status = 'pending'`,
+		`ALTER TABLE _System_IntegrationOutbound DISABLE TRIGGER hubsync_lane_outbound_upd`,
+		`ALTER TABLE _System_IntegrationOutbound DISABLE TRIGGER hubsync_lane_outbound_del`,
+		`ANALYZE _System_IntegrationOutbound`,
+		altPartitionFunc,
+	}
+	altPartitionTeardown = []string{
+		`ALTER TABLE _System_IntegrationOutbound ENABLE TRIGGER hubsync_lane_outbound_upd`,
+		`ALTER TABLE _System_IntegrationOutbound ENABLE TRIGGER hubsync_lane_outbound_del`,
+		`DROP INDEX IF EXISTS alt_partition_pending`,
+	}
+	// altPartitionClaim leases the partition free longest (skipping locked
+	// ones) and returns up to the limit of its pending events; the partition
+	// travels to the complete as the events' Attempt. It is a PL/pgSQL
+	// function (created by altPartitionSetup), whose second statement reads
+	// the events in a snapshot taken after the partition's lock: in one
+	// statement, a claim that locked a partition just freed would read, in
+	// its older snapshot, the events whose completion freed it.
+	altPartitionClaim = `SELECT o_id, o_p, o_type, o_rec FROM alt_partition_claim($1, $2, $3, $4)`
+	altPartitionFunc  = `CREATE OR REPLACE FUNCTION alt_partition_claim(p_key text, p_now timestamptz, p_limit int, p_exp timestamptz)
+RETURNS TABLE (o_id varchar, o_p int, o_type varchar, o_rec varchar) LANGUAGE plpgsql AS $$
+DECLARE part int;
+BEGIN
+  UPDATE alt_partition a SET leased_until = p_exp
+  WHERE a.p = (SELECT b.p FROM alt_partition b WHERE b.leased_until <= p_now
+               ORDER BY b.leased_until, b.p LIMIT 1 FOR UPDATE SKIP LOCKED)
+  RETURNING a.p INTO part;
+  IF part IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY SELECT f.Id, part, f.ObjectType, f.RecordID FROM _System_IntegrationOutbound f
+    WHERE f.Destination = p_key AND abs(hashtext(f.RecordID)) % ` + altPartitions + ` = part AND f.Status = 'pending'
+    ORDER BY f.Lane LIMIT p_limit;
+END $$`
+	// altPartitionFree frees the partitions of the completed events.
+	altPartitionFree = `r AS (
+  UPDATE alt_partition SET leased_until = '-infinity'
+  WHERE p IN (SELECT DISTINCT l.attempt FROM jsonb_to_recordset($1::jsonb) AS l(id text, attempt int))
+)`
+)
 
 // runAlternatives runs, per round and worker count, the store's claim and
 // then every alternative, each on a fresh load of n events.
@@ -126,7 +199,7 @@ func runAlternatives(ctx context.Context, out io.Writer, hs *hubsyncBench, n, ro
 
 // runAlternative loads n pending events as run does and times workers
 // goroutines claiming batches with a's claim and completing each at once.
-func (b *hubsyncBench) runAlternative(ctx context.Context, a alternative, n, workers int) (float64, error) {
+func (b *hubsyncBench) runAlternative(ctx context.Context, a alternative, n, workers int) (_ float64, rerr error) {
 	db := b.db.SQL
 	if err := b.load(ctx, n); err != nil {
 		return 0, err
@@ -134,8 +207,15 @@ func (b *hubsyncBench) runAlternative(ctx context.Context, a alternative, n, wor
 	if _, err := db.ExecContext(ctx, "ANALYZE hubsync_lane_outbound"); err != nil {
 		return 0, fmt.Errorf("analyze lanes: %w", err)
 	}
-	if a.setup != "" {
-		if _, err := db.ExecContext(ctx, a.setup); err != nil {
+	defer func() {
+		for _, q := range a.teardown {
+			if _, err := db.ExecContext(context.WithoutCancel(ctx), q); err != nil && rerr == nil {
+				rerr = fmt.Errorf("teardown: %w", err)
+			}
+		}
+	}()
+	for _, q := range a.setup {
+		if _, err := db.ExecContext(ctx, q); err != nil {
 			return 0, fmt.Errorf("setup: %w", err)
 		}
 	}
