@@ -1184,11 +1184,6 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 		return
 	}
 	if len(ids) > 0 {
-		if err := c.tombstoneFound(t, hit); err != nil {
-			c.retry(hit, "keep HubSpot object of the deleted record from bringing it back before archiving it: "+err.Error(), 0)
-			c.succeed(unresolved(recs), nil)
-			return
-		}
 		c.sum.Calls++
 		ctx, cancel := c.callCtx(c.underGrant(c.ctx))
 		err := c.callErr(ctx, c.w.cfg.HubSpot.BatchArchive(ctx, t, ids))
@@ -1207,22 +1202,31 @@ func (c *cycle) resolved(t hubspot.ObjectType, idProperty string, recs []*Record
 			return
 		}
 		c.w.cfg.Metrics.call(OpArchive, "ok")
+		c.tombstoneFound(t, hit)
 	}
 	c.succeed(recs, nil)
 }
 
-// tombstoneFound gives each object the resolve found for a deleted record
-// of hit (its create's answer was lost, so no link of it was ever stored)
-// the local-delete tombstone its deletion would have written for a link
-// (Config.LocalRecords.TombstoneDeleted), before the archive. A HubSpot
-// merge of another record's object into it, whose webhook is still to come,
-// then takes that record with it, as it does for a linked object deleted
-// here; without the tombstone, the merge would re-point that record to the
-// archived object and leave it live, linked to nothing that exists.
-func (c *cycle) tombstoneFound(t hubspot.ObjectType, hit []*RecordPlan) error {
+// tombstoneFound gives each object the resolve found and archived for a
+// deleted record of hit (its create's answer was lost, so no link of it was
+// ever stored) the local-delete tombstone its deletion would have written for
+// a link (Config.LocalRecords.TombstoneDeleted). A HubSpot merge of another
+// record's object into it, whose webhook comes after the archive, then takes
+// that record with it, as it does for a linked object deleted here; without
+// the tombstone, the merge would re-point that record to the archived object
+// and leave it live, linked to nothing that exists.
+//
+// It runs after the archive, never before: a tombstone on an object whose
+// archive then failed would stay on a live object with no link to guard it,
+// one that another record's upsert by the same email may take, whose every
+// change would then be judged stale. So a failure here (logged and counted
+// as the cycle's; the records complete, their objects are archived) or a
+// crash just before it leaves the merge's record as it was before this
+// check existed, never a live object marked deleted.
+func (c *cycle) tombstoneFound(t hubspot.ObjectType, hit []*RecordPlan) {
 	dr := c.w.cfg.LocalRecords
 	if dr == nil {
-		return nil
+		return
 	}
 	types, byType := byObjectType(hit, func(*RecordPlan) bool { return true })
 	ctx, cancel := c.storeCtx()
@@ -1233,10 +1237,9 @@ func (c *cycle) tombstoneFound(t hubspot.ObjectType, hit []*RecordPlan) error {
 			found[r.Key.RecordID] = r.HubSpotID
 		}
 		if _, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, ot, found); err != nil {
-			return fmt.Errorf("tombstone %d %s %s objects: %w", len(found), ot, t, err)
+			c.errs = append(c.errs, fmt.Errorf("outbound: mark the %d %s %s objects just archived for deleted records as deleted here (a merge into one of them may leave its record live): %w", len(found), ot, t, err))
 		}
 	}
-	return nil
 }
 
 // succeed links created/adopted ids (before completing: after a crash in

@@ -116,7 +116,7 @@
 // deletion then archives (a HubSpot edit or merge applied between the link and
 // that check writes the tombstone itself: apply.LocalDeletedClock), and so
 // does the object a deleted record's lost create made, found by its id
-// property value, before its archive (a merge into it then takes the merged
+// property value, once it is archived (a merge into it then takes the merged
 // record with it); a
 // created object already linked to another record (made from a HubSpot edit
 // before the link) is left to it; one HubSpot's merge deleted here while its

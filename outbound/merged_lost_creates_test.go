@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hubsync/hubsync/hubspot"
 	"github.com/hubsync/hubsync/internal/dbtest"
 	"github.com/hubsync/hubsync/links"
 	"github.com/hubsync/hubsync/outbound"
@@ -180,30 +181,33 @@ func TestMergedLostCreatesRetriedTogether(t *testing.T) {
 // with it, as it does when the deleted record's link was stored: before,
 // nothing marked X as deleted here, the merge re-pointed Grace to X and
 // Grace stayed live, linked to an archived contact (the model's seed 46436).
-// When that mark cannot be stored, X is not archived until it is.
+// X is marked only once it is archived: when the archive fails, X stays
+// live and unmarked until the retry archives it (a mark on a live object,
+// which another record's upsert by the same email might take, would make
+// every change of it stale).
 func TestLostCreateDeletedThenMergedInto(t *testing.T) {
-	for _, failMark := range []bool{false, true} {
-		t.Run(map[bool]string{false: "marked", true: "mark fails once"}[failMark], func(t *testing.T) {
-			lostCreateDeletedThenMergedInto(t, failMark)
+	for _, archiveFails := range []bool{false, true} {
+		t.Run(map[bool]string{false: "archived", true: "archive fails once"}[archiveFails], func(t *testing.T) {
+			lostCreateDeletedThenMergedInto(t, archiveFails)
 		})
 	}
 }
 
-// tombstoneFailingRecords fails TombstoneDeleted once, as a store error would.
-type tombstoneFailingRecords struct {
-	*records.Service
+// archiveFailsOnce answers its first BatchArchive with a 503.
+type archiveFailsOnce struct {
+	outbound.HubSpot
 	failed bool
 }
 
-func (r *tombstoneFailingRecords) TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error) {
-	if !r.failed {
-		r.failed = true
-		return nil, errors.New("injected: the database is gone")
+func (h *archiveFailsOnce) BatchArchive(ctx context.Context, t hubspot.ObjectType, ids []string) error {
+	if !h.failed {
+		h.failed = true
+		return &hubspot.Error{Method: "POST", Path: "/crm/v3/objects/contacts/batch/archive", StatusCode: 503, Message: "injected"}
 	}
-	return r.Service.TombstoneDeleted(ctx, destination, objectType, linked)
+	return h.HubSpot.BatchArchive(ctx, t, ids)
 }
 
-func lostCreateDeletedThenMergedInto(t *testing.T, failMark bool) {
+func lostCreateDeletedThenMergedInto(t *testing.T, archiveFails bool) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
 		ctx := context.Background()
 		b := setup(t, options{dialect: d})
@@ -245,22 +249,28 @@ func lostCreateDeletedThenMergedInto(t *testing.T, failMark bool) {
 		if err := b.sim.UserMerge("contacts", adaObj, graceObj); err != nil {
 			t.Fatal(err)
 		}
-		if failMark {
-			fr := &tombstoneFailingRecords{Service: b.recs}
+		if archiveFails {
+			hs := &archiveFailsOnce{HubSpot: b.client}
 			b.clock.Advance(time.Minute) // past the lost create's backoff
-			if _, err := b.worker(t, func(c *outbound.Config) { c.LocalRecords = fr }).RunOnce(ctx); err != nil {
+			if _, err := b.worker(t, func(c *outbound.Config) { c.HubSpot = hs }).RunOnce(ctx); err != nil {
 				t.Logf("cycle: %v", err)
 			}
-			if !fr.failed {
-				t.Fatal("the deletion's cycle did not mark Ada's contact (test setup)")
+			if !hs.failed {
+				t.Fatal("the deletion's cycle did not try to archive Ada's contact (test setup)")
 			}
 			if o, _ := b.sim.Object("contacts", adaObj); o.Archived {
-				t.Fatalf("Ada's contact %s was archived though it could not be marked as deleted here", adaObj)
+				t.Fatalf("Ada's contact %s was archived though the archive failed (test setup)", adaObj)
+			}
+			if ts, ok, err := b.links.Tombstone(ctx, "hubspot", "contacts", adaObj); err != nil || ok {
+				t.Fatalf("Ada's live contact %s after its archive failed: tombstone %+v, %v, %v; want none", adaObj, ts, ok, err)
 			}
 		}
 		b.drain(t, b.worker(t, nil))
 		if o, found := b.sim.Object("contacts", adaObj); !found || !o.Archived {
 			t.Fatalf("Ada's contact %s after her deletion: found %v, %+v; want it archived by the deletion", adaObj, found, o)
+		}
+		if ts, ok, err := b.links.Tombstone(ctx, "hubspot", "contacts", adaObj); err != nil || !ok || ts.Kind != links.TombstoneLocalDeleted {
+			t.Errorf("Ada's archived contact %s: tombstone %+v, %v, %v; want it marked deleted here", adaObj, ts, ok, err)
 		}
 		if !deliverInbound(ctx, t, b, in) {
 			t.FailNow()

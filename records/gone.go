@@ -23,7 +23,10 @@ import (
 // the new object would otherwise bring the record back before the
 // deletion, queued after the create, archives the object. Each record's
 // row is locked as a deletion locks it, so a deletion in flight is waited
-// for: either it sees the link, or this sees the deletion.
+// for: either it sees the link, or this sees the deletion. The worker asks
+// too after archiving the object a deleted record's lost create made, found
+// by its id property value (no link of it was ever stored): a HubSpot merge
+// of another record's object into it then takes that record with it.
 func (s *Service) TombstoneDeleted(ctx context.Context, destination, objectType string, linked map[string]string) ([]string, error) {
 	if len(linked) == 0 {
 		return nil, nil
