@@ -89,18 +89,7 @@ func TestDiscardedCleanupPlans(t *testing.T) {
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		switch d {
-		case store.MySQL:
-			dbtest.ReopenTables(t, db.DB, table)
-		case store.Postgres:
-			if _, err := db.DB.Exec("ANALYZE " + table); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			if _, err := db.DB.Exec("ANALYZE"); err != nil {
-				t.Fatal(err)
-			}
-		}
+		dbtest.RefreshStatistics(t, db.DB, d, table)
 		q, err := dialectsql.Load(sqlFS, "sql", d)
 		if err != nil {
 			t.Fatal(err)

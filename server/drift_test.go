@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -44,18 +43,10 @@ func TestAdminDrift(t *testing.T) { dbtest.Each(t, testAdminDrift) }
 func testAdminDrift(t *testing.T, d store.Dialect) {
 	db := dbtest.Migrated(t, d)
 	sim := hubspotsim.NewTest(t, hubspotsim.Config{AppID: 1000})
-	srv, err := New(Config{
-		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), HubSpotAppID: "1000",
-		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
-		APITokens: []string{testAPIToken}, AdminToken: testAdminToken, Logger: slog.New(slog.DiscardHandler),
+	srv := startServerOn(t, sim, Config{
+		DatabaseURL: db.URL, DisableWebhooks: true,
+		APITokens: []string{testAPIToken}, AdminToken: testAdminToken,
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(t.Context()) })
 	base := "http://" + srv.Addr()
 
 	for _, c := range []struct {
@@ -176,18 +167,10 @@ func TestScheduledDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(Config{
-		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), HubSpotAppID: "1000",
-		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true,
-		Drift: DriftConfig{Interval: time.Second}, Logger: slog.New(slog.DiscardHandler),
+	srv := startServerOn(t, sim, Config{
+		DatabaseURL: db.URL, DisableWebhooks: true,
+		Drift: DriftConfig{Interval: time.Second},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(t.Context()) })
 	// The contact was made in HubSpot with no webhook: only the scheduled
 	// scan can find it (an orphan) and have the SyncWorker create it here.
 	testwait.For(t, "the scheduled scan to bring the HubSpot contact here", func() bool {
@@ -217,18 +200,11 @@ func TestDriftMetricsCountOmittedDifferences(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	srv, err := New(Config{
-		DatabaseURL: db.URL, Addr: "127.0.0.1:0", HubSpotAPIBase: sim.URL(), HubSpotAppID: "1000",
-		HubSpotAccessToken: hubspotsim.AccessTokenDefault, DisableWebhooks: true, AdminToken: testAdminToken,
-		Drift: DriftConfig{MaxDifferences: 1}, Logger: slog.New(slog.DiscardHandler),
+	srv := startServerOn(t, sim, Config{
+		DatabaseURL: db.URL, DisableWebhooks: true,
+		AdminToken: testAdminToken,
+		Drift:      DriftConfig{MaxDifferences: 1},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop(t.Context()) })
 	base := "http://" + srv.Addr()
 
 	code, body := adminDrift(t, base, testAdminToken, `{"dry_run":true}`)

@@ -44,7 +44,13 @@ func get(t *testing.T, url string) (int, string) {
 
 func startServer(t *testing.T, cfg Config) *Server {
 	t.Helper()
-	sim := hubspotsim.NewTest(t, hubspotsim.Config{})
+	return startServerOn(t, hubspotsim.NewTest(t, hubspotsim.Config{}), cfg)
+}
+
+// startServerOn starts a server of cfg on a free port against sim (the
+// HubSpot settings of cfg are sim's), stopped when the test ends.
+func startServerOn(t *testing.T, sim *hubspotsim.Server, cfg Config) *Server {
+	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.HubSpotAPIBase = sim.URL()
 	cfg.HubSpotAccessToken = hubspotsim.AccessTokenDefault

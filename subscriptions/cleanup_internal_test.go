@@ -45,18 +45,7 @@ VALUES (?, 'acme', 'news', ?, 'subscribed', 1, ?, 'h', ?, '', ?, ?, ?)`)
 		if err := tx.Commit(); err != nil {
 			t.Fatal(err)
 		}
-		switch d {
-		case store.MySQL:
-			dbtest.ReopenTables(t, db.DB, "subscription_requests")
-		case store.Postgres:
-			if _, err := db.DB.Exec("ANALYZE subscription_requests"); err != nil {
-				t.Fatal(err)
-			}
-		default:
-			if _, err := db.DB.Exec("ANALYZE"); err != nil {
-				t.Fatal(err)
-			}
-		}
+		dbtest.RefreshStatistics(t, db.DB, d, "subscription_requests")
 		q, err := dialectsql.Load(sqlFS, "sql", d)
 		if err != nil {
 			t.Fatal(err)

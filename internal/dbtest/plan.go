@@ -42,6 +42,30 @@ func ReopenTables(t testing.TB, db *sql.DB, tables ...string) {
 	}
 }
 
+// RefreshStatistics makes the statements after it plan with the tables as
+// they are now: ReopenTables on MySQL/MariaDB (whose frozen statistics stay
+// frozen: FreezeEmptyStatistics), ANALYZE of each table on PostgreSQL and
+// ANALYZE on SQLite.
+func RefreshStatistics(t testing.TB, db *sql.DB, d store.Dialect, tables ...string) {
+	t.Helper()
+	var stmts []string
+	switch d {
+	case store.MySQL:
+		ReopenTables(t, db, tables...)
+	case store.Postgres:
+		for _, tb := range tables {
+			stmts = append(stmts, "ANALYZE "+tb)
+		}
+	default:
+		stmts = []string{"ANALYZE"}
+	}
+	for _, q := range stmts {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("dbtest.RefreshStatistics: %s: %v", q, err)
+		}
+	}
+}
+
 // Explain returns the plan of query with args on a database of dialect d, one
 // line per plan row with its columns joined by " | ": EXPLAIN QUERY PLAN on
 // SQLite, EXPLAIN elsewhere. It runs in a transaction that is rolled back (see
