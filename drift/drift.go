@@ -37,6 +37,15 @@ const (
 	// few MB of memory and of JSON when a mass drift (a mapping change, a
 	// restore) would otherwise list one per record and field.
 	MaxDifferencesDefault = 10_000
+	// MaxDifferencesMax is the most differences a report may list: about
+	// 50 MB of memory and of JSON (listed values are cut at
+	// ListedValueMax), on a replica that also runs the workers. A larger
+	// drift is read from the totals, or scanned an object type at a time.
+	MaxDifferencesMax = 100_000
+	// ListedValueMax is the longest value, in bytes, a listed difference
+	// shows of each side; a longer one is cut and ends in "…". The repair
+	// has used the whole value by then.
+	ListedValueMax = 1024
 	// BudgetKeyDefault is the shared budget key the scan's calls count against
 	// (the sync's own key: the calls are HubSpot's calls like any other).
 	BudgetKeyDefault = "hubspot"
@@ -134,8 +143,8 @@ func (c Config) validate() error {
 	if c.PageSize < 1 || c.PageSize > PageSizeMax {
 		errs = append(errs, fmt.Errorf("drift: Config.PageSize is %d; use 1..%d (HubSpot's limit for reads with history), or 0 for %d", c.PageSize, PageSizeMax, PageSizeDefault))
 	}
-	if c.MaxDifferences < 0 {
-		errs = append(errs, fmt.Errorf("drift: Config.MaxDifferences is %d; use 1 or more (the most differences a report lists; the rest are counted), or 0 for %d", c.MaxDifferences, MaxDifferencesDefault))
+	if c.MaxDifferences < 0 || c.MaxDifferences > MaxDifferencesMax {
+		errs = append(errs, fmt.Errorf("drift: Config.MaxDifferences is %d; use 1..%d (the most differences a report lists; the rest are counted), or 0 for %d", c.MaxDifferences, MaxDifferencesMax, MaxDifferencesDefault))
 	}
 	if _, err := ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("drift: Config.Policy: %w", err))
@@ -199,8 +208,8 @@ func (s *Scanner) Run(ctx context.Context, opts Options) (*Report, error) {
 	if len(types) == 0 {
 		types = slices.Sorted(slices.Values(s.cfg.Mapping.ObjectTypes()))
 	}
-	if opts.MaxDifferences < 0 {
-		return nil, fmt.Errorf("drift: Options.MaxDifferences is %d; use 1 or more, or 0 for the scanner's (Config.MaxDifferences, %d)", opts.MaxDifferences, s.cfg.MaxDifferences)
+	if opts.MaxDifferences < 0 || opts.MaxDifferences > MaxDifferencesMax {
+		return nil, fmt.Errorf("drift: Options.MaxDifferences is %d; use 1..%d, or 0 for the scanner's (Config.MaxDifferences, %d)", opts.MaxDifferences, MaxDifferencesMax, s.cfg.MaxDifferences)
 	}
 	rep := newReport(opts.DryRun, cmp.Or(opts.MaxDifferences, s.cfg.MaxDifferences))
 	for _, t := range types {

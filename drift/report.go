@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Kind names what kind of drift a Difference is.
@@ -202,6 +203,7 @@ func (r *Report) resumed(objectType, phase, cursor string) {
 // changes nothing else: it was repaired (or not) before it came here.
 func (r *Report) add(d Difference) {
 	if len(r.Differences) < r.MaxDifferences {
+		d.Local, d.HubSpot = listedValue(d.Local), listedValue(d.HubSpot)
 		r.Differences = append(r.Differences, d)
 	} else {
 		r.Omitted++
@@ -271,4 +273,18 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// listedValue is v as a listed difference shows it: cut after
+// ListedValueMax bytes (at a character boundary), ending in "…", so that the
+// list's size follows MaxDifferences whatever the properties hold.
+func listedValue(v string) string {
+	if len(v) <= ListedValueMax {
+		return v
+	}
+	cut := ListedValueMax
+	for cut > 0 && !utf8.RuneStart(v[cut]) {
+		cut-- // not inside a character
+	}
+	return v[:cut] + "…"
 }

@@ -113,15 +113,40 @@ func testDifferencesPastTheLimit(t *testing.T, d store.Dialect) {
 	clean(t, b)
 }
 
-// A negative MaxDifferences is a configuration error naming the field and
-// what to use; 0 takes the default.
+// A negative MaxDifferences, or one past MaxDifferencesMax, is a
+// configuration error naming the field and what to use; 0 takes the default.
 func TestMaxDifferencesConfig(t *testing.T) {
-	_, err := drift.New(drift.Config{MaxDifferences: -1})
-	if err == nil || !strings.Contains(err.Error(), "Config.MaxDifferences is -1; use 1 or more") || !strings.Contains(err.Error(), "0 for 10000") {
-		t.Fatalf("drift.New with MaxDifferences -1: %v; want an error naming Config.MaxDifferences and the fix", err)
+	for _, n := range []int{-1, drift.MaxDifferencesMax + 1} {
+		_, err := drift.New(drift.Config{MaxDifferences: n})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("Config.MaxDifferences is %d; use 1..100000", n)) || !strings.Contains(err.Error(), "0 for 10000") {
+			t.Fatalf("drift.New with MaxDifferences %d: %v; want an error naming Config.MaxDifferences and the fix", n, err)
+		}
 	}
 	b := setup(t, store.SQLite, drift.Config{})
+	if _, err := b.scanner.Run(context.Background(), drift.Options{MaxDifferences: drift.MaxDifferencesMax + 1}); err == nil || !strings.Contains(err.Error(), "Options.MaxDifferences") {
+		t.Fatalf("a run with MaxDifferences past the most: %v; want an error naming Options.MaxDifferences", err)
+	}
 	if rep := b.run(t, drift.Options{DryRun: true}); rep.MaxDifferences != drift.MaxDifferencesDefault {
 		t.Fatalf("MaxDifferences 0 gave a limit of %d; want %d", rep.MaxDifferences, drift.MaxDifferencesDefault)
+	}
+}
+
+// A listed difference shows at most ListedValueMax bytes of each value, cut
+// at a character boundary: the list's size follows MaxDifferences whatever
+// the properties hold.
+func TestListedValuesAreCut(t *testing.T) {
+	b := setup(t, store.SQLite, drift.Config{})
+	long := strings.Repeat("é", drift.ListedValueMax) // 2 bytes each
+	_, hid := b.contact(t, "ada@example.com", "Ada")
+	if err := b.sim.UserUpdate("contacts", hid, map[string]string{"firstname": long}); err != nil {
+		t.Fatal(err)
+	}
+	rep := b.run(t, drift.Options{DryRun: true})
+	if len(rep.Differences) != 1 {
+		t.Fatalf("differences %+v; want the first name's", rep.Differences)
+	}
+	got := rep.Differences[0].HubSpot
+	if want := strings.Repeat("é", drift.ListedValueMax/2) + "…"; got != want {
+		t.Fatalf("listed HubSpot value of %d bytes: %d bytes %q…; want the first %d bytes and …", len(long), len(got), got[:min(len(got), 20)], drift.ListedValueMax)
 	}
 }

@@ -73,8 +73,8 @@ func (c DriftConfig) validate() error {
 	if c.PageSize < 0 || c.PageSize > drift.PageSizeMax {
 		errs = append(errs, fmt.Errorf("Drift.PageSize is %d; use 1..%d, or 0 for %d", c.PageSize, drift.PageSizeMax, drift.PageSizeDefault))
 	}
-	if c.MaxDifferences < 0 {
-		errs = append(errs, fmt.Errorf("Drift.MaxDifferences is %d; use 1 or more (the most differences a report lists; the rest are counted), or 0 for %d", c.MaxDifferences, drift.MaxDifferencesDefault))
+	if c.MaxDifferences < 0 || c.MaxDifferences > drift.MaxDifferencesMax {
+		errs = append(errs, fmt.Errorf("Drift.MaxDifferences is %d; use 1..%d (the most differences a report lists; the rest are counted), or 0 for %d", c.MaxDifferences, drift.MaxDifferencesMax, drift.MaxDifferencesDefault))
 	}
 	if _, err := drift.ParsePolicy(string(c.Policy)); err != nil {
 		errs = append(errs, fmt.Errorf("Drift.Policy: %v", err))
@@ -213,8 +213,8 @@ func (a *adminAPI) drift(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	opts := drift.Options{DryRun: req.DryRun, ObjectTypes: req.Objects, MaxDifferences: req.MaxDifferences}
-	if req.MaxDifferences < 0 {
-		return fmt.Errorf("%w: max_differences is %d; use 1 or more, or leave it out for the server's limit", ops.ErrBadRequest, req.MaxDifferences)
+	if req.MaxDifferences < 0 || req.MaxDifferences > drift.MaxDifferencesMax {
+		return fmt.Errorf("%w: max_differences is %d; use 1..%d, or leave it out for the server's limit (a larger drift: read the totals, or scan one object type at a time with objects)", ops.ErrBadRequest, req.MaxDifferences, drift.MaxDifferencesMax)
 	}
 	for _, t := range req.Objects {
 		if _, ok := a.mapping.Lookup(t); !ok {

@@ -150,7 +150,8 @@ func TestDriftConfigErrors(t *testing.T) {
 		{DriftConfig{BudgetShare: 1.5}, "Drift.BudgetShare"},
 		{DriftConfig{PageSize: 500}, "Drift.PageSize"},
 		{DriftConfig{Policy: "always"}, "Drift.Policy"},
-		{DriftConfig{MaxDifferences: -1}, "Drift.MaxDifferences is -1; use 1 or more"},
+		{DriftConfig{MaxDifferences: -1}, "Drift.MaxDifferences is -1; use 1..100000"},
+		{DriftConfig{MaxDifferences: 100001}, "Drift.MaxDifferences is 100001; use 1..100000"},
 	} {
 		err := Config{Drift: c.cfg, DisableWebhooks: true, DisableSyncWorker: true, DisableOutboundWorker: true}.WithDefaults().Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -235,7 +236,9 @@ func TestDriftMetricsCountOmittedDifferences(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &rep) != nil || len(rep.Differences) != 4 || rep.Omitted != 0 || rep.MaxDifferences != 10 {
 		t.Fatalf("dry run with max_differences 10 = %d %s; want all 4 listed", code, body)
 	}
-	if code, body := adminDrift(t, base, testAdminToken, `{"max_differences":-1}`); code != http.StatusBadRequest || !strings.Contains(body, "max_differences") {
-		t.Fatalf("max_differences -1 = %d %s; want 400 naming it", code, body)
+	for _, n := range []string{"-1", "100001"} {
+		if code, body := adminDrift(t, base, testAdminToken, `{"max_differences":`+n+`}`); code != http.StatusBadRequest || !strings.Contains(body, "max_differences") || !strings.Contains(body, "1..100000") {
+			t.Fatalf("max_differences %s = %d %s; want 400 naming it and the range", n, code, body)
+		}
 	}
 }

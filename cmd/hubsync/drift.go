@@ -82,8 +82,8 @@ orphans, or any in -dry-run) or on error: run it from cron and alert on 1.`)
 	if dc.PageSize < 1 || dc.PageSize > drift.PageSizeMax {
 		return fmt.Errorf("HUBSYNC_DRIFT_PAGE_SIZE/-page-size %d: use 1..%d", dc.PageSize, drift.PageSizeMax)
 	}
-	if dc.MaxDifferences < 0 {
-		return fmt.Errorf("HUBSYNC_DRIFT_MAX_DIFFERENCES/-max-differences %d: use 1 or more (the report counts every difference and lists this many), or 0 for %d", dc.MaxDifferences, drift.MaxDifferencesDefault)
+	if dc.MaxDifferences < 0 || dc.MaxDifferences > drift.MaxDifferencesMax {
+		return fmt.Errorf("HUBSYNC_DRIFT_MAX_DIFFERENCES/-max-differences %d: use 1..%d (the report counts every difference and lists this many), or 0 for %d", dc.MaxDifferences, drift.MaxDifferencesMax, drift.MaxDifferencesDefault)
 	}
 	if token == "" {
 		return errors.New("HUBSPOT_ACCESS_TOKEN is empty; set it to your private app's access token")

@@ -93,8 +93,9 @@ func TestDriftMaxDifferences(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{"negative flag", nil, []string{"-max-differences", "-1"}, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES", "-max-differences", "use 1 or more"}},
-		{"negative variable", []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES=-5"}, nil, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES", "-5", "use 1 or more"}},
+		{"negative flag", nil, []string{"-max-differences", "-1"}, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES", "-max-differences", "use 1..100000"}},
+		{"past the most", nil, []string{"-max-differences", "100001"}, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES", "100001", "use 1..100000"}},
+		{"negative variable", []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES=-5"}, nil, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES", "-5", "use 1..100000"}},
 		{"not a number", []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES=lots"}, nil, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES", "not a number"}},
 	} {
 		code, _, errOut := runCmd(t, env(tc.env...), append([]string{"drift", "-dry-run"}, tc.args...)...)

@@ -25,7 +25,7 @@ func driftSettings(e *envFlags, cfg *server.DriftConfig, withInterval bool) func
 		"share of the HubSpot budget window a drift scan may use, above 0 and at most 1 (HUBSYNC_DRIFT_BUDGET_SHARE)")
 	e.int(&cfg.PageSize, prefix+"page-size", "HUBSYNC_DRIFT_PAGE_SIZE", drift.PageSizeDefault, fmt.Sprintf("records compared per HubSpot call, 1..%d", drift.PageSizeMax))
 	e.int(&cfg.MaxDifferences, prefix+"max-differences", "HUBSYNC_DRIFT_MAX_DIFFERENCES", drift.MaxDifferencesDefault,
-		"the most differences a drift report lists; those past it are counted in its totals and repaired alike, only not listed")
+		fmt.Sprintf("the most differences a drift report lists, 1..%d; those past it are counted in its totals and repaired alike, only not listed", drift.MaxDifferencesMax))
 	policy := e.fs.String(prefix+"policy", os.Getenv("HUBSYNC_DRIFT_POLICY"),
 		"what to do with ambiguous differences (both sides changed): report (default), report_only (repair nothing), hubspot_wins, local_wins or newest_wins; "+
 			"per object as contacts=hubspot_wins,deals=report_only; wins over the mapping file's drift_policy (HUBSYNC_DRIFT_POLICY)")

@@ -53,7 +53,8 @@ func TestServeSettingErrors(t *testing.T) {
 		{"apply concurrency not a number", env("HUBSYNC_SYNC_APPLY_CONCURRENCY=many"), nil, []string{"HUBSYNC_SYNC_APPLY_CONCURRENCY", "not a number"}},
 		{"negative qstash retries", env("HUBSYNC_QSTASH_RETRIES=-1"), nil, []string{"HUBSYNC_QSTASH_RETRIES", "use 0"}},
 		{"secret with a newline", env("HUBSYNC_ADMIN_TOKEN=" + testAPIToken + "\n"), nil, []string{"HUBSYNC_ADMIN_TOKEN", "control character"}},
-		{"negative drift max differences", env("HUBSYNC_DRIFT_MAX_DIFFERENCES=-1"), nil, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES is -1", "use 1 or more"}},
+		{"negative drift max differences", env("HUBSYNC_DRIFT_MAX_DIFFERENCES=-1"), nil, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES is -1", "use 1..100000"}},
+		{"drift max differences past the most", env("HUBSYNC_DRIFT_MAX_DIFFERENCES=100001"), nil, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES is 100001", "use 1..100000"}},
 		{"negative drift max differences flag", env(), []string{"-drift-max-differences", "-2"}, []string{"HUBSYNC_DRIFT_MAX_DIFFERENCES is -2"}},
 	}
 	for _, tc := range cases {
