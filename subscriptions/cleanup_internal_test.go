@@ -124,3 +124,42 @@ func TestCleanupDeleteChecksAgain(t *testing.T) {
 		}
 	})
 }
+
+// TestSubmitAfterItsKeyWasCleanedUp: the cleanup deletes the request
+// holding a key between a retry's insert, which finds the key taken, and its
+// read of that request. The key is free again, so the retry is a new
+// request, not an error (before: "key … was taken, but no request holds it
+// now", a 500).
+func TestSubmitAfterItsKeyWasCleanedUp(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
+		db := dbtest.Migrated(t, d)
+		st, err := hubsync.NewStore(db.DB, d, store.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := NewStore(st)
+		ctx := context.Background()
+		req := Request{BrandID: "acme", ProductID: "news", ContactKey: "ada@example.com", DesiredState: StateSubscribed}
+		first, err := s.Submit(ctx, req, "k1", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted := false
+		s.beforeReplay = func() {
+			if deleted {
+				return
+			}
+			deleted = true
+			if _, err := db.DB.Exec(dialectsql.Rebind(d, "DELETE FROM subscription_requests WHERE id = ?"), first.ID); err != nil {
+				t.Error(err)
+			}
+		}
+		again, err := s.Submit(ctx, req, "k1", 1)
+		if err != nil || !deleted || again.Replayed || again.ID == first.ID || again.AppliedSequence <= first.AppliedSequence {
+			t.Fatalf("retry under a key whose request was deleted in between = %+v, %v (deleted %v); want a new request after %+v", again, err, deleted, first)
+		}
+		if got, err := s.Get(ctx, again.ID); err != nil || got.IdempotencyKey != "k1" {
+			t.Fatalf("the new request %s = %+v, %v; want it stored under k1", again.ID, got, err)
+		}
+	})
+}

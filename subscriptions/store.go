@@ -44,6 +44,9 @@ type Store struct {
 	d           store.Dialect
 	q           *dialectsql.Queries
 	destination string
+	// beforeReplay, when set, runs between an insert that found its key
+	// taken and the read of the request holding it (tests).
+	beforeReplay func()
 }
 
 // NewStore returns the subscription store of st's database; events go to
@@ -78,6 +81,24 @@ func (s *Store) Submit(ctx context.Context, r Request, key string, mappingVersio
 	if err != nil {
 		return SubmitResult{}, fmt.Errorf("subscriptions: new id: %w", err)
 	}
+	// A key whose request the cleanup deletes between the insert that finds
+	// it taken and the read of that request is free again: the request is
+	// then a new one, inserted on the second pass.
+	for pass := 1; ; pass++ {
+		res, found, err := s.submit(ctx, r, key, mappingVersion, id)
+		if err == nil && !found {
+			if pass == 1 {
+				continue
+			}
+			err = fmt.Errorf("subscriptions: submit: key %q was taken, but no request holds it now", key)
+		}
+		return res, err
+	}
+}
+
+// submit is one pass of Submit: found is false when the key was taken by a
+// request that is gone by the time it is read.
+func (s *Store) submit(ctx context.Context, r Request, key string, mappingVersion int, id uuid.UUID) (_ SubmitResult, found bool, err error) {
 	now := s.st.Now().UTC().Truncate(time.Microsecond)
 	hash := r.Hash()
 	inserted := false
@@ -115,19 +136,18 @@ func (s *Store) Submit(ctx context.Context, r Request, key string, mappingVersio
 	switch {
 	case errors.Is(err, errDuplicate):
 	case err != nil:
-		return SubmitResult{}, err
+		return SubmitResult{}, true, err
 	}
 	if inserted {
 		return SubmitResult{Stored: Stored{ID: id.String(), Request: r, MappingVersion: mappingVersion, IdempotencyKey: key,
-			RequestHash: hash, SyncStatus: StatusPending, AppliedSequence: seq, CreatedAt: now, UpdatedAt: now}}, nil
+			RequestHash: hash, SyncStatus: StatusPending, AppliedSequence: seq, CreatedAt: now, UpdatedAt: now}}, true, nil
+	}
+	if s.beforeReplay != nil {
+		s.beforeReplay()
 	}
 	// The key exists: read it after the transaction, so that the row another
 	// transaction committed is visible whatever the isolation level.
-	res, found, err := s.Replay(ctx, r, key)
-	if err == nil && !found {
-		err = fmt.Errorf("subscriptions: submit: key %q was taken, but no request holds it now", key)
-	}
-	return res, err
+	return s.Replay(ctx, r, key)
 }
 
 // Replay answers a retry of r under key without writing: the request
