@@ -64,7 +64,7 @@ func TestDiscardDeadLetters(t *testing.T) {
 		// Where each id is, for the operator whose retry or discard matched nothing.
 		for id, want := range map[string]string{
 			ids[0]: `a discarded outbound dead letter`, pending.ID: "a pending event of the outbound queue",
-			ids[2]: "a dead letter of the outbound queue", "no-such-id": "no event has this id",
+			ids[2]: "a dead letter of the outbound queue", "no-such-id": "no event has this id (a processed event past its retention is cleaned up, and so is a discarded dead letter past HUBSYNC_DISCARDED_RETENTION",
 		} {
 			if got, err := LocateEvent(ctx, b.st, id); err != nil || !strings.HasPrefix(got, id+": "+want) {
 				t.Errorf("LocateEvent(%s) = %q, %v; want %q", id, got, err, want)

@@ -46,7 +46,7 @@ func LocateEvent(ctx context.Context, st store.Store, id string) (string, error)
 		}
 		return fmt.Sprintf("%s: a %s event of the %s queue, not a dead letter", id, h.Status, d), nil
 	}
-	return fmt.Sprintf("%s: no event has this id (a processed event past its retention is cleaned up)", id), nil
+	return fmt.Sprintf("%s: no event has this id (a processed event past its retention is cleaned up, and so is a discarded dead letter past HUBSYNC_DISCARDED_RETENTION, 90 days by default)", id), nil
 }
 
 // NotDeadLetters returns, for the ids that are not dead letters of

@@ -132,7 +132,8 @@ func (h *Handler) serveGet(w http.ResponseWriter, r *http.Request) {
 	got, err := h.cfg.Store.Get(r.Context(), r.PathValue("id"))
 	switch {
 	case errors.Is(err, ErrNotFound):
-		httpjson.Error(w, http.StatusNotFound, "no subscription request "+r.PathValue("id"))
+		httpjson.Error(w, http.StatusNotFound, "no subscription request "+r.PathValue("id")+
+			" (a synced or superseded request is deleted HUBSYNC_SUBSCRIPTION_RETENTION after its last change, 30 days by default, unless it is its contact's newest)")
 	case err != nil:
 		h.cfg.Logger.Error("subscriptions: get", "err", err)
 		httpjson.Error(w, http.StatusInternalServerError, "internal error")

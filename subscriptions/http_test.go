@@ -103,9 +103,9 @@ func TestHandler(t *testing.T) {
 	if w.Code != http.StatusOK || out["id"] != id || out["sync_status"] != "pending" || out["contact_key"] != "ada@example.com" {
 		t.Fatalf("get = %d %v", w.Code, out)
 	}
-	w, _ = do(t, h, "GET", "/api/subscription-requests/unknown", "", "")
-	if w.Code != http.StatusNotFound {
-		t.Fatalf("get unknown = %d; want 404", w.Code)
+	w, out = do(t, h, "GET", "/api/subscription-requests/unknown", "", "")
+	if msg, _ := out["error"].(string); w.Code != http.StatusNotFound || !strings.Contains(msg, "HUBSYNC_SUBSCRIPTION_RETENTION") {
+		t.Fatalf("get unknown = %d %v; want 404 saying settled requests are deleted after HUBSYNC_SUBSCRIPTION_RETENTION", w.Code, out)
 	}
 }
 
