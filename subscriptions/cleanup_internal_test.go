@@ -88,12 +88,7 @@ VALUES (?, 'acme', 'news', ?, 'subscribed', 1, ?, 'h', ?, '', ?, ?, ?)`)
 // the batch was chosen by an earlier statement.
 func TestCleanupDeleteChecksAgain(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-		db := dbtest.Migrated(t, d)
-		st, err := hubsync.NewStore(db.DB, d, store.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewStore(st)
+		st, s := migratedStore(t, d)
 		ctx := context.Background()
 		var ids []string
 		for i := range 4 {
@@ -132,12 +127,7 @@ func TestCleanupDeleteChecksAgain(t *testing.T) {
 // now", a 500).
 func TestSubmitAfterItsKeyWasCleanedUp(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, d store.Dialect) {
-		db := dbtest.Migrated(t, d)
-		st, err := hubsync.NewStore(db.DB, d, store.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s := NewStore(st)
+		st, s := migratedStore(t, d)
 		ctx := context.Background()
 		req := Request{BrandID: "acme", ProductID: "news", ContactKey: "ada@example.com", DesiredState: StateSubscribed}
 		first, err := s.Submit(ctx, req, "k1", 1)
@@ -150,7 +140,7 @@ func TestSubmitAfterItsKeyWasCleanedUp(t *testing.T) {
 				return
 			}
 			deleted = true
-			if _, err := db.DB.Exec(dialectsql.Rebind(d, "DELETE FROM subscription_requests WHERE id = ?"), first.ID); err != nil {
+			if _, err := st.DB().Exec(dialectsql.Rebind(d, "DELETE FROM subscription_requests WHERE id = ?"), first.ID); err != nil {
 				t.Error(err)
 			}
 		}
@@ -162,4 +152,15 @@ func TestSubmitAfterItsKeyWasCleanedUp(t *testing.T) {
 			t.Fatalf("the new request %s = %+v, %v; want it stored under k1", again.ID, got, err)
 		}
 	})
+}
+
+// migratedStore returns the store of a migrated database of dialect d and
+// its subscription store.
+func migratedStore(t *testing.T, d store.Dialect) (store.Store, *Store) {
+	t.Helper()
+	st, err := hubsync.NewStore(dbtest.Migrated(t, d).DB, d, store.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, NewStore(st)
 }
