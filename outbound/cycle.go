@@ -1237,7 +1237,7 @@ func (c *cycle) tombstoneFound(t hubspot.ObjectType, hit []*RecordPlan) {
 			found[r.Key.RecordID] = r.HubSpotID
 		}
 		if _, err := dr.TombstoneDeleted(ctx, c.w.cfg.Destination, ot, found); err != nil {
-			c.errs = append(c.errs, fmt.Errorf("outbound: mark the %d %s %s objects just archived for deleted records as deleted here (a merge into one of them may leave its record live): %w", len(found), ot, t, err))
+			c.errs = append(c.errs, fmt.Errorf("outbound: mark the HubSpot %s objects just archived for %d deleted %s records as deleted here (a merge into one of them may leave its record live): %w", t, len(found), ot, err))
 		}
 	}
 }
