@@ -143,21 +143,17 @@ func (l *RejectedLog) List(ctx context.Context, f RejectedFilter) ([]RejectedEve
 // statement, and returns how many it deleted.
 func (l *RejectedLog) Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error) {
 	batchSize = cmp.Or(batchSize, store.CleanupBatchDefault)
-	var total int64
-	for {
+	total, err := dialectsql.DeleteBatches(ctx, batchSize, func() (int64, error) {
 		res, err := l.db.ExecContext(ctx, l.q.Get("rejected_cleanup"), dialectsql.Time(l.dialect, cutoff.UTC()), batchSize)
 		if err != nil {
-			return total, fmt.Errorf("inbound: clean up rejected events: %w", err)
+			return 0, err
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return total, fmt.Errorf("inbound: clean up rejected events: %w", err)
-		}
-		total += n
-		if n < int64(batchSize) {
-			return total, nil
-		}
+		return res.RowsAffected()
+	})
+	if err != nil {
+		return total, fmt.Errorf("inbound: clean up rejected events: %w", err)
 	}
+	return total, nil
 }
 
 // rawText returns an event's raw bytes as valid text of at most

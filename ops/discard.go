@@ -173,10 +173,8 @@ func cleanupDiscarded(ctx context.Context, st store.Store, cutoff time.Time, bat
 	if err != nil {
 		return 0, fmt.Errorf("ops: %w", err)
 	}
-	var total int64
-	for {
-		var n int64
-		err := dialectsql.Retry(ctx, st.Retryable, func() error {
+	total, err := dialectsql.DeleteBatches(ctx, batchSize, func() (n int64, err error) {
+		err = dialectsql.Retry(ctx, st.Retryable, func() error {
 			res, err := st.DB().ExecContext(ctx, q.Get("discarded_cleanup"), dialectsql.Time(st.Dialect(), cutoff), batchSize)
 			if err != nil {
 				return err
@@ -184,15 +182,10 @@ func cleanupDiscarded(ctx context.Context, st store.Store, cutoff time.Time, bat
 			n, err = res.RowsAffected()
 			return err
 		})
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("clean up discarded dead letters: %w", err)
-		}
-		if n < int64(batchSize) {
-			return total, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return total, fmt.Errorf("clean up discarded dead letters: %w", err)
-		}
+		return n, err
+	})
+	if err != nil {
+		return total, fmt.Errorf("ops: clean up discarded dead letters: %w", err)
 	}
+	return total, nil
 }

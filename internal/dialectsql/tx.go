@@ -71,3 +71,26 @@ func Retry(ctx context.Context, transient func(error) bool, f func() error) erro
 	}
 	return err
 }
+
+// DeleteBatches calls del, which deletes at most batchSize rows (a DELETE …
+// LIMIT) and returns how many it deleted, until a call deletes fewer, del
+// fails or ctx ends; it returns the rows deleted in all. The cleanups use
+// it so that a large backlog is deleted in short statements, each holding
+// its locks briefly. A batchSize below 1 is taken as 1.
+func DeleteBatches(ctx context.Context, batchSize int, del func() (int64, error)) (int64, error) {
+	batchSize = max(batchSize, 1)
+	var total int64
+	for {
+		n, err := del()
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if n < int64(batchSize) {
+			return total, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+	}
+}

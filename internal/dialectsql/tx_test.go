@@ -74,3 +74,49 @@ func TestRetryStopsWaitingWhenCtxEnds(t *testing.T) {
 		t.Errorf("Retry ran f %d times and returned %v; want 1 run and the transient error", runs, err)
 	}
 }
+
+// DeleteBatches deletes until a batch comes back short, stops at the first
+// error or when ctx ends, and counts what every call deleted.
+func TestDeleteBatches(t *testing.T) {
+	boom := errors.New("boom")
+	cases := []struct {
+		name      string
+		batch     int
+		deletes   []int64 // del's answers, call by call
+		failAt    int     // del fails on this call (1-based), after deleting its rows; 0 never
+		cancelAt  int     // ctx ends after this call; 0 never
+		wantCalls int
+		wantTotal int64
+		wantErr   error
+	}{
+		{"short first batch", 3, []int64{2}, 0, 0, 1, 2, nil},
+		{"full batches, then short", 3, []int64{3, 3, 1}, 0, 0, 3, 7, nil},
+		{"full, then empty", 3, []int64{3, 0}, 0, 0, 2, 3, nil},
+		{"failure stops", 3, []int64{3, 3, 3}, 2, 0, 2, 6, boom},
+		{"context ends between batches", 3, []int64{3, 3, 3}, 0, 1, 1, 3, context.Canceled},
+		{"batch below 1 taken as 1", 0, []int64{1, 0}, 0, 0, 2, 1, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			calls := 0
+			total, err := DeleteBatches(ctx, c.batch, func() (int64, error) {
+				calls++
+				if calls > len(c.deletes) {
+					t.Fatalf("call %d past the %d planned", calls, len(c.deletes))
+				}
+				if calls == c.cancelAt {
+					cancel()
+				}
+				if calls == c.failAt {
+					return c.deletes[calls-1], boom
+				}
+				return c.deletes[calls-1], nil
+			})
+			if calls != c.wantCalls || total != c.wantTotal || !errors.Is(err, c.wantErr) || (c.wantErr == nil) != (err == nil) {
+				t.Fatalf("DeleteBatches = %d, %v after %d calls; want %d, %v after %d", total, err, calls, c.wantTotal, c.wantErr, c.wantCalls)
+			}
+		})
+	}
+}

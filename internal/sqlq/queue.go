@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hubsync/hubsync/internal/dialectsql"
 	"github.com/hubsync/hubsync/store"
 )
 
@@ -565,25 +566,17 @@ func mustArgs(q query, p params) []any {
 // Cleanup deletes processed events older than cutoff, batchSize rows per statement.
 func (qu *Queue[E]) Cleanup(ctx context.Context, cutoff time.Time, batchSize int) (int64, error) {
 	batchSize = cmp.Or(batchSize, store.CleanupBatchDefault)
-	var total int64
-	for {
-		var n int64
-		err := qu.s.write(ctx, func() error {
-			var err error
+	total, err := dialectsql.DeleteBatches(ctx, batchSize, func() (n int64, err error) {
+		err = qu.s.write(ctx, func() error {
 			n, err = qu.exec(ctx, qu.s.db, "Cleanup", params{"cutoff": qu.s.encodeTime(cutoff), "batch": batchSize})
 			return err
 		})
-		total += n
-		if err != nil {
-			return total, qu.op("cleanup", err)
-		}
-		if n < int64(batchSize) {
-			return total, nil
-		}
-		if err := ctx.Err(); err != nil {
-			return total, qu.op("cleanup", err)
-		}
+		return n, err
+	})
+	if err != nil {
+		return total, qu.op("cleanup", err)
 	}
+	return total, nil
 }
 
 // DeadLetters lists failed events, by id.
