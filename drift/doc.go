@@ -51,7 +51,8 @@
 // A Report counts every difference by object type, key and verdict, and
 // lists the first Config.MaxDifferences of them (MaxDifferencesDefault);
 // those past the limit are counted (Report.Omitted) and repaired as the
-// listed ones are. A drift that touches every record, such as a mapping
-// change, thus makes a report of bounded size, not one entry per record and
-// field.
+// listed ones are; a listed difference shows at most ListedValueMax bytes
+// of each value, and MaxDifferencesMax bounds the limit. A drift that
+// touches every record, such as a mapping change, thus makes a report of
+// bounded size, not one entry per record and field.
 package drift
